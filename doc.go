@@ -1,0 +1,89 @@
+// Package toolguard decides, before each tool call of an LLM agent, whether
+// the call should run, and records what happened after it ran. It stops the
+// waste that burns agent budgets — the same call again and again, the same
+// search reworded, a failing command retried with a tweaked flag, two tools
+// ping-ponging, one tool past its quota, a turn past its budget — and tells
+// the model what to do instead.
+//
+// # Using a Tracker
+//
+// A Tracker guards one agent session. The harness asks it before every
+// tool call and tells it the outcome after:
+//
+//	tr := toolguard.NewTracker(toolguard.Policy{}) // the zero Policy is the defaults
+//
+//	d := tr.ShouldSkip(call)
+//	switch d.Verdict {
+//	case toolguard.Allow:
+//		out, err := run(call)
+//		phase := tr.Record(call, toolguard.Outcome{Result: out, Err: err})
+//		// On a phase change, inject tr.Guidance().Message.
+//	case toolguard.Hint:
+//		// Do not run the call: give the model d.Message as its result.
+//	case toolguard.Abort:
+//		// Do not run the call: stop the turn with d.Err.
+//	}
+//
+// Call Reset when new user input starts a new turn. Tracker.Wrap does all of
+// this around an executor function in one line. Calls that one model response
+// asked for together are checked with ShouldSkipRound.
+//
+// # What fires
+//
+// The rules run in this order; the first that fires decides:
+//
+//   - Budget (ReasonBudget): the turn used Policy.MaxCallsPerTurn calls (30).
+//   - Tool limit (ReasonToolLimit): ToolPolicy.Limit calls of one tool in a
+//     turn, or the tool's session quota: the least of the agent quota, the
+//     platform quota and the rule default (30; 10 for high-cost tools).
+//   - Duplicate (ReasonDuplicate): the same tool with the same canonical
+//     arguments ran Policy.MaxRepeats times (2) without progress.
+//   - Similar query (ReasonSimilarQuery): a search tool was asked, in an
+//     earlier round of the turn, a query similar (≥ 0.75) to this one.
+//   - Repeated failure (ReasonRepeatedFailure): the tool failed
+//     Policy.MaxFailures times (3) with the same error once numbers, paths,
+//     quoted strings, URLs and ids are masked.
+//   - Cycle (ReasonCycle): the call would continue a cycle of 2 to 4 distinct
+//     calls that already repeated 3 times without new results.
+//   - Churn (ReasonChurn): the last 10 calls hold 5 similar searches of one
+//     tool, or 5 fetches of one host and path, that brought no new result.
+//
+// The first firing is a Hint (with ActionHint, the default); if the model
+// sends the hinted call anyway, that call is an Abort with a *LoopError.
+//
+// # Progress and canonical arguments
+//
+// Two calls are identical when their tools are equal and their arguments
+// are equal as JSON values: keys sorted at every depth, whitespace ignored,
+// numbers compared by value. Arguments that are not JSON are compared as
+// bytes. A repeated call whose result differs from the previous result of
+// the same call made progress and starts its count over, so polling a job
+// whose output changes never fires; differences that are only timestamps,
+// UUIDs, long hex ids or durations are noise, not progress.
+//
+// # Turn budget
+//
+// Each executed call counts one (Policy.BudgetUnit can count model responses
+// instead). Record returns PhaseNudge from the call at 75% of the budget
+// (Guidance then says "You have used X of Y tool calls. Start wrapping up.")
+// and PhaseWindDown at 100% (strip the tools and ask the model to summarize
+// and answer). A call asked for after that is refused with an error
+// matching ErrBudgetExhausted.
+//
+// # Ledger, summary and events
+//
+// Ledger returns one Entry per checked call with its hash, a redacted
+// purpose, the verdict and the outcome — never raw arguments or results
+// unless Policy.KeepRaw is set. Summary turns the turn into what an agent
+// must say when it stops: calls per tool, failures, new results, skips and
+// the budget left, with a suggested next step. Policy.OnEvent and
+// Policy.Logger see every decision, record and phase change.
+//
+// # Concurrency
+//
+// A Tracker is safe for concurrent use by the parallel tool calls of a
+// turn: ShouldSkip reserves the budget slot and the repeat count
+// atomically. Hooks run after the Tracker's lock is released and may call
+// back into it. Quotas shared between processes go through a Store; see
+// the redisstore module.
+package toolguard

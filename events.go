@@ -1,0 +1,119 @@
+package toolguard
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// EventKind says what an Event reports.
+type EventKind int
+
+const (
+	// EventDecision: ShouldSkip decided on a call (Decision is set).
+	EventDecision EventKind = iota
+	// EventRecord: Record booked an outcome (Status, NewResult, Duration).
+	EventRecord
+	// EventPhase: the turn's phase changed (From and Phase).
+	EventPhase
+	// EventStore: a Store operation failed (Err); with FailOpen the call
+	// was counted locally.
+	EventStore
+)
+
+var eventNames = [...]string{"decision", "record", "phase", "store"}
+
+// String returns "decision", "record" or "phase".
+func (k EventKind) String() string { return enumString(eventNames[:], int(k), "EventKind") }
+
+// Event is delivered to Policy.OnEvent and Policy.Logger. It carries no
+// arguments or results.
+type Event struct {
+	Kind      EventKind
+	Seq       uint64 // the ledger entry of the call
+	Turn      int
+	CallID    string
+	Tool      string
+	Decision  Decision      // EventDecision
+	Status    Status        // EventRecord
+	NewResult bool          // EventRecord
+	Duration  time.Duration // EventRecord: from the check to the Record
+	From      Phase         // EventPhase: the phase before
+	Phase     Phase         // the phase after the event
+	Err       error         // EventStore
+}
+
+// events collects the (at most three) events of one operation, so they can
+// be delivered after the lock is released without allocating.
+type events struct {
+	buf [3]Event
+	n   int
+}
+
+func (e *events) add(ev Event) {
+	if e.n < len(e.buf) {
+		e.buf[e.n] = ev
+		e.n++
+	}
+}
+
+// emit delivers events to the hook and the logger. It must be called
+// without the lock held.
+func (t *Tracker) emit(evs *events) {
+	if t.cfg.onEvent == nil && t.cfg.logger == nil {
+		return
+	}
+	for i := 0; i < evs.n; i++ {
+		ev := evs.buf[i]
+		if t.cfg.onEvent != nil {
+			t.cfg.onEvent(ev)
+		}
+		if t.cfg.logger != nil {
+			logEvent(t.cfg.logger, ev)
+		}
+	}
+}
+
+// logEvent writes an event with the GenAI attribute names for the tool and
+// the call id. Firings are warnings; everything else is debug.
+func logEvent(l *slog.Logger, ev Event) {
+	ctx := context.Background()
+	level := slog.LevelDebug
+	if ev.Kind == EventDecision && ev.Decision.Verdict != Allow || ev.Kind == EventStore {
+		level = slog.LevelWarn
+	}
+	if !l.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("gen_ai.tool.name", ev.Tool),
+		slog.String("gen_ai.tool.call.id", ev.CallID),
+		slog.Uint64("toolguard.seq", ev.Seq),
+		slog.Int("toolguard.turn", ev.Turn),
+		slog.String("toolguard.phase", ev.Phase.String()),
+	}
+	var msg string
+	switch ev.Kind {
+	case EventDecision:
+		msg = "toolguard: decision"
+		if ev.Decision.Verdict != Allow {
+			msg = "toolguard: call skipped"
+		}
+		attrs = append(attrs,
+			slog.String("toolguard.verdict", ev.Decision.Verdict.String()),
+			slog.String("toolguard.reason", ev.Decision.Reason.String()))
+	case EventRecord:
+		msg = "toolguard: record"
+		attrs = append(attrs,
+			slog.String("toolguard.status", ev.Status.String()),
+			slog.Bool("toolguard.new_result", ev.NewResult),
+			slog.Duration("toolguard.duration", ev.Duration))
+	case EventPhase:
+		msg = "toolguard: phase change"
+		attrs = append(attrs, slog.String("toolguard.from", ev.From.String()))
+	case EventStore:
+		msg = "toolguard: quota store failed"
+		attrs = append(attrs, slog.String("error", ev.Err.Error()))
+	}
+	l.LogAttrs(ctx, level, msg, attrs...)
+}

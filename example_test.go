@@ -1,0 +1,133 @@
+package toolguard_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/toolguard/toolguard"
+)
+
+func call(tool, args string) toolguard.Call {
+	return toolguard.Call{Tool: tool, Args: json.RawMessage(args)}
+}
+
+// A harness asks before each call and records after it.
+func ExampleTracker_ShouldSkip() {
+	tr := toolguard.NewTracker(toolguard.Policy{})
+	c := call("read_file", `{"path":"main.go"}`)
+	for i := 0; i < 4; i++ {
+		d := tr.ShouldSkip(c)
+		fmt.Println(d.Verdict, d.Reason)
+		if d.Verdict == toolguard.Allow {
+			tr.Record(c, toolguard.Outcome{Result: "package main"})
+		}
+	}
+	// Output:
+	// allow none
+	// allow none
+	// hint duplicate
+	// abort duplicate
+}
+
+// Keys are sorted, whitespace and number spelling do not matter.
+func ExampleTracker_ShouldSkip_canonicalArguments() {
+	tr := toolguard.NewTracker(toolguard.Policy{MaxRepeats: 1})
+	tr.Record(call("get", `{"id": 1.0, "fields": ["a","b"]}`), toolguard.Outcome{Result: "x"})
+	fmt.Println(tr.ShouldSkip(call("get", `{"fields":["a","b"],"id":1}`)).Reason)
+	fmt.Println(tr.ShouldSkip(call("get", `{"fields":["b","a"],"id":1}`)).Reason)
+	// Output:
+	// duplicate
+	// none
+}
+
+// A poll whose result changes made progress: it never fires.
+func ExampleTracker_Record_polling() {
+	tr := toolguard.NewTracker(toolguard.Policy{})
+	c := call("job_status", `{"job":"build"}`)
+	for _, out := range []string{"queued", "running", "running", "done"} {
+		d := tr.ShouldSkip(c)
+		fmt.Println(out, d.Verdict)
+		if d.Verdict == toolguard.Allow {
+			tr.Record(c, toolguard.Outcome{Result: out})
+		}
+	}
+	// Output:
+	// queued allow
+	// running allow
+	// running allow
+	// done hint
+}
+
+// The turn budget nudges at 75% and winds down at 100%.
+func ExampleTracker_Guidance() {
+	tr := toolguard.NewTracker(toolguard.Policy{MaxCallsPerTurn: 4})
+	for i := 1; i <= 5; i++ {
+		c := call("step", fmt.Sprintf(`{"n":%d}`, i))
+		d := tr.ShouldSkip(c)
+		if d.Verdict != toolguard.Allow {
+			fmt.Println(errors.Is(d.Err, toolguard.ErrBudgetExhausted), d.Phase)
+			break
+		}
+		phase := tr.Record(c, toolguard.Outcome{Result: "ok"})
+		fmt.Println(strings.TrimSpace(fmt.Sprint(i, " ", phase, " ", tr.Guidance().Message)))
+	}
+	// Output:
+	// 1 normal
+	// 2 normal
+	// 3 nudge You have used 3 of 4 tool calls. Start wrapping up.
+	// 4 wind_down You have used all 4 tool calls for this turn. Summarize your work and answer the user's question.
+	// true exhausted
+}
+
+// Wrap puts the Tracker around an executor in one line.
+func ExampleTracker_Wrap() {
+	tr := toolguard.NewTracker(toolguard.Policy{MaxRepeats: 1})
+	exec := tr.Wrap(func(ctx context.Context, c toolguard.Call) (string, error) {
+		return "sunny", nil
+	})
+	c := call("weather", `{"city":"Paris"}`)
+	for i := 0; i < 3; i++ {
+		out, err := exec(context.Background(), c)
+		fmt.Printf("%.60q %v\n", out, errors.Is(err, toolguard.ErrLoop))
+	}
+	// Output:
+	// "sunny" false
+	// "[loop-detected] Tool 'weather' was already executed with ide" false
+	// "" true
+}
+
+// Presets reproduce published behaviours.
+func ExamplePreset() {
+	p, err := toolguard.Preset("turn-tracker")
+	if err != nil {
+		panic(err)
+	}
+	tr := toolguard.NewTracker(p)
+	c := call("composio_execute", `{"action":"x"}`)
+	tr.Record(c, toolguard.Outcome{Result: "ok"})
+	tr.Record(call("composio_execute", `{"action":"y"}`), toolguard.Outcome{Result: "ok"})
+	msg, _, _ := strings.Cut(tr.ShouldSkip(call("composio_execute", `{"action":"z"}`)).Message, " This call")
+	fmt.Println(msg)
+	// Output:
+	// [loop-detected] Tool 'composio_execute' has reached its execution limit (2) for this turn.
+}
+
+// The summary says what an agent must report when it stops.
+func ExampleTracker_Summary() {
+	tr := toolguard.NewTracker(toolguard.Policy{MaxCallsPerTurn: 10})
+	for _, cmd := range []string{"go tset", "go tset ./...", "go tset -v"} {
+		c := call("bash", fmt.Sprintf(`{"command":%q}`, cmd))
+		tr.ShouldSkip(c)
+		tr.Record(c, toolguard.Outcome{Err: errors.New(`go: unknown command "tset"`)})
+	}
+	tr.ShouldSkip(call("bash", `{"command":"go tset -run X"}`))
+	fmt.Println(tr.Summary())
+	// Output:
+	// toolguard summary, turn 1: 3 calls executed, 3 failed, 0 with new results, 1 skipped.
+	// Budget: 3 of 10 tool calls used, 7 left (phase normal).
+	// - bash: 3 calls, 3 failed (3 the same way in a row), 0 new results, 1 skipped (repeated_failure 1); session 3 of 30 (rule quota).
+	// Next: Stop retrying 'bash': read its last error, check the interface, path, permission or precondition it needs, and report the blocker if one evidence-backed attempt fails.
+}

@@ -1,0 +1,75 @@
+package toolguard
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Entry is one checked call in the ledger, skipped calls included. By
+// default it holds no raw arguments or results, which may contain secrets:
+// ArgsHash identifies the arguments and Purpose describes the call.
+type Entry struct {
+	Seq      uint64 `json:"seq"`               // 1, 2, … over the session
+	Turn     int    `json:"turn"`              // 1 for the first turn; Reset adds one
+	Round    uint64 `json:"round"`             // calls checked together share a round
+	CallID   string `json:"call_id,omitempty"` // the provider's call id
+	Tool     string `json:"tool"`
+	ArgsHash Hash   `json:"args_hash"`
+	// Purpose is the normalized query for search tools and the sorted
+	// argument names (never their values) for other tools.
+	Purpose   string        `json:"purpose"`
+	Verdict   Verdict       `json:"verdict"`
+	Reason    Reason        `json:"reason"`
+	Phase     Phase         `json:"phase"` // the phase when the call was checked
+	Status    Status        `json:"status"`
+	NewResult bool          `json:"new_result"` // the result differed from the last one for these arguments
+	At        time.Time     `json:"at"`         // when the call was checked (Policy.Now)
+	Duration  time.Duration `json:"duration"`   // from the check to the Record
+
+	// Args and Result are kept only with Policy.KeepRaw.
+	Args   json.RawMessage `json:"args,omitempty"`
+	Result string          `json:"result,omitempty"`
+}
+
+// ledger is the append-only record of a session, bounded to the most
+// recent size entries (0: unbounded). It is not synchronized.
+type ledger struct {
+	entries []Entry
+	first   uint64 // Seq of entries[0]
+	size    int
+	dropped uint64 // entries no longer held
+}
+
+// add appends e, whose Seq must follow the last one, and returns it.
+func (l *ledger) add(e Entry) *Entry {
+	if len(l.entries) == 0 {
+		l.first = e.Seq
+	}
+	if l.size > 0 && len(l.entries) >= 2*l.size {
+		// Keep the newest size entries; amortized O(1) per add.
+		n := copy(l.entries, l.entries[len(l.entries)-l.size:])
+		clear(l.entries[n:])
+		l.entries = l.entries[:n]
+		l.dropped += uint64(l.size)
+		l.first += uint64(l.size)
+	}
+	l.entries = append(l.entries, e)
+	return &l.entries[len(l.entries)-1]
+}
+
+// get returns the entry with the given Seq, or nil if it was dropped.
+func (l *ledger) get(seq uint64) *Entry {
+	if seq < l.first || seq-l.first >= uint64(len(l.entries)) {
+		return nil
+	}
+	return &l.entries[seq-l.first]
+}
+
+// snapshot copies the entries the ledger reports: at most size of them.
+func (l *ledger) snapshot() []Entry {
+	es := l.entries
+	if l.size > 0 && len(es) > l.size {
+		es = es[len(es)-l.size:]
+	}
+	return append([]Entry(nil), es...)
+}

@@ -1,0 +1,535 @@
+package toolguard
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"path"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Action says what happens the first time a rule fires for a call.
+type Action int
+
+const (
+	// ActionHint (the default) answers the first firing with a Hint: a
+	// synthetic tool result telling the model what to do instead. If the
+	// model sends the hinted call again anyway, that call is an Abort.
+	ActionHint Action = iota
+	// ActionAbort answers the first firing with an Abort and a *LoopError.
+	ActionAbort
+)
+
+// String returns "hint" or "abort".
+func (a Action) String() string {
+	switch a {
+	case ActionHint:
+		return "hint"
+	case ActionAbort:
+		return "abort"
+	}
+	return fmt.Sprintf("Action(%d)", int(a))
+}
+
+// Unit is what the turn budget counts.
+type Unit int
+
+const (
+	// CountCalls (the default) counts every executed call: a model response
+	// that asks for three tools in parallel uses three.
+	CountCalls Unit = iota
+	// CountRounds counts model responses: a batch checked with
+	// ShouldSkipRound uses one unit however many calls it holds.
+	CountRounds
+)
+
+// String returns "calls" or "rounds".
+func (u Unit) String() string {
+	switch u {
+	case CountCalls:
+		return "calls"
+	case CountRounds:
+		return "rounds"
+	}
+	return fmt.Sprintf("Unit(%d)", int(u))
+}
+
+// Defaults of the Policy fields. Policy documents where each comes from.
+const (
+	DefaultMaxCallsPerTurn     = 30
+	DefaultNudgeRatio          = 0.75
+	DefaultMaxRepeats          = 2
+	DefaultMaxFailures         = 3
+	DefaultSimilarityThreshold = 0.75
+	DefaultSessionLimit        = 30
+	DefaultHighCostLimit       = 10
+	DefaultCyclePeriod         = 4
+	DefaultCycleRepeats        = 3
+	DefaultWindow              = 10
+	DefaultWindowLimit         = 5
+	DefaultLedgerSize          = 4096
+)
+
+// maxCyclePeriod and maxWindow bound what a policy may ask for, so a
+// configuration mistake cannot make every call expensive.
+const (
+	maxCyclePeriod  = 16
+	maxCycleRepeats = 64
+	maxWindow       = 1024
+)
+
+// DefaultSearchTools is the built-in list of search tools used when
+// Policy.SearchTools is nil: names and path.Match glob patterns. A tool on
+// it is subject to the similar-query check only when its arguments carry a
+// query (the first string among query, search_query, q, text, question,
+// prompt).
+var DefaultSearchTools = []string{
+	"search", "*search*", "*Search*", "*_query", "query_*", "*_lookup", "lookup*", "Lookup*",
+	"web_fetch_search", "grep", "Grep", "*retrieve*", "*Retrieve*",
+}
+
+// Quota is a set of per-session call limits declared by an agent or by the
+// platform that runs it. Tools maps tool names or path.Match glob patterns
+// to the number of calls allowed in a session; Default applies to every
+// tool that Tools does not name. Zero or negative values mean "not set".
+type Quota struct {
+	Tools   map[string]int
+	Default int
+}
+
+// Policy configures a Tracker. Its zero value is the defaults, listed with
+// each field. Values that make no sense (NaN, ratios outside their range,
+// malformed glob patterns) fall back to a documented behaviour rather than
+// failing; Validate reports them for callers who prefer an error.
+type Policy struct {
+	// MaxCallsPerTurn is the turn budget. 0 means 30 (an agent runtime's
+	// default); negative means unlimited.
+	MaxCallsPerTurn int
+	// NudgeRatio is the share of the budget at which the turn enters
+	// PhaseNudge. 0 or NaN means 0.75; a value ≤ 0 or ≥ 1 disables the
+	// nudge (the turn goes straight from PhaseNormal to PhaseWindDown).
+	NudgeRatio float64
+	// BudgetUnit chooses what the budget counts: calls (default) or rounds.
+	BudgetUnit Unit
+
+	// MaxRepeats is how many identical calls (same tool, same canonical
+	// arguments) may run without progress; the next one fires. 0 means 2
+	// (the third identical call fires); negative disables the check.
+	MaxRepeats int
+	// MaxFailures is how many equivalent failures of one tool are allowed
+	// before its next call fires ReasonRepeatedFailure. 0 means 3;
+	// negative disables the check.
+	MaxFailures int
+	// SimilarityThreshold is the score at which two queries of one search
+	// tool count as the same question. 0 or NaN means 0.75; negative or
+	// greater than 1 disables the similar-query check.
+	SimilarityThreshold float64
+	// SearchTools names the search tools (names or glob patterns). nil
+	// means DefaultSearchTools; an empty non-nil slice means none.
+	SearchTools []string
+	// Action is what the first firing does: ActionHint (zero) or
+	// ActionAbort. Other values mean ActionHint.
+	Action Action
+	// Tools holds per-tool overrides keyed by tool name or glob pattern. An
+	// exact name wins over patterns; among patterns the longest wins, then
+	// the lexically smallest.
+	Tools map[string]ToolPolicy
+
+	// SessionLimit is the rule default for calls to one tool in a session
+	// (across turns). 0 means 30; negative means no rule default.
+	SessionLimit int
+	// HighCostLimit is the rule default for a high-cost tool (an external,
+	// paid or rate-limited API). 0 means 10; negative means high-cost tools
+	// get SessionLimit.
+	HighCostLimit int
+	// HighCostTools names high-cost tools (names or glob patterns), in
+	// addition to ToolPolicy.HighCost. nil means none.
+	HighCostTools []string
+	// AgentQuota and PlatformQuota are the quotas declared by the agent
+	// definition and by the platform. nil means not set. The effective
+	// session limit of a tool is the minimum of the agent quota, the
+	// platform quota and the rule default, over those that are set.
+	AgentQuota    *Quota
+	PlatformQuota *Quota
+
+	// CyclePeriod is the longest cycle detected (A,B,… of distinct calls).
+	// 0 means 4; 1 means 2; negative disables cycle detection. At most 16.
+	CyclePeriod int
+	// CycleRepeats is how many unchanged repetitions of a cycle are allowed;
+	// the call that would continue them fires. 0 means 3; 1 means 2. At most 64.
+	CycleRepeats int
+	// Window is the number of most recent calls of the turn in which
+	// similar searches and fetches of one host and path are counted. 0
+	// means 10; negative disables the rule. At most 1024.
+	Window int
+	// WindowLimit is how many such calls the window may hold; the next one
+	// fires. 0 means 5.
+	WindowLimit int
+
+	// LedgerSize caps the entries the ledger keeps; older entries are
+	// dropped (per-tool totals stay exact). 0 means 4096; negative means
+	// unbounded.
+	LedgerSize int
+	// KeepRaw keeps the raw arguments and results in the ledger. They may
+	// hold secrets, so the default keeps only hashes and a redacted purpose.
+	KeepRaw bool
+
+	// Store shares quota counters between Trackers (see Store). nil means
+	// the session quotas are counted in this Tracker alone and SharedQuotas,
+	// if any, in a MemoryStore private to it.
+	Store Store
+	// SessionID names the session in the Store, so the replicas that serve
+	// one session's turns share its per-tool session quotas. Empty means
+	// session quotas are counted in this Tracker alone.
+	SessionID string
+	// SharedQuotas are totals shared through Store by every Tracker that
+	// declares them (per tenant or operator, per hour or per day).
+	SharedQuotas []SharedQuota
+	// StoreTimeout bounds each Store operation. 0 means 250ms.
+	StoreTimeout time.Duration
+	// ReservationTTL is how long a reservation holds quota without a
+	// Record (a crashed replica). 0 means 5 minutes.
+	ReservationTTL time.Duration
+	// FailOpen chooses what happens when the Store does not answer: false
+	// (fail closed) refuses calls that need a shared quota, with an error
+	// matching ErrStoreUnavailable; true counts locally and reports an
+	// EventStore.
+	FailOpen bool
+
+	// Now is the clock. nil means time.Now.
+	Now func() time.Time
+	// OnEvent, when set, receives every decision, record and phase change.
+	// It runs after the Tracker's lock is released and may call back into
+	// the Tracker.
+	OnEvent func(Event)
+	// Logger, when set, logs firings at Warn and other decisions and records
+	// at Debug, with the attributes gen_ai.tool.name and gen_ai.tool.call.id.
+	// nil means silent.
+	Logger *slog.Logger
+}
+
+// ToolPolicy overrides the Policy for one tool or a glob pattern of tools.
+type ToolPolicy struct {
+	// Limit is the number of calls of this tool allowed per turn. 0 means no
+	// per-turn limit.
+	Limit int
+	// MaxRepeats overrides Policy.MaxRepeats for this tool. 0 means inherit;
+	// negative disables the check for this tool.
+	MaxRepeats int
+	// Exempt marks a polling tool: it never counts as a repeat, a repeated
+	// failure, part of a cycle or of the window rule. Budgets and quotas
+	// still count it.
+	Exempt bool
+	// Search subjects the tool to the similar-query check even when it is
+	// not in Policy.SearchTools.
+	Search bool
+	// HighCost marks an external, paid or rate-limited tool: its rule
+	// default session limit is Policy.HighCostLimit.
+	HighCost bool
+	// IgnoreArgs lists top-level argument fields that do not make a call
+	// different (request ids, progress notes).
+	IgnoreArgs []string
+}
+
+// Validate reports the fields of p that the Tracker would replace with a
+// fallback: NaN or out-of-range ratios, malformed glob patterns, negative
+// per-tool limits and quotas. A nil result means every value is used as
+// written.
+func (p Policy) Validate() error {
+	var errs []error
+	if math.IsNaN(p.NudgeRatio) || math.IsInf(p.NudgeRatio, 0) {
+		errs = append(errs, fmt.Errorf("NudgeRatio %v is not a number (0.75 is used)", p.NudgeRatio))
+	}
+	if math.IsNaN(p.SimilarityThreshold) || math.IsInf(p.SimilarityThreshold, 0) {
+		errs = append(errs, fmt.Errorf("SimilarityThreshold %v is not a number (0.75 is used)", p.SimilarityThreshold))
+	} else if p.SimilarityThreshold > 1 {
+		errs = append(errs, fmt.Errorf("SimilarityThreshold %v is above 1 (the check is off)", p.SimilarityThreshold))
+	}
+	if p.Action != ActionHint && p.Action != ActionAbort {
+		errs = append(errs, fmt.Errorf("Action %d is unknown (hint is used)", int(p.Action)))
+	}
+	if p.BudgetUnit != CountCalls && p.BudgetUnit != CountRounds {
+		errs = append(errs, fmt.Errorf("BudgetUnit %d is unknown (calls are counted)", int(p.BudgetUnit)))
+	}
+	checkPatterns := func(field string, pats []string) {
+		for _, pat := range pats {
+			if _, err := path.Match(pat, ""); err != nil {
+				errs = append(errs, fmt.Errorf("%s: malformed pattern %q (it matches nothing)", field, pat))
+			}
+		}
+	}
+	checkPatterns("SearchTools", p.SearchTools)
+	checkPatterns("HighCostTools", p.HighCostTools)
+	for _, name := range sortedKeys(p.Tools) {
+		checkPatterns("Tools", []string{name})
+		if tp := p.Tools[name]; tp.Limit < 0 {
+			errs = append(errs, fmt.Errorf("Tools[%q].Limit %d is negative (no per-turn limit)", name, tp.Limit))
+		}
+	}
+	for _, q := range []struct {
+		name string
+		q    *Quota
+	}{{"AgentQuota", p.AgentQuota}, {"PlatformQuota", p.PlatformQuota}} {
+		if q.q == nil {
+			continue
+		}
+		for _, name := range sortedKeys(q.q.Tools) {
+			checkPatterns(q.name, []string{name})
+			if n := q.q.Tools[name]; n < 0 {
+				errs = append(errs, fmt.Errorf("%s[%q] %d is negative (not set)", q.name, name, n))
+			}
+		}
+		if q.q.Default < 0 {
+			errs = append(errs, fmt.Errorf("%s.Default %d is negative (not set)", q.name, q.q.Default))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("toolguard: invalid policy: %w", errors.Join(errs...))
+}
+
+// config is a Policy with every default and fallback applied. It never
+// changes after NewTracker, so it is read without the lock.
+type config struct {
+	maxCalls      int // 0: unlimited
+	nudgeAt       int // 0: no nudge
+	unit          Unit
+	maxRepeats    int // 0: off
+	maxFailures   int // 0: off
+	threshold     float64
+	similarOn     bool
+	searchTools   []string
+	action        Action
+	tools         map[string]ToolPolicy
+	patterns      []string // glob keys of tools, longest first
+	sessionLimit  int      // 0: none
+	highCostLimit int      // 0: none
+	highCost      []string
+	agent         *Quota
+	platform      *Quota
+	cyclePeriod   int // 0: off
+	cycleRepeats  int
+	window        int // 0: off
+	windowLimit   int
+	ledgerSize    int // 0: unbounded
+	keepRaw       bool
+	store         Store
+	sessionID     string
+	shared        []SharedQuota
+	storeTimeout  time.Duration
+	ttl           time.Duration
+	failOpen      bool
+	now           func() time.Time
+	onEvent       func(Event)
+	logger        *slog.Logger
+}
+
+func newConfig(p Policy) config {
+	c := config{
+		unit:     p.BudgetUnit,
+		action:   p.Action,
+		tools:    p.Tools,
+		highCost: p.HighCostTools,
+		agent:    p.AgentQuota,
+		platform: p.PlatformQuota,
+		keepRaw:  p.KeepRaw,
+		now:      p.Now,
+		onEvent:  p.OnEvent,
+		logger:   p.Logger,
+	}
+	if c.unit != CountRounds {
+		c.unit = CountCalls
+	}
+	if c.action != ActionAbort {
+		c.action = ActionHint
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	c.store, c.sessionID, c.failOpen = p.Store, p.SessionID, p.FailOpen
+	for _, q := range p.SharedQuotas {
+		if q.Limit > 0 && q.Name != "" {
+			c.shared = append(c.shared, q)
+		}
+	}
+	if c.store == nil && len(c.shared) > 0 {
+		c.store = NewMemoryStore(c.now)
+	}
+	c.storeTimeout = p.StoreTimeout
+	if c.storeTimeout <= 0 {
+		c.storeTimeout = DefaultStoreTimeout
+	}
+	c.ttl = p.ReservationTTL
+	if c.ttl <= 0 {
+		c.ttl = DefaultReservationTTL
+	}
+
+	c.maxCalls = orDefault(p.MaxCallsPerTurn, DefaultMaxCallsPerTurn)
+	ratio := p.NudgeRatio
+	if ratio == 0 || math.IsNaN(ratio) {
+		ratio = DefaultNudgeRatio
+	}
+	if c.maxCalls > 0 && ratio > 0 && ratio < 1 {
+		c.nudgeAt = int(math.Floor(ratio * float64(c.maxCalls)))
+	}
+
+	c.maxRepeats = orDefault(p.MaxRepeats, DefaultMaxRepeats)
+	c.maxFailures = orDefault(p.MaxFailures, DefaultMaxFailures)
+
+	c.threshold = p.SimilarityThreshold
+	if c.threshold == 0 || math.IsNaN(c.threshold) {
+		c.threshold = DefaultSimilarityThreshold
+	}
+	c.similarOn = c.threshold > 0 && c.threshold <= 1
+	if !c.similarOn {
+		// The window rule still needs a notion of "similar".
+		c.threshold = DefaultSimilarityThreshold
+	}
+	c.searchTools = p.SearchTools
+	if c.searchTools == nil {
+		c.searchTools = DefaultSearchTools
+	}
+
+	c.sessionLimit = orDefault(p.SessionLimit, DefaultSessionLimit)
+	c.highCostLimit = orDefault(p.HighCostLimit, DefaultHighCostLimit)
+
+	c.cyclePeriod = min(orDefault(p.CyclePeriod, DefaultCyclePeriod), maxCyclePeriod)
+	if c.cyclePeriod == 1 {
+		c.cyclePeriod = 2
+	}
+	c.cycleRepeats = min(max(orDefault(p.CycleRepeats, DefaultCycleRepeats), 2), maxCycleRepeats)
+	c.window = min(orDefault(p.Window, DefaultWindow), maxWindow)
+	c.windowLimit = max(orDefault(p.WindowLimit, DefaultWindowLimit), 1)
+	c.ledgerSize = orDefault(p.LedgerSize, DefaultLedgerSize)
+
+	for name := range p.Tools {
+		if isPattern(name) {
+			c.patterns = append(c.patterns, name)
+		}
+	}
+	sort.Slice(c.patterns, func(i, j int) bool {
+		a, b := c.patterns[i], c.patterns[j]
+		if len(a) != len(b) {
+			return len(a) > len(b)
+		}
+		return a < b
+	})
+	return c
+}
+
+// orDefault maps 0 to def and a negative value to 0 ("off").
+func orDefault(v, def int) int {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
+}
+
+func isPattern(s string) bool { return strings.ContainsAny(s, `*?[\`) }
+
+// matchAny reports whether name matches one of the names or patterns.
+// Malformed patterns match nothing.
+func matchAny(pats []string, name string) bool {
+	for _, p := range pats {
+		if p == name {
+			return true
+		}
+		if isPattern(p) {
+			if ok, err := path.Match(p, name); err == nil && ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// toolRule is everything the Tracker needs to know about one tool name,
+// resolved once from the config and cached.
+type toolRule struct {
+	limit      int // per turn; 0: none
+	maxRepeats int // 0: off
+	exempt     bool
+	search     bool
+	ignore     []string
+	quota      int       // effective session limit; 0: none
+	quotaFrom  string    // "agent", "platform" or "rule"
+	counters   []Counter // shared through the Store
+	counterOf  []string  // what each counter is, for messages
+}
+
+func (c *config) resolve(tool string) toolRule {
+	tp, ok := c.tools[tool]
+	if !ok {
+		for _, pat := range c.patterns {
+			if m, err := path.Match(pat, tool); err == nil && m {
+				tp, ok = c.tools[pat], true
+				break
+			}
+		}
+	}
+	r := toolRule{
+		limit:      max(tp.Limit, 0),
+		maxRepeats: c.maxRepeats,
+		exempt:     tp.Exempt,
+		search:     tp.Search || matchAny(c.searchTools, tool),
+		ignore:     tp.IgnoreArgs,
+	}
+	switch {
+	case tp.MaxRepeats > 0:
+		r.maxRepeats = tp.MaxRepeats
+	case tp.MaxRepeats < 0:
+		r.maxRepeats = 0
+	}
+	if r.exempt {
+		r.maxRepeats = 0
+	}
+
+	// The min-of-three resolver: agent quota, platform quota, rule default.
+	rule := c.sessionLimit
+	if tp.HighCost || matchAny(c.highCost, tool) {
+		if c.highCostLimit > 0 {
+			rule = c.highCostLimit
+		}
+	}
+	consider := func(n int, from string) {
+		if n > 0 && (r.quota == 0 || n < r.quota) {
+			r.quota, r.quotaFrom = n, from
+		}
+	}
+	consider(quotaFor(c.agent, tool), "agent")
+	consider(quotaFor(c.platform, tool), "platform")
+	consider(rule, "rule")
+
+	if c.store != nil && c.sessionID != "" && r.quota > 0 {
+		r.counters = append(r.counters, Counter{Key: "session:" + c.sessionID + ":" + tool, Limit: r.quota})
+		r.counterOf = append(r.counterOf, r.quotaFrom)
+	}
+	for _, q := range c.shared {
+		if q.Tools != nil && !matchAny(q.Tools, tool) {
+			continue
+		}
+		key := "quota:" + q.Name
+		if q.PerTool {
+			key += ":" + tool
+		}
+		r.counters = append(r.counters, Counter{Key: key, Limit: q.Limit, Window: q.Window})
+		r.counterOf = append(r.counterOf, "shared "+q.Name)
+	}
+	return r
+}

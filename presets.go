@@ -1,0 +1,117 @@
+package toolguard
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Presets are ready policies, each reproducing one published behaviour with
+// its numbers, so a team moving from it keeps what it knows. Every preset is
+// result-aware (a repeat with a new result is progress): that is where
+// toolguard goes past all four.
+//
+//   - "quota-rule": a portable agent rule: 3 equivalent failing retries, 5
+//     similar calls in a rolling window of 10, 30 calls to one tool per
+//     session, 10 to a high-cost tool (HighCostToolsQuotaRule), ping-pong
+//     and cycles; no turn budget; escalation with Tracker.Summary.
+//   - "turn-tracker": a chat service's per-turn tracker: per-tool limits
+//     per turn (composio_execute 2; search_knowledge, semantic_search,
+//     search_codebase, smart_query_database, query_database 2; read_file 3;
+//     write_file and list_directory 2; every other tool 3), the second
+//     identical call blocked, similar queries (0.75) for the search tools.
+//   - "loop-detection": an agent SDK's tool executor: the counter key is
+//     tool + arguments, maxRepeats 3, action hint (the model is told; if it
+//     repeats the hinted call, the call aborts).
+//   - "loop-detection-abort": the same with maxRepeats 2 and action abort.
+//   - "turn-budget": an agent runtime's turn budget: 30 calls per turn, a
+//     nudge at 75%, wind-down at 100%, refusal after that.
+var presets = map[string]func() Policy{
+	"quota-rule":           presetQuotaRule,
+	"turn-tracker":         presetTurnTracker,
+	"loop-detection":       func() Policy { return presetLoopDetection(3, ActionHint) },
+	"loop-detection-abort": func() Policy { return presetLoopDetection(2, ActionAbort) },
+	"turn-budget":          presetTurnBudget,
+}
+
+// HighCostToolsQuotaRule are the tools the "quota-rule" preset treats as
+// high-cost: external, paid or rate-limited APIs.
+var HighCostToolsQuotaRule = []string{
+	"WebFetch", "WebSearch", "web_fetch", "web_search", "fetch", "http_request",
+	"*_api", "api_*", "browser*", "Browser*",
+}
+
+// PresetNames returns the names Preset accepts, sorted.
+func PresetNames() []string { return sortedKeys(presets) }
+
+// Preset returns the named preset policy. Each call returns a fresh Policy
+// that the caller may change.
+func Preset(name string) (Policy, error) {
+	f, ok := presets[name]
+	if !ok {
+		names := PresetNames()
+		sort.Strings(names)
+		return Policy{}, fmt.Errorf("toolguard: unknown preset %q (known: %s)", name, strings.Join(names, ", "))
+	}
+	return f(), nil
+}
+
+// off switches off every rule a preset does not name.
+func off() Policy {
+	return Policy{
+		MaxCallsPerTurn:     -1,
+		MaxRepeats:          -1,
+		MaxFailures:         -1,
+		SimilarityThreshold: -1,
+		SearchTools:         []string{},
+		SessionLimit:        -1,
+		HighCostLimit:       -1,
+		CyclePeriod:         -1,
+		Window:              -1,
+	}
+}
+
+func presetQuotaRule() Policy {
+	p := off()
+	p.MaxRepeats = 0 // identical calls without progress: the third fires
+	p.MaxFailures = 3
+	p.SearchTools = nil // the built-in list, for the window rule
+	p.Window, p.WindowLimit = 10, 5
+	p.SessionLimit, p.HighCostLimit = 30, 10
+	p.HighCostTools = HighCostToolsQuotaRule
+	p.CyclePeriod, p.CycleRepeats = 0, 0 // ping-pong and cycles up to 4 calls, 3 times
+	return p
+}
+
+func presetTurnTracker() Policy {
+	p := off()
+	p.MaxRepeats = 1
+	p.SimilarityThreshold = 0.75
+	search := []string{"search_knowledge", "semantic_search", "search_codebase", "smart_query_database", "query_database"}
+	p.SearchTools = search
+	p.Tools = map[string]ToolPolicy{
+		"composio_execute": {Limit: 2},
+		"read_file":        {Limit: 3},
+		"write_file":       {Limit: 2},
+		"list_directory":   {Limit: 2},
+		"*":                {Limit: 3},
+	}
+	for _, s := range search {
+		p.Tools[s] = ToolPolicy{Limit: 2, Search: true}
+	}
+	return p
+}
+
+func presetLoopDetection(maxRepeats int, action Action) Policy {
+	p := off()
+	p.MaxRepeats = maxRepeats
+	p.Action = action
+	return p
+}
+
+func presetTurnBudget() Policy {
+	p := off()
+	p.MaxCallsPerTurn = 30
+	p.NudgeRatio = 0.75
+	return p
+}

@@ -1,0 +1,148 @@
+package toolguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestSharedQuotaAcrossTrackers(t *testing.T) {
+	store := NewMemoryStore(nil)
+	p := Policy{Store: store, SharedQuotas: []SharedQuota{{Name: "tenant:acme", Tools: []string{"web_*"}, Limit: 3}}}
+	a, b := NewTracker(p), NewTracker(p)
+	run(t, a, []step{allow(call("web_fetch", `{"url":"https://x.org/1"}`), "1"), allow(call("web_fetch", `{"url":"https://x.org/2"}`), "2")})
+	run(t, b, []step{
+		allow(call("web_search", `{"query":"alpha"}`), "1"),
+		hint(call("web_search", `{"query":"totally different"}`), ReasonToolLimit),
+		allow(call("read_file", `{"path":"a"}`), "ok"), // not a web_* tool
+	})
+	assert.Equal(t, 3, store.Count("quota:tenant:acme"))
+	d := a.ShouldSkip(call("web_fetch", `{"url":"https://x.org/3"}`))
+	assert.Equal(t, Hint, d.Verdict)
+	assert.Contains(t, d.Message, "shared tenant:acme quota: 3 calls, 3 made")
+}
+
+func TestSessionQuotaAcrossReplicas(t *testing.T) {
+	store := NewMemoryStore(nil)
+	p := Policy{Store: store, SessionID: "s1", AgentQuota: &Quota{Tools: map[string]int{"Bash": 3}}}
+	r1, r2 := NewTracker(p), NewTracker(p)
+	run(t, r1, []step{allow(call("Bash", `{"c":1}`), "1"), allow(call("Bash", `{"c":2}`), "2")})
+	run(t, r2, []step{allow(call("Bash", `{"c":3}`), "3"), hint(call("Bash", `{"c":4}`), ReasonToolLimit)})
+	// Another session has its own total.
+	other := p
+	other.SessionID = "s2"
+	run(t, NewTracker(other), []step{allow(call("Bash", `{"c":1}`), "1")})
+}
+
+func TestStoreWindowAndTTL(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	store := NewMemoryStore(clock)
+	ctx := context.Background()
+	c := []Counter{{Key: "k", Limit: 2, Window: time.Hour}}
+	g, err := store.Reserve(ctx, Reservation{ID: "1", Counters: c})
+	require.NoError(t, err)
+	require.True(t, g.OK)
+	require.NoError(t, store.Commit(ctx, "1"))
+	g, _ = store.Reserve(ctx, Reservation{ID: "2", Counters: c, TTL: time.Minute})
+	require.True(t, g.OK)
+	g, _ = store.Reserve(ctx, Reservation{ID: "3", Counters: c})
+	require.False(t, g.OK)
+	assert.Equal(t, 0, g.Blocked)
+	assert.Equal(t, []int{2}, g.Counts)
+	// Reservation 2 is never settled: after its TTL its unit returns.
+	now = now.Add(2 * time.Minute)
+	g, _ = store.Reserve(ctx, Reservation{ID: "4", Counters: c})
+	require.True(t, g.OK)
+	require.NoError(t, store.Release(ctx, "4"))
+	assert.Equal(t, 1, store.Count("k"))
+	// The window ends: the total starts over.
+	now = now.Add(time.Hour)
+	assert.Equal(t, 0, store.Count("k"))
+	// All or nothing.
+	g, _ = store.Reserve(ctx, Reservation{ID: "5", Counters: []Counter{{Key: "a", Limit: 5}, {Key: "b", Limit: 0}}})
+	require.False(t, g.OK)
+	assert.Equal(t, 1, g.Blocked)
+	assert.Equal(t, 0, store.Count("a"))
+}
+
+func TestStoreConcurrency(t *testing.T) {
+	store := NewMemoryStore(nil)
+	p := Policy{Store: store, SharedQuotas: []SharedQuota{{Name: "fleet", Limit: 10}}, MaxCallsPerTurn: -1}
+	trackers := []*Tracker{NewTracker(p), NewTracker(p), NewTracker(p), NewTracker(p)}
+	var allowed atomic.Int32
+	var wg sync.WaitGroup
+	for i := 0; i < 64; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			tr := trackers[i%len(trackers)]
+			c := call("t", fmt.Sprintf(`{"i":%d}`, i))
+			if tr.ShouldSkip(c).Verdict == Allow {
+				allowed.Add(1)
+				tr.Record(c, Outcome{Result: "r"})
+			}
+		}(i)
+	}
+	wg.Wait()
+	assert.Equal(t, int32(10), allowed.Load())
+	assert.Equal(t, 10, store.Count("quota:fleet"))
+}
+
+// brokenStore fails every operation.
+type brokenStore struct{ calls atomic.Int32 }
+
+func (s *brokenStore) Reserve(ctx context.Context, r Reservation) (Grant, error) {
+	s.calls.Add(1)
+	return Grant{}, errors.New("connection refused")
+}
+func (s *brokenStore) Commit(ctx context.Context, id string) error  { return errors.New("down") }
+func (s *brokenStore) Release(ctx context.Context, id string) error { return errors.New("down") }
+
+func TestStoreFaults(t *testing.T) {
+	q := []SharedQuota{{Name: "fleet", Limit: 2}}
+	t.Run("fail closed refuses calls that need the store", func(t *testing.T) {
+		var evs []Event
+		tr := NewTracker(Policy{Store: &brokenStore{}, SharedQuotas: q, OnEvent: func(e Event) { evs = append(evs, e) }})
+		d := tr.ShouldSkip(call("t", `{}`))
+		require.Equal(t, Abort, d.Verdict)
+		require.ErrorIs(t, d.Err, ErrStoreUnavailable)
+		assert.Contains(t, d.Err.Error(), "connection refused")
+		assert.Contains(t, d.Message, "not executed")
+		assert.Equal(t, EventStore, evs[0].Kind)
+	})
+	t.Run("fail open counts locally and says so", func(t *testing.T) {
+		var stores int
+		tr := NewTracker(Policy{Store: &brokenStore{}, SharedQuotas: q, FailOpen: true, OnEvent: func(e Event) {
+			if e.Kind == EventStore {
+				stores++
+			}
+		}})
+		run(t, tr, []step{allow(call("t", `{"a":1}`), "r")})
+		assert.Equal(t, 1, stores)
+	})
+	t.Run("a slow store is bounded by StoreTimeout", func(t *testing.T) {
+		tr := NewTracker(Policy{Store: slowStore{}, SharedQuotas: q, StoreTimeout: 20 * time.Millisecond})
+		start := time.Now()
+		d := tr.ShouldSkip(call("t", `{}`))
+		require.ErrorIs(t, d.Err, ErrStoreUnavailable)
+		assert.Less(t, time.Since(start), 2*time.Second)
+	})
+}
+
+// slowStore answers only when the context ends.
+type slowStore struct{}
+
+func (slowStore) Reserve(ctx context.Context, r Reservation) (Grant, error) {
+	<-ctx.Done()
+	return Grant{}, ctx.Err()
+}
+func (slowStore) Commit(ctx context.Context, id string) error  { return nil }
+func (slowStore) Release(ctx context.Context, id string) error { return nil }

@@ -1,0 +1,686 @@
+package toolguard
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Call is one tool call the model asked for.
+type Call struct {
+	ID   string          // the provider's call id; optional
+	Tool string          // required
+	Args json.RawMessage // the arguments as JSON; nil or empty means none
+}
+
+// Outcome is what running a call produced.
+type Outcome struct {
+	Result string // what the tool returned (text the model sees)
+	Err    error  // non-nil when the call failed
+}
+
+// Decision is the answer of ShouldSkip: run the call, or what to do instead.
+type Decision struct {
+	Verdict Verdict
+	Reason  Reason
+	// Message is, for Hint, the synthetic tool result to give the model
+	// instead of running the call; for Abort, the same explanation. It
+	// starts with HintMarker and never pretends to be the tool's output.
+	Message string
+	Phase   Phase // the turn budget's phase
+	// Err is, for Abort, a *LoopError (errors.Is(err, ErrLoop)), a
+	// *BudgetError (errors.Is(err, ErrBudgetExhausted)) or, for a call that
+	// cannot be checked, an error matching ErrInvalidCall.
+	Err error
+}
+
+// Skip reports whether the call must not run (Hint or Abort).
+func (d Decision) Skip() bool { return d.Verdict != Allow }
+
+// Executor runs a tool call and returns the text the model sees.
+type Executor func(ctx context.Context, c Call) (string, error)
+
+// Tracker guards the tool calls of one agent session. Call ShouldSkip
+// before each tool call, Record after it ran, and Reset when new user input
+// starts a new turn. A Tracker is safe for concurrent use by the parallel
+// tool calls of a turn. Create it with NewTracker.
+type Tracker struct {
+	cfg   config
+	round atomic.Uint64
+
+	ruleMu sync.Mutex                           // serializes writers of rules
+	rules  atomic.Pointer[map[string]*toolRule] // copy-on-write cache, read without a lock
+
+	mu       sync.Mutex
+	turnNo   int
+	seq      uint64
+	turn     turnState
+	session  map[string]*toolStats // per tool, over the session
+	ledger   ledger
+	purposes map[string]string // interned purposes, so repeats do not allocate
+	stale    []pendingCall     // calls allowed in earlier turns, not yet recorded
+}
+
+// maxRuleCache and maxPurposes bound the caches a hostile stream of tool
+// names or argument shapes could otherwise grow without limit.
+const (
+	maxRuleCache = 1024
+	maxPurposes  = 4096
+	maxPending   = 4096
+	maxStale     = 256
+)
+
+// NewTracker returns a Tracker for a new session under policy p. The zero
+// Policy means the defaults.
+func NewTracker(p Policy) *Tracker {
+	t := &Tracker{
+		cfg:      newConfig(p),
+		turnNo:   1,
+		session:  make(map[string]*toolStats),
+		purposes: make(map[string]string),
+	}
+	t.ledger.size = t.cfg.ledgerSize
+	t.turn.init(&t.cfg)
+	empty := make(map[string]*toolRule)
+	t.rules.Store(&empty)
+	return t
+}
+
+// rule returns the resolved policy of a tool from a lock-free cache.
+func (t *Tracker) rule(tool string) *toolRule {
+	if r, ok := (*t.rules.Load())[tool]; ok {
+		return r
+	}
+	r := t.cfg.resolve(tool)
+	t.ruleMu.Lock()
+	defer t.ruleMu.Unlock()
+	old := *t.rules.Load()
+	if cached, ok := old[tool]; ok {
+		return cached
+	}
+	if len(old) < maxRuleCache {
+		m := make(map[string]*toolRule, len(old)+1)
+		for k, v := range old {
+			m[k] = v
+		}
+		m[tool] = &r
+		t.rules.Store(&m)
+	}
+	return &r
+}
+
+// ShouldSkip checks a call before it runs. On Allow the call holds a budget
+// slot until Record; on Hint or Abort it must not run and must not be
+// recorded. The call is its own round: use ShouldSkipRound for the calls of
+// one model response.
+func (t *Tracker) ShouldSkip(c Call) Decision {
+	return t.check(context.Background(), c, t.round.Add(1))
+}
+
+// ShouldSkipContext is ShouldSkip with a context for the Store, when the
+// policy has one; without a Store the two are the same.
+func (t *Tracker) ShouldSkipContext(ctx context.Context, c Call) Decision {
+	return t.check(ctx, c, t.round.Add(1))
+}
+
+// ShouldSkipRound checks the calls that one model response asked for
+// together, as one round: similar queries among them are distinct
+// questions, and with CountRounds the round uses one budget unit. The
+// decisions are in the order of calls.
+func (t *Tracker) ShouldSkipRound(calls []Call) []Decision {
+	round := t.round.Add(1)
+	ds := make([]Decision, len(calls))
+	for i, c := range calls {
+		ds[i] = t.check(context.Background(), c, round)
+	}
+	return ds
+}
+
+// probe is what the Tracker derives from a call before taking its lock.
+type probe struct {
+	rule    *toolRule
+	key     callKey
+	query   string // normalized; search tools only
+	url     string // host and path; calls whose arguments hold a URL
+	purpose []byte // argument names when there is no query
+}
+
+func (t *Tracker) inspect(c Call, buf []byte) probe {
+	p := probe{rule: t.rule(c.Tool)}
+	p.key = callKey{tool: c.Tool, args: hashArgs(c.Args, p.rule.ignore)}
+	if p.rule.search {
+		if s, ok := topLevelString(c.Args, queryKeys); ok {
+			p.query = normalizeQuery(s)
+		}
+	}
+	if p.query == "" {
+		if t.cfg.window > 0 && !p.rule.exempt {
+			if host, path, ok := argURL(c.Args); ok {
+				p.url = host + path
+			}
+		}
+		p.purpose = appendKeyNames(buf, c.Args)
+	}
+	return p
+}
+
+// queryKeys are the argument keys a search query is taken from, in order.
+var queryKeys = []string{"query", "search_query", "q", "text", "question", "prompt"}
+
+func (t *Tracker) check(ctx context.Context, c Call, round uint64) Decision {
+	if c.Tool == "" {
+		return t.invalid(c, round)
+	}
+	var buf [128]byte
+	p := t.inspect(c, buf[:0])
+	var evs events
+	var g *grant
+	if len(p.rule.counters) > 0 {
+		g = t.reserve(ctx, c, p.rule, &evs)
+	}
+	now := t.cfg.now()
+
+	t.mu.Lock()
+	d := t.decideLocked(c, &p, round, now, g, &evs)
+	t.mu.Unlock()
+	if g != nil && g.id != "" && d.Verdict != Allow {
+		t.settle(c, g.id, false, &evs)
+	}
+	t.emit(&evs)
+	return d
+}
+
+func (t *Tracker) invalid(c Call, round uint64) Decision {
+	d := Decision{
+		Verdict: Abort,
+		Reason:  ReasonInvalidCall,
+		Err:     invalidCallError("the call has no tool name"),
+	}
+	d.Message = HintMarker + " The call was not executed: it has no tool name. Call one of the tools you were given, by name."
+	now := t.cfg.now()
+	var evs events
+	t.mu.Lock()
+	d.Phase = t.turn.phase
+	e := t.appendLocked(c, callKey{}, "", round, now, d)
+	t.turn.skipped++
+	evs.add(Event{Kind: EventDecision, Seq: e.Seq, Turn: t.turnNo, CallID: c.ID, Decision: d, Phase: d.Phase})
+	t.mu.Unlock()
+	t.emit(&evs)
+	return d
+}
+
+// decideLocked runs the rules in order and books the decision.
+func (t *Tracker) decideLocked(c Call, p *probe, round uint64, now time.Time, g *grant, evs *events) Decision {
+	ts := &t.turn
+	r := p.rule
+	tool := ts.tool(c.Tool, r)
+	st := t.sessionStats(c.Tool)
+	ks := ts.keys[p.key]
+
+	d, fired := t.budgetLocked(round)
+	if !fired {
+		d, fired = t.storeLocked(c, p, g, tool)
+	}
+	if !fired {
+		d, fired = t.rulesLocked(c, p, round, tool, st, &ks)
+	}
+	d.Phase = ts.phase
+	if d.Verdict == Abort && d.Reason == ReasonBudget {
+		d.Phase = PhaseExhausted
+	}
+
+	purpose := p.query
+	if purpose == "" {
+		purpose = t.intern(p.purpose)
+	}
+	e := t.appendLocked(c, p.key, purpose, round, now, d)
+	if !fired {
+		t.reserveLocked(c, p, round, e.Seq, now, tool, st, &ks)
+		if g != nil {
+			ts.pending[len(ts.pending)-1].resID = g.id
+		}
+	} else {
+		ts.skipped++
+		tool.stats.skip(d.Reason)
+		st.skip(d.Reason)
+	}
+	if ks.count > 0 || ks.hinted || ks.seen {
+		ts.keys[p.key] = ks
+	}
+	evs.add(Event{Kind: EventDecision, Seq: e.Seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, Decision: d, Phase: d.Phase})
+	return d
+}
+
+// budgetLocked refuses a call when the turn budget is used up.
+func (t *Tracker) budgetLocked(round uint64) (Decision, bool) {
+	ts := &t.turn
+	max := t.cfg.maxCalls
+	if max <= 0 {
+		return Decision{}, false
+	}
+	if ts.phase >= PhaseWindDown {
+		return t.budgetDecision(ts.used), true
+	}
+	if t.cfg.unit == CountRounds && ts.rounds[round] != nil {
+		return Decision{}, false // the round already holds its unit
+	}
+	if ts.reserved >= max {
+		return t.budgetDecision(ts.reserved), true
+	}
+	return Decision{}, false
+}
+
+func (t *Tracker) budgetDecision(used int) Decision {
+	if t.turn.phase >= PhaseWindDown {
+		// A call asked for after the wind-down exhausts the turn; a parallel
+		// call that would overrun the budget leaves the phase as it is.
+		t.turn.phase = PhaseExhausted
+	}
+	err := &BudgetError{Used: used, Limit: t.cfg.maxCalls, Unit: t.cfg.unit}
+	return Decision{
+		Verdict: Abort,
+		Reason:  ReasonBudget,
+		Message: budgetMessage(t.cfg.maxCalls, t.cfg.unit),
+		Err:     err,
+	}
+}
+
+// rulesLocked runs the loop rules in order: per-turn limit, session quota,
+// identical call, similar query, repeated failure, cycle, window.
+func (t *Tracker) rulesLocked(c Call, p *probe, round uint64, tool *toolState, st *toolStats, ks *keyState) (Decision, bool) {
+	ts := &t.turn
+	r := p.rule
+
+	if r.limit > 0 && tool.calls >= r.limit {
+		return t.fire(c, p, ReasonToolLimit, &tool.limitHinted, tool.calls, r.limit,
+			turnLimitMessage(c.Tool, r.limit)), true
+	}
+	if r.quota > 0 && st.reserved >= r.quota {
+		return t.fire(c, p, ReasonToolLimit, &tool.quotaHinted, st.reserved, r.quota,
+			quotaMessage(c.Tool, r.quotaFrom, r.quota, st.reserved, ts.used, t.cfg.maxCalls, t.cfg.unit)), true
+	}
+	if r.maxRepeats > 0 && ks.count >= r.maxRepeats {
+		return t.fire(c, p, ReasonDuplicate, &ks.hinted, ks.count, r.maxRepeats,
+			duplicateMessage(c.Tool, ks.count)), true
+	}
+	if t.cfg.similarOn && p.query != "" && !ks.seen && ks.count == 0 && tool.queries != nil &&
+		tool.queries.similar(p.query, round, t.cfg.threshold) {
+		return t.fire(c, p, ReasonSimilarQuery, &tool.similarHinted, 1, 1,
+			similarMessage(c.Tool)), true
+	}
+	if t.cfg.maxFailures > 0 && !r.exempt {
+		switch f := &tool.fail; f.stage {
+		case failAbortNext:
+			hinted := true
+			return t.fire(c, p, ReasonRepeatedFailure, &hinted, f.count, t.cfg.maxFailures,
+				failureMessage(c.Tool, f.count)), true
+		case failCounting:
+			if f.count >= t.cfg.maxFailures {
+				d := t.fire(c, p, ReasonRepeatedFailure, &f.hinted, f.count, t.cfg.maxFailures,
+					failureMessage(c.Tool, f.count))
+				if d.Verdict == Hint {
+					f.stage = failHinted
+				}
+				return d, true
+			}
+		case failHinted:
+			f.stage = failAttempt // the one evidence-backed attempt runs
+		}
+	}
+	if !r.exempt {
+		if period, ok := ts.history.continues(p.key, t.cfg.cyclePeriod, t.cfg.cycleRepeats); ok {
+			return t.fire(c, p, ReasonCycle, &ks.hinted, t.cfg.cycleRepeats, t.cfg.cycleRepeats,
+				cycleMessage(c.Tool, period, t.cfg.cycleRepeats)), true
+		}
+		if n := ts.window.count(p, round, t.cfg.threshold); n >= t.cfg.windowLimit {
+			return t.fire(c, p, ReasonChurn, &tool.churnHinted, n, t.cfg.windowLimit,
+				churnMessage(c.Tool, p.query != "", n, t.cfg.window)), true
+		}
+	}
+	return Decision{}, false
+}
+
+// fire builds the decision of a rule that fired: a Hint the first time
+// (with ActionHint), an Abort when the model insists or with ActionAbort.
+func (t *Tracker) fire(c Call, p *probe, reason Reason, hinted *bool, count, limit int, msg string) Decision {
+	d := Decision{Verdict: Abort, Reason: reason, Message: msg}
+	if t.cfg.action == ActionHint && !*hinted {
+		*hinted = true
+		d.Verdict = Hint
+		return d
+	}
+	d.Err = &LoopError{Tool: c.Tool, Reason: reason, Count: count, Limit: limit, Key: p.key.args}
+	return d
+}
+
+// reserveLocked books an allowed call: budget slot, counters, history.
+func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Time, tool *toolState, st *toolStats, ks *keyState) {
+	ts := &t.turn
+	if t.cfg.unit == CountRounds {
+		rs := ts.rounds[round]
+		if rs == nil {
+			rs = &roundState{}
+			ts.rounds[round] = rs
+			ts.reserved++
+		}
+		rs.pending++
+	} else {
+		ts.reserved++
+	}
+	tool.calls++
+	st.reserved++
+	ks.count++
+	ks.pending++
+	if p.query != "" {
+		if tool.queries == nil {
+			tool.queries = &queryIndex{}
+		}
+		tool.queries.add(p.query, round)
+	}
+	ts.history.push(histItem{key: p.key, seq: seq, exempt: p.rule.exempt})
+	if t.cfg.window > 0 && !p.rule.exempt && (p.query != "" || p.url != "") {
+		ts.window.push(windowItem{key: p.key, seq: seq, round: round, query: p.query, url: p.url})
+	}
+	if len(ts.pending) >= maxPending {
+		ts.pending = append(ts.pending[:0], ts.pending[1:]...)
+	}
+	ts.pending = append(ts.pending, pendingCall{seq: seq, id: c.ID, key: p.key, round: round, at: now})
+}
+
+// Record books the outcome of a call that ShouldSkip allowed and returns
+// the turn's phase after it: PhaseNudge from the call at NudgeRatio of the
+// budget, PhaseWindDown from the last call of the budget. A call that was
+// never checked is booked as allowed. A Record for a call allowed before
+// the last Reset updates that call's ledger entry and nothing of the new
+// turn.
+func (t *Tracker) Record(c Call, o Outcome) Phase {
+	if c.Tool == "" {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return t.turn.phase
+	}
+	r := t.rule(c.Tool)
+	key := callKey{tool: c.Tool, args: hashArgs(c.Args, r.ignore)}
+	failed := o.Err != nil
+	var digest, sig Hash
+	if failed {
+		msg := o.Err.Error()
+		if msg == "" {
+			msg = o.Result
+		}
+		sig = digestError(msg)
+	} else {
+		digest = digestResult(o.Result)
+	}
+	now := t.cfg.now()
+
+	var evs events
+	t.mu.Lock()
+	phase, resID := t.recordLocked(c, o, key, failed, digest, sig, now, &evs)
+	t.mu.Unlock()
+	if resID != "" {
+		t.settle(c, resID, true, &evs)
+	}
+	t.emit(&evs)
+	return phase
+}
+
+func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, digest, sig Hash, now time.Time, evs *events) (Phase, string) {
+	ts := &t.turn
+	pc, ok := ts.takePending(c.ID, key)
+	if !ok {
+		if old, ok := t.takeStale(c.ID, key); ok {
+			t.finishEntry(t.ledger.get(old.seq), c, o, failed, false, now)
+			return ts.phase, old.resID
+		}
+		// Never checked: book it as allowed, so the turn stays exact.
+		var buf [128]byte
+		p := t.inspect(c, buf[:0])
+		round := t.round.Add(1)
+		tool := ts.tool(c.Tool, p.rule)
+		st := t.sessionStats(c.Tool)
+		ks := ts.keys[key]
+		purpose := p.query
+		if purpose == "" {
+			purpose = t.intern(p.purpose)
+		}
+		e := t.appendLocked(c, key, purpose, round, now, Decision{Phase: ts.phase})
+		t.reserveLocked(c, &p, round, e.Seq, now, tool, st, &ks)
+		ts.keys[key] = ks
+		pc, _ = ts.takePending(c.ID, key)
+	}
+
+	r := t.rule(c.Tool)
+	tool := ts.tool(c.Tool, r)
+	st := t.sessionStats(c.Tool)
+	ks := ts.keys[key]
+	ks.pending--
+
+	progress := false
+	if !failed {
+		if !ks.seen || ks.last != digest {
+			progress = true
+			ks.count = 1 + ks.pending
+			ks.hinted = false
+		}
+		ks.seen, ks.last = true, digest
+	}
+	ts.keys[key] = ks
+
+	// Repeated failures of this tool.
+	if !r.exempt {
+		tool.fail.record(failed, sig, key)
+	}
+
+	ts.history.settle(pc.seq, progress)
+	newFact := ts.window.settle(pc.seq, c.Tool, failed, digest)
+	_ = newFact
+
+	// Statistics.
+	tool.stats.finish(failed, progress)
+	st.finish(failed, progress)
+	if failed {
+		ts.failed++
+	} else if progress {
+		ts.newResults++
+	}
+
+	// Budget.
+	counted := true
+	if t.cfg.unit == CountRounds {
+		rs := ts.rounds[pc.round]
+		counted = rs != nil && !rs.used
+		if rs != nil {
+			rs.used = true
+			if rs.pending--; rs.pending <= 0 {
+				delete(ts.rounds, pc.round)
+			}
+		}
+	}
+	from := ts.phase
+	if counted {
+		ts.used++
+		if max := t.cfg.maxCalls; max > 0 {
+			switch {
+			case ts.used >= max:
+				ts.phase = max2(ts.phase, PhaseWindDown)
+			case t.cfg.nudgeAt > 0 && ts.used >= t.cfg.nudgeAt:
+				ts.phase = max2(ts.phase, PhaseNudge)
+			}
+		}
+	}
+
+	e := t.ledger.get(pc.seq)
+	t.finishEntry(e, c, o, failed, progress, now)
+	evs.add(Event{Kind: EventRecord, Seq: pc.seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool,
+		Status: statusOf(failed), NewResult: progress, Duration: now.Sub(pc.at), Phase: ts.phase})
+	if ts.phase != from {
+		evs.add(Event{Kind: EventPhase, Seq: pc.seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, From: from, Phase: ts.phase})
+	}
+	return ts.phase, pc.resID
+}
+
+func max2(a, b Phase) Phase {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+func statusOf(failed bool) Status {
+	if failed {
+		return StatusFailed
+	}
+	return StatusOK
+}
+
+func (t *Tracker) finishEntry(e *Entry, c Call, o Outcome, failed, progress bool, now time.Time) {
+	if e == nil {
+		return
+	}
+	e.Status = statusOf(failed)
+	e.NewResult = progress
+	e.Duration = now.Sub(e.At)
+	if t.cfg.keepRaw {
+		e.Result = o.Result
+		if failed {
+			e.Result = o.Err.Error()
+		}
+	}
+}
+
+// appendLocked adds the ledger entry of a checked call.
+func (t *Tracker) appendLocked(c Call, key callKey, purpose string, round uint64, now time.Time, d Decision) *Entry {
+	t.seq++
+	e := Entry{
+		Seq:      t.seq,
+		Turn:     t.turnNo,
+		Round:    round,
+		CallID:   c.ID,
+		Tool:     c.Tool,
+		ArgsHash: key.args,
+		Purpose:  purpose,
+		Verdict:  d.Verdict,
+		Reason:   d.Reason,
+		Phase:    d.Phase,
+		Status:   StatusPending,
+		At:       now,
+	}
+	if d.Verdict != Allow {
+		e.Status = StatusSkipped
+	}
+	if t.cfg.keepRaw && len(c.Args) > 0 {
+		e.Args = append(json.RawMessage(nil), c.Args...)
+	}
+	return t.ledger.add(e)
+}
+
+// intern returns purpose as a string, reusing an earlier copy.
+func (t *Tracker) intern(b []byte) string {
+	if s, ok := t.purposes[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(t.purposes) < maxPurposes {
+		t.purposes[s] = s
+	}
+	return s
+}
+
+func (t *Tracker) sessionStats(tool string) *toolStats {
+	st := t.session[tool]
+	if st == nil {
+		st = &toolStats{}
+		t.session[tool] = st
+	}
+	return st
+}
+
+// takeStale finds a call allowed in an earlier turn.
+func (t *Tracker) takeStale(id string, key callKey) (pendingCall, bool) {
+	i := findPending(t.stale, id, key)
+	if i < 0 {
+		return pendingCall{}, false
+	}
+	pc := t.stale[i]
+	t.stale = append(t.stale[:i], t.stale[i+1:]...)
+	return pc, true
+}
+
+// Reset starts a new turn (new user input): per-turn counters, the budget,
+// the phase and the loop state clear; session-wide tool totals and the
+// ledger stay. Calls still running belong to the old turn: their Record
+// updates their ledger entries and nothing else.
+func (t *Tracker) Reset() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stale = append(t.stale, t.turn.pending...)
+	if len(t.stale) > maxStale {
+		t.stale = append(t.stale[:0], t.stale[len(t.stale)-maxStale:]...)
+	}
+	t.turnNo++
+	t.turn.reset()
+}
+
+// Ledger returns a copy of the entries in order, at most Policy.LedgerSize
+// of the most recent ones.
+func (t *Tracker) Ledger() []Entry {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ledger.snapshot()
+}
+
+// Phase returns the turn's current phase.
+func (t *Tracker) Phase() Phase {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.turn.phase
+}
+
+// Guidance is what the harness does for the turn's phase.
+type Guidance struct {
+	Phase Phase
+	// Message is the text to inject into the model's context: the nudge
+	// in PhaseNudge, the wind-down request from PhaseWindDown on; empty in
+	// PhaseNormal.
+	Message string
+	// StripTools is true from PhaseWindDown on: send the next request
+	// without tools.
+	StripTools bool
+}
+
+// Guidance returns what to tell the model for the current phase.
+func (t *Tracker) Guidance() Guidance {
+	t.mu.Lock()
+	phase, used := t.turn.phase, t.turn.used
+	t.mu.Unlock()
+	g := Guidance{Phase: phase}
+	switch phase {
+	case PhaseNudge:
+		g.Message = nudgeMessage(used, t.cfg.maxCalls, t.cfg.unit)
+	case PhaseWindDown, PhaseExhausted:
+		g.Message = windDownMessage(t.cfg.maxCalls, t.cfg.unit)
+		g.StripTools = true
+	}
+	return g
+}
+
+// Wrap returns an Executor that checks every call with t first: a Hint
+// returns the hint text as the tool's result without running next, an
+// Abort returns Decision.Err, and an allowed call runs and is recorded.
+func (t *Tracker) Wrap(next Executor) Executor {
+	return func(ctx context.Context, c Call) (string, error) {
+		d := t.ShouldSkipContext(ctx, c)
+		switch d.Verdict {
+		case Hint:
+			return d.Message, nil
+		case Abort:
+			return "", d.Err
+		}
+		res, err := next(ctx, c)
+		t.Record(c, Outcome{Result: res, Err: err})
+		return res, err
+	}
+}

@@ -1,0 +1,368 @@
+package toolguard
+
+import "time"
+
+// callKey identifies identical calls: the tool and its canonical arguments.
+type callKey struct {
+	tool string
+	args Hash
+}
+
+// keyState is the repeat counter of one callKey in the turn.
+type keyState struct {
+	count   int  // identical calls since the key last made progress, pending included
+	pending int  // allowed, not yet recorded
+	hinted  bool // a Hint was given for this key; the next firing aborts
+	seen    bool // a result was recorded
+	last    Hash // digest of the last result (noise masked)
+}
+
+// toolState is what the turn knows of one tool.
+type toolState struct {
+	calls         int // allowed this turn
+	limitHinted   bool
+	quotaHinted   bool
+	similarHinted bool
+	churnHinted   bool
+	fail          failState
+	queries       *queryIndex // search tools only
+	stats         toolStats
+}
+
+// failStage walks a tool through MaxFailures: count equivalent failures,
+// hint, let one evidence-backed attempt run, abort if it fails the same way.
+type failStage uint8
+
+const (
+	failCounting  failStage = iota
+	failHinted              // the hint was given; the next call runs
+	failAttempt             // the evidence-backed attempt is running
+	failAbortNext           // the attempt failed the same way
+)
+
+type failState struct {
+	count  int     // equivalent failures in a row
+	sig    Hash    // masked error text of the last failure
+	key    callKey // the call of the last failure
+	stage  failStage
+	hinted bool
+}
+
+// record books an outcome of the tool. Failures are equivalent when their
+// masked error texts match or they repeat the same call.
+func (f *failState) record(failed bool, sig Hash, key callKey) {
+	if !failed {
+		*f = failState{}
+		return
+	}
+	if f.count > 0 && (sig == f.sig || key == f.key) {
+		f.count++
+		if f.stage == failAttempt {
+			f.stage = failAbortNext
+		}
+	} else {
+		*f = failState{count: 1}
+	}
+	f.sig, f.key = sig, key
+}
+
+// toolStats are the counters behind the escalation summary.
+type toolStats struct {
+	reserved   int // calls allowed (session quotas count these)
+	ok         int
+	failed     int
+	newResults int
+	skipped    int
+	skips      [numReasons]int
+	maxFailRun int // longest run of equivalent failures
+}
+
+func (s *toolStats) skip(r Reason) {
+	s.skipped++
+	s.skips[r]++
+}
+
+func (s *toolStats) finish(failed, progress bool) {
+	switch {
+	case failed:
+		s.failed++
+	case progress:
+		s.ok++
+		s.newResults++
+	default:
+		s.ok++
+	}
+}
+
+// pendingCall is an allowed call waiting for its Record.
+type pendingCall struct {
+	resID string // the Store reservation, if any
+	seq   uint64
+	id    string
+	key   callKey
+	round uint64
+	at    time.Time
+}
+
+// findPending returns the index of the pending call that a Record of (id,
+// key) completes: the one with that id, else the oldest with that key.
+func findPending(ps []pendingCall, id string, key callKey) int {
+	if id != "" {
+		for i := range ps {
+			if ps[i].id == id && ps[i].key.tool == key.tool {
+				return i
+			}
+		}
+	}
+	for i := range ps {
+		if ps[i].key == key && (id == "" || ps[i].id == "") {
+			return i
+		}
+	}
+	return -1
+}
+
+type roundState struct {
+	pending int  // calls of the round allowed and not yet recorded
+	used    bool // the round's budget unit is used
+}
+
+// turnState is everything Reset clears.
+type turnState struct {
+	phase      Phase
+	reserved   int // budget units held by allowed calls
+	used       int // budget units used by recorded calls
+	skipped    int
+	failed     int
+	newResults int
+	keys       map[callKey]keyState
+	tools      map[string]*toolState
+	rounds     map[uint64]*roundState // CountRounds only
+	pending    []pendingCall
+	history    history
+	window     window
+}
+
+func (ts *turnState) init(c *config) {
+	ts.keys = make(map[callKey]keyState)
+	ts.tools = make(map[string]*toolState)
+	ts.rounds = make(map[uint64]*roundState)
+	ts.history.init(c.cyclePeriod * c.cycleRepeats)
+	ts.window.init(c.window)
+}
+
+func (ts *turnState) reset() {
+	ts.phase = PhaseNormal
+	ts.reserved, ts.used, ts.skipped, ts.failed, ts.newResults = 0, 0, 0, 0, 0
+	clear(ts.keys)
+	clear(ts.tools)
+	clear(ts.rounds)
+	ts.pending = nil
+	ts.history.clear()
+	ts.window.clear()
+}
+
+func (ts *turnState) tool(name string, r *toolRule) *toolState {
+	s := ts.tools[name]
+	if s == nil {
+		s = &toolState{}
+		ts.tools[name] = s
+	}
+	return s
+}
+
+func (ts *turnState) takePending(id string, key callKey) (pendingCall, bool) {
+	i := findPending(ts.pending, id, key)
+	if i < 0 {
+		return pendingCall{}, false
+	}
+	pc := ts.pending[i]
+	ts.pending = append(ts.pending[:i], ts.pending[i+1:]...)
+	return pc, true
+}
+
+// history is a ring of the turn's most recent allowed calls, long enough
+// to hold CycleRepeats repetitions of the longest cycle.
+type history struct {
+	items []histItem
+	start int
+	n     int
+}
+
+type histItem struct {
+	key      callKey
+	seq      uint64
+	exempt   bool
+	progress bool // the call's result was new for its key
+}
+
+func (h *history) init(size int) { h.items = make([]histItem, size) }
+
+func (h *history) clear() { h.start, h.n = 0, 0 }
+
+func (h *history) push(it histItem) {
+	if len(h.items) == 0 {
+		return
+	}
+	if h.n < len(h.items) {
+		h.items[(h.start+h.n)%len(h.items)] = it
+		h.n++
+		return
+	}
+	h.items[h.start] = it
+	h.start = (h.start + 1) % len(h.items)
+}
+
+// at returns the i-th most recent item (0: the last one).
+func (h *history) at(i int) *histItem {
+	return &h.items[(h.start+h.n-1-i)%len(h.items)]
+}
+
+func (h *history) settle(seq uint64, progress bool) {
+	for i := 0; i < h.n; i++ {
+		if it := h.at(i); it.seq == seq {
+			it.progress = progress
+			return
+		}
+	}
+}
+
+// continues reports whether a call of key would continue a cycle: the last
+// period·repeats calls are repeats repetitions of period distinct calls,
+// with no new result after the first repetition, and key is the next call
+// of the cycle. It returns the shortest such period.
+func (h *history) continues(key callKey, maxPeriod, repeats int) (int, bool) {
+	for p := 2; p <= maxPeriod; p++ {
+		n := p * repeats
+		if h.n < n {
+			return 0, false
+		}
+		// The call that continues the cycle equals the one p back.
+		if h.at(p-1).key != key {
+			continue
+		}
+		if h.isCycle(p, n) {
+			return p, true
+		}
+	}
+	return 0, false
+}
+
+func (h *history) isCycle(p, n int) bool {
+	// i counts back from the last call; the oldest is n-1.
+	for i := 0; i < n; i++ {
+		it := h.at(i)
+		if it.exempt {
+			return false
+		}
+		if i+p < n {
+			if it.key != h.at(i+p).key || it.progress {
+				return false
+			}
+		}
+	}
+	// The calls of one period are distinct.
+	for i := 0; i < p; i++ {
+		for j := i + 1; j < p; j++ {
+			if h.at(i).key == h.at(j).key {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// window is a ring of the turn's most recent searches (with a query) and
+// fetches (with a URL), for the rolling-window rule.
+type window struct {
+	items []windowItem
+	start int
+	n     int
+}
+
+type windowItem struct {
+	key      callKey
+	seq      uint64
+	round    uint64
+	query    string // normalized, for searches
+	url      string // host and path, for fetches
+	recorded bool
+	failed   bool
+	newFact  bool // the result differed from every earlier result of the tool in the window
+	digest   Hash
+}
+
+func (w *window) init(size int) { w.items = make([]windowItem, size) }
+
+func (w *window) clear() {
+	clear(w.items)
+	w.start, w.n = 0, 0
+}
+
+func (w *window) push(it windowItem) {
+	if len(w.items) == 0 {
+		return
+	}
+	if w.n < len(w.items) {
+		w.items[(w.start+w.n)%len(w.items)] = it
+		w.n++
+		return
+	}
+	w.items[w.start] = it
+	w.start = (w.start + 1) % len(w.items)
+}
+
+func (w *window) at(i int) *windowItem { return &w.items[(w.start+i)%len(w.items)] }
+
+// settle records the outcome of the call seq and reports whether it
+// produced a new fact: a result that differs from every earlier result of
+// the tool in the window, when there is at least one.
+func (w *window) settle(seq uint64, tool string, failed bool, digest Hash) bool {
+	var self *windowItem
+	earlier, same := 0, false
+	for i := 0; i < w.n; i++ {
+		it := w.at(i)
+		if it.seq == seq {
+			self = it
+			break
+		}
+		if it.key.tool == tool && it.recorded && !it.failed {
+			earlier++
+			if it.digest == digest {
+				same = true
+			}
+		}
+	}
+	if self == nil {
+		return false
+	}
+	self.recorded, self.failed, self.digest = true, failed, digest
+	self.newFact = !failed && earlier > 0 && !same
+	return self.newFact
+}
+
+// count returns how many calls in the window the candidate call repeats:
+// calls of the same tool, from earlier rounds, other than identical ones
+// (MaxRepeats governs those), that brought no new fact, with a similar
+// query (searches) or the same host and path (fetches).
+func (w *window) count(p *probe, round uint64, threshold float64) int {
+	if p.query == "" && p.url == "" {
+		return 0
+	}
+	n := 0
+	for i := 0; i < w.n; i++ {
+		it := w.at(i)
+		if it.key.tool != p.key.tool || it.key == p.key || it.round == round || it.newFact {
+			continue
+		}
+		switch {
+		case p.query != "":
+			if it.query != "" && querySimilarity(it.query, p.query) >= threshold {
+				n++
+			}
+		case it.url == p.url:
+			n++
+		}
+	}
+	return n
+}
