@@ -27,9 +27,19 @@ func quotaMessage(tool, from string, limit, count, used, budget int, unit Unit) 
 }
 
 func duplicateMessage(tool string, count int) string {
-	return fmt.Sprintf("%s Tool '%s' was already executed with identical parameters (%d times without a new result). "+
+	return fmt.Sprintf("%s Tool '%s' was already executed with identical parameters (%s without a new result). "+
 		"This call was not executed. Use the earlier result, change the approach, or answer the user.",
-		HintMarker, tool, count)
+		HintMarker, tool, times(count))
+}
+
+func times(n int) string {
+	switch n {
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return fmt.Sprintf("%d times", n)
 }
 
 func similarMessage(tool string) string {
