@@ -70,6 +70,7 @@ const (
 	maxPurposes  = 4096
 	maxPending   = 4096
 	maxStale     = 256
+	maxKeys      = 1 << 16
 )
 
 // NewTracker returns a Tracker for a new session under policy p. The zero
@@ -247,7 +248,7 @@ func (t *Tracker) decideLocked(c Call, p *probe, round uint64, now time.Time, g 
 		st.skip(d.Reason)
 	}
 	if ks.count > 0 || ks.hinted || ks.seen {
-		ts.keys[p.key] = ks
+		ts.putKey(p.key, ks)
 	}
 	evs.add(Event{Kind: EventDecision, Seq: e.Seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, Decision: d, Phase: d.Phase})
 	return d
@@ -448,7 +449,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		}
 		e := t.appendLocked(c, key, purpose, round, now, Decision{Phase: ts.phase})
 		t.reserveLocked(c, &p, round, e.Seq, now, tool, st, &ks)
-		ts.keys[key] = ks
+		ts.putKey(key, ks)
 		pc, _ = ts.takePending(c.ID, key)
 	}
 
@@ -467,7 +468,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		}
 		ks.seen, ks.last = true, digest
 	}
-	ts.keys[key] = ks
+	ts.putKey(key, ks)
 
 	// Repeated failures of this tool.
 	if !r.exempt {

@@ -162,6 +162,28 @@ func (ts *turnState) reset() {
 	ts.window.clear()
 }
 
+// putKey stores the state of a key. Past maxKeys distinct calls in one
+// turn it forgets the settled calls seen only once, then, if that freed
+// nothing, every settled call: memory stays bounded, and a forgotten call
+// starts its count over.
+func (ts *turnState) putKey(k callKey, s keyState) {
+	if _, ok := ts.keys[k]; !ok && len(ts.keys) >= maxKeys {
+		for key, st := range ts.keys {
+			if st.pending == 0 && st.count <= 1 && !st.hinted {
+				delete(ts.keys, key)
+			}
+		}
+		if len(ts.keys) >= maxKeys {
+			for key, st := range ts.keys {
+				if st.pending == 0 {
+					delete(ts.keys, key)
+				}
+			}
+		}
+	}
+	ts.keys[k] = s
+}
+
 func (ts *turnState) tool(name string, r *toolRule) *toolState {
 	s := ts.tools[name]
 	if s == nil {

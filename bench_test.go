@@ -1,0 +1,315 @@
+package toolguard
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// traceCall is one recorded call of testdata/traces (see its FORMAT.md).
+type traceCall struct {
+	call   Call
+	result string
+	failed bool
+}
+
+// loadTraceStream reads every call of the bundled traces, one slice per
+// episode.
+func loadTraceStream(tb testing.TB) [][]traceCall {
+	tb.Helper()
+	files, err := filepath.Glob("testdata/traces/*.jsonl")
+	if err != nil || len(files) == 0 {
+		tb.Fatalf("no traces in testdata/traces: %v", err)
+	}
+	var episodes [][]traceCall
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
+		for sc.Scan() {
+			var ep struct {
+				Calls []struct {
+					ID      string          `json:"id"`
+					Tool    string          `json:"tool"`
+					Args    json.RawMessage `json:"args"`
+					Result  string          `json:"result"`
+					IsError *bool           `json:"is_error"`
+				} `json:"calls"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &ep); err != nil {
+				tb.Fatalf("%s: %v", f, err)
+			}
+			var calls []traceCall
+			for _, c := range ep.Calls {
+				calls = append(calls, traceCall{
+					call:   Call{ID: c.ID, Tool: c.Tool, Args: c.Args},
+					result: c.Result,
+					failed: c.IsError != nil && *c.IsError,
+				})
+			}
+			episodes = append(episodes, calls)
+		}
+		fh.Close()
+		if err := sc.Err(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return episodes
+}
+
+var errTrace = errors.New("recorded failure")
+
+func outcomeOf(c traceCall) Outcome {
+	if c.failed {
+		return Outcome{Result: c.result, Err: errTrace}
+	}
+	return Outcome{Result: c.result}
+}
+
+// BenchmarkTraceStream replays every call of the bundled traces (one turn
+// per episode, results recorded) through the bookkeeping floor — a plain
+// map[string]int keyed by the tool name plus the raw argument bytes — and
+// through a Tracker with the default policy. ns/op is per call.
+func BenchmarkTraceStream(b *testing.B) {
+	episodes := loadTraceStream(b)
+	var stream []traceCall
+	var starts []bool // a new episode starts at this call
+	for _, ep := range episodes {
+		for i, c := range ep {
+			stream = append(stream, c)
+			starts = append(starts, i == 0)
+		}
+	}
+	b.Run("floor", func(b *testing.B) {
+		b.ReportAllocs()
+		m := make(map[string]int)
+		sink := 0
+		for i := 0; i < b.N; i++ {
+			j := i % len(stream)
+			if starts[j] {
+				clear(m)
+			}
+			c := stream[j].call
+			k := c.Tool + "\x00" + string(c.Args)
+			m[k]++
+			sink += m[k]
+		}
+		_ = sink
+	})
+	b.Run("toolguard", func(b *testing.B) {
+		b.ReportAllocs()
+		tr := NewTracker(Policy{})
+		for i := 0; i < b.N; i++ {
+			j := i % len(stream)
+			if starts[j] {
+				tr.Reset()
+			}
+			c := stream[j]
+			if tr.ShouldSkip(c.call).Verdict == Allow {
+				tr.Record(c.call, outcomeOf(c))
+			}
+		}
+	})
+}
+
+// BenchmarkExactPath is ShouldSkip+Record of an allowed call that is not a
+// search: the path most calls take.
+func BenchmarkExactPath(b *testing.B) {
+	b.ReportAllocs()
+	tr := NewTracker(Policy{MaxCallsPerTurn: -1, SessionLimit: -1})
+	calls := make([]Call, 64)
+	for i := range calls {
+		calls[i] = call("read_file", fmt.Sprintf(`{"path":"src/file_%d.go","limit":200}`, i))
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c := calls[i%len(calls)]
+		if i%len(calls) == 0 {
+			tr.Reset()
+		}
+		tr.ShouldSkip(c)
+		tr.Record(c, Outcome{Result: "package main\n\nfunc main() {}\n"})
+	}
+}
+
+// BenchmarkParallel compares one goroutine with b.RunParallel on the
+// machine's cores, one Tracker shared as by the parallel calls of a turn.
+func BenchmarkParallel(b *testing.B) {
+	calls := make([]Call, 256)
+	for i := range calls {
+		calls[i] = call("read_file", fmt.Sprintf(`{"path":"src/file_%d.go"}`, i))
+	}
+	policy := Policy{MaxCallsPerTurn: -1, SessionLimit: -1, MaxRepeats: -1}
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		tr := NewTracker(policy)
+		for i := 0; i < b.N; i++ {
+			c := calls[i%len(calls)]
+			tr.ShouldSkip(c)
+			tr.Record(c, Outcome{Result: "ok"})
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		tr := NewTracker(policy)
+		var n atomic.Uint64
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				c := calls[n.Add(1)%uint64(len(calls))]
+				tr.ShouldSkip(c)
+				tr.Record(c, Outcome{Result: "ok"})
+			}
+		})
+	})
+}
+
+// BenchmarkGrowth measures the cost per call in one turn of n calls: the
+// cost at 10 000 calls should stay within 2x of the cost at 100.
+func BenchmarkGrowth(b *testing.B) {
+	kinds := map[string]func(i int) Call{
+		"search": func(i int) Call {
+			return call("web_search", fmt.Sprintf(`{"query":"how to configure feature %d in service %s"}`, i, word(i)))
+		},
+		"distinct": func(i int) Call { return call("read_file", fmt.Sprintf(`{"path":"src/%d.go"}`, i)) },
+		"cycle": func(i int) Call {
+			// A,B,C,A,B,C with a new result each time: the cycle check runs
+			// on every call and never fires.
+			return call([]string{"a", "b", "c"}[i%3], `{}`)
+		},
+	}
+	for _, kind := range []string{"search", "distinct", "cycle"} {
+		for _, n := range []int{100, 10000} {
+			calls := make([]Call, n)
+			for i := range calls {
+				calls[i] = kinds[kind](i)
+			}
+			b.Run(fmt.Sprintf("%s/%d", kind, n), func(b *testing.B) {
+				b.ReportAllocs()
+				policy := Policy{MaxCallsPerTurn: -1, SessionLimit: -1, MaxRepeats: -1, Window: -1}
+				tr := NewTracker(policy)
+				for i := 0; i < b.N; i++ {
+					j := i % n
+					if j == 0 {
+						tr.Reset()
+					}
+					tr.ShouldSkip(calls[j])
+					tr.Record(calls[j], Outcome{Result: fmt.Sprint(i)})
+				}
+			})
+		}
+	}
+}
+
+// word returns a distinct pseudo-word for i, so queries differ in letters
+// and not only in digits.
+func word(i int) string {
+	const letters = "abcdefghijklmnopqrstuvwxyz"
+	var sb strings.Builder
+	for k := 0; k < 6; k++ {
+		sb.WriteByte(letters[(i*7+k*13+i/26)%26])
+		i /= 3
+	}
+	return sb.String()
+}
+
+// BenchmarkLargeArgs compares ShouldSkip+Record of a call with a 1 MB
+// argument with hashing the same bytes with SHA-256.
+func BenchmarkLargeArgs(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString(`{"files":[`)
+	for i := 0; sb.Len() < 1<<20; i++ {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"path":"src/pkg%d/file%d.go","size":%d,"mode":"0644","body":"package pkg%d // line of code %d"}`, i%50, i, i*31, i%50, i)
+	}
+	sb.WriteString(`]}`)
+	args := []byte(sb.String())
+	b.Run("sha256", func(b *testing.B) {
+		b.SetBytes(int64(len(args)))
+		for i := 0; i < b.N; i++ {
+			sha256.Sum256(args)
+		}
+	})
+	b.Run("toolguard", func(b *testing.B) {
+		b.SetBytes(int64(len(args)))
+		b.ReportAllocs()
+		tr := NewTracker(Policy{MaxCallsPerTurn: -1, SessionLimit: -1, MaxRepeats: -1})
+		c := Call{Tool: "write_files", Args: args}
+		for i := 0; i < b.N; i++ {
+			tr.ShouldSkip(c)
+			tr.Record(c, Outcome{Result: "ok"})
+		}
+	})
+}
+
+// TestAllocsExactPath pins the allocations of an allowed call on the exact
+// path (ShouldSkip+Record, not a search tool).
+func TestAllocsExactPath(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation counts")
+	}
+	tr := NewTracker(Policy{MaxCallsPerTurn: -1, SessionLimit: -1})
+	calls := make([]Call, 64)
+	for i := range calls {
+		calls[i] = call("read_file", fmt.Sprintf(`{"path":"src/file_%d.go","limit":200}`, i))
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(1000, func() {
+		c := calls[i%len(calls)]
+		if i%len(calls) == 0 {
+			tr.Reset()
+		}
+		i++
+		tr.ShouldSkip(c)
+		tr.Record(c, Outcome{Result: "package main"})
+	})
+	if allocs > 2 {
+		t.Fatalf("ShouldSkip+Record allocates %.1f times per allowed call, want at most 2", allocs)
+	}
+}
+
+// TestMemoryBound runs one million calls through one session and checks
+// the heap stays under 64 MiB.
+func TestMemoryBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("one million calls")
+	}
+	tr := NewTracker(Policy{SessionLimit: -1})
+	n := 1_000_000
+	if raceEnabled {
+		n = 100_000 // the race detector is slow and adds its own heap
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	tools := []string{"read_file", "bash", "web_search", "edit", "grep"}
+	for i := 0; i < n; i++ {
+		if i%25 == 0 {
+			tr.Reset()
+		}
+		c := call(tools[i%len(tools)], fmt.Sprintf(`{"query":"q %d","path":"f%d"}`, i, i%1000))
+		if tr.ShouldSkip(c).Verdict == Allow {
+			tr.Record(c, Outcome{Result: fmt.Sprint(i)})
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	heap := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("heap after %d calls: %.1f MiB, ledger %d entries", n, float64(heap)/(1<<20), len(tr.Ledger()))
+	if heap > 64<<20 {
+		t.Fatalf("heap grew by %d bytes, want under 64 MiB", heap)
+	}
+	runtime.KeepAlive(tr)
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package toolguard
+
+const raceEnabled = true
