@@ -1,0 +1,11 @@
+module github.com/toolguard/toolguard/quotafile
+
+go 1.24
+
+require (
+	github.com/stretchr/testify v1.12.1
+	github.com/toolguard/toolguard v0.0.0-00010101000000-000000000000
+	go.yaml.in/yaml/v3 v3.0.6
+)
+
+replace github.com/toolguard/toolguard => ../
