@@ -1,0 +1,22 @@
+module github.com/toolguard/toolguard/adapters/mcpgo
+
+go 1.25.5
+
+require (
+	github.com/mark3labs/mcp-go v1.2.1
+	github.com/stretchr/testify v1.12.1
+	github.com/toolguard/toolguard v0.0.0-00010101000000-000000000000
+)
+
+require (
+	github.com/agnivade/levenshtein v1.2.2 // indirect
+	github.com/google/jsonschema-go v0.4.2 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
+	github.com/spf13/cast v1.7.1 // indirect
+	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/text v0.14.0 // indirect
+)
+
+replace github.com/toolguard/toolguard => ../..

@@ -1,0 +1,179 @@
+package mcpgo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/toolguard/toolguard"
+)
+
+// The _meta keys of a result the middleware made for a skipped call.
+const (
+	// MetaVerdict holds the verdict: "hint" or "abort".
+	MetaVerdict = "toolguard/verdict"
+	// MetaReason holds the rule that fired, such as "duplicate" or "budget".
+	MetaReason = "toolguard/reason"
+)
+
+// Middleware returns a tool handler middleware that guards every call with
+// t. A nil t guards nothing.
+func Middleware(t *toolguard.Tracker) server.ToolHandlerMiddleware {
+	return MiddlewareFunc(func(context.Context, mcp.CallToolRequest) *toolguard.Tracker { return t })
+}
+
+// MiddlewareFunc returns a tool handler middleware that guards each call
+// with the Tracker that trackerFor returns for it. A call for which
+// trackerFor returns nil runs unguarded. trackerFor may be called from many
+// goroutines at once.
+func MiddlewareFunc(trackerFor func(context.Context, mcp.CallToolRequest) *toolguard.Tracker) server.ToolHandlerMiddleware {
+	return func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var t *toolguard.Tracker
+			if trackerFor != nil {
+				t = trackerFor(ctx, req)
+			}
+			if t == nil {
+				return next(ctx, req)
+			}
+			return guard(ctx, t, next, req)
+		}
+	}
+}
+
+// guard checks, runs and records one call.
+func guard(ctx context.Context, t *toolguard.Tracker, next server.ToolHandlerFunc, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+	c := callOf(req)
+	// A retry that carries the answers to an input-required result
+	// continues a call that was already allowed: it is not checked again.
+	retry := len(req.Params.InputResponses) > 0 || req.Params.RequestState != ""
+	var before toolguard.Phase
+	if !retry {
+		d := t.ShouldSkip(c)
+		if d.Skip() {
+			return skipped(d), nil
+		}
+		before = d.Phase
+	} else {
+		before = t.Phase()
+	}
+
+	recorded := false
+	defer func() {
+		if !recorded {
+			// The handler panicked or called runtime.Goexit: free the
+			// call's budget slot; the panic goes on as it was.
+			t.Record(c, toolguard.Outcome{Err: fmt.Errorf("mcpgo: tool %q did not return", c.Tool)})
+		}
+	}()
+	res, err = next(ctx, req)
+	recorded = true
+
+	if err == nil && res != nil && (res.NeedsInput() || res.InputRequests != nil) {
+		// Not finished: the retry with the answers records the outcome.
+		return res, nil
+	}
+	phase := t.Record(c, outcomeOf(res, err))
+	if err == nil && res != nil && phase > before && phase >= toolguard.PhaseNudge {
+		if g := t.Guidance(); g.Message != "" {
+			res = withText(res, g.Message)
+		}
+	}
+	return res, err
+}
+
+// callOf builds the toolguard.Call of a request.
+func callOf(req mcp.CallToolRequest) toolguard.Call {
+	c := toolguard.Call{Tool: req.Params.Name}
+	if len(req.Params.RawArguments) > 0 {
+		c.Args = req.Params.RawArguments
+	} else if req.Params.Arguments != nil {
+		if b, err := json.Marshal(req.Params.Arguments); err == nil {
+			c.Args = b
+		}
+	}
+	if m := req.Params.Meta; m != nil && m.ProgressToken != nil {
+		c.ID = fmt.Sprint(m.ProgressToken)
+	}
+	return c
+}
+
+// outcomeOf turns what the handler returned into an Outcome.
+func outcomeOf(res *mcp.CallToolResult, err error) toolguard.Outcome {
+	if err != nil {
+		return toolguard.Outcome{Err: err}
+	}
+	if res == nil {
+		return toolguard.Outcome{Err: errors.New("mcpgo: the tool returned no result")}
+	}
+	text := resultText(res)
+	if res.IsError {
+		if text == "" {
+			text = "mcpgo: the tool returned an error result"
+		}
+		return toolguard.Outcome{Result: text, Err: errors.New(text)}
+	}
+	return toolguard.Outcome{Result: text}
+}
+
+// resultText is the text of a result's content: text items as they are,
+// other items as JSON, and the structured content when there is no content.
+func resultText(res *mcp.CallToolResult) string {
+	var sb strings.Builder
+	for i, c := range res.Content {
+		if i > 0 {
+			sb.WriteByte('\n')
+		}
+		switch tc := c.(type) {
+		case mcp.TextContent:
+			sb.WriteString(tc.Text)
+		case *mcp.TextContent:
+			if tc != nil {
+				sb.WriteString(tc.Text)
+			}
+		default:
+			if b, err := json.Marshal(c); err == nil {
+				sb.Write(b)
+			}
+		}
+	}
+	if len(res.Content) == 0 && res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			sb.Write(b)
+		}
+	}
+	return sb.String()
+}
+
+// skipped is the result the client gets for a call that did not run.
+func skipped(d toolguard.Decision) *mcp.CallToolResult {
+	text := d.Message
+	if d.Verdict == toolguard.Abort && d.Err != nil {
+		if text != "" {
+			text += "\n"
+		}
+		text += d.Err.Error()
+	}
+	res := &mcp.CallToolResult{
+		Content: []mcp.Content{mcp.NewTextContent(text)},
+		IsError: true,
+	}
+	res.Meta = mcp.NewMetaFromMap(map[string]any{
+		MetaVerdict: d.Verdict.String(),
+		MetaReason:  d.Reason.String(),
+	})
+	return res
+}
+
+// withText returns a copy of res with one more text content.
+func withText(res *mcp.CallToolResult, text string) *mcp.CallToolResult {
+	out := *res
+	out.Content = make([]mcp.Content, 0, len(res.Content)+1)
+	out.Content = append(out.Content, res.Content...)
+	out.Content = append(out.Content, mcp.NewTextContent(text))
+	return &out
+}

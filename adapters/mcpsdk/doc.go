@@ -1,0 +1,58 @@
+// Package mcpsdk guards the tools of a server built with the official MCP
+// Go SDK (github.com/modelcontextprotocol/go-sdk) with a toolguard.Tracker.
+//
+// Middleware (or MiddlewareFunc, or Sessions.Middleware) returns an
+// mcp.Middleware. Add it with Server.AddReceivingMiddleware. It lets every
+// method but tools/call pass. For each tools/call it builds a
+// toolguard.Call (the tool name, the raw arguments, the request's progress
+// token as the call id when the client sent one) and asks the Tracker:
+//
+//   - Allow: the tool runs. Its outcome is recorded: a Go error or a result
+//     with IsError is a failure, and the result's text content is the
+//     result the Tracker compares to see progress.
+//   - Hint: the tool does not run. The client gets a CallToolResult with
+//     IsError set and the hint as text content. It starts with
+//     toolguard.HintMarker ("[loop-detected]") and says that the call was
+//     not executed.
+//   - Abort: the tool does not run. The client gets a CallToolResult with
+//     IsError set, the explanation, and the error text (a loop or budget
+//     error).
+//
+// A skipped call is never returned as a Go error: the SDK sends a
+// middleware's error as a JSON-RPC error, which most clients show to the
+// user and not to the model, so the model would never learn why its call
+// failed. Both skipped results carry the verdict and the reason in their
+// _meta under MetaVerdict and MetaReason, so a harness on the client side
+// can tell them from real tool errors and stop the turn on an abort.
+//
+// When the Record of a call moves the turn into the nudge or the wind-down
+// phase, the guidance for that phase (toolguard.Tracker.Guidance) is added
+// to the call's result as one more text content: an MCP server has no other
+// way to tell the model to wrap up.
+//
+// A tool that asks the client for input (an input-required result) makes
+// one call: it is checked when it is first called and recorded when the
+// retry that carries the answers finishes.
+//
+// Middleware added later with Server.AddReceivingMiddleware runs first: add
+// a recovery middleware after the guard, so that a tool that panics is
+// recorded as a failure before the panic is recovered.
+//
+// # Which Tracker
+//
+// Middleware uses one Tracker for every call. MiddlewareFunc chooses a
+// Tracker for each request, for example from a header or the bearer
+// token's user (RequestExtra). Sessions keeps one Tracker per
+// mcp.ServerSession, forgets it when the session ends, and keeps at most
+// SessionOptions.MaxSessions of them. A stateless streamable HTTP server
+// makes a new session for every request: key its trackers yourself with
+// MiddlewareFunc.
+//
+// # Turns
+//
+// An MCP server does not see the user's turns: unless something calls
+// Tracker.Reset, a session is one long turn, and Policy.MaxCallsPerTurn
+// counts every call of the session. Set SessionOptions.IdleReset to start a
+// new turn after a pause, call Reset on the Tracker yourself, or choose a
+// budget that fits a whole session.
+package mcpsdk

@@ -1,0 +1,181 @@
+package mcpsdk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolguard/toolguard"
+)
+
+// The _meta keys of a result the middleware made for a skipped call.
+const (
+	// MetaVerdict holds the verdict: "hint" or "abort".
+	MetaVerdict = "toolguard/verdict"
+	// MetaReason holds the rule that fired, such as "duplicate" or "budget".
+	MetaReason = "toolguard/reason"
+)
+
+const methodCallTool = "tools/call"
+
+// Middleware returns a receiving middleware that guards every tools/call
+// with t. A nil t guards nothing.
+func Middleware(t *toolguard.Tracker) mcp.Middleware {
+	return MiddlewareFunc(func(context.Context, *mcp.CallToolRequest) *toolguard.Tracker { return t })
+}
+
+// MiddlewareFunc returns a receiving middleware that guards each tools/call
+// with the Tracker that trackerFor returns for it. A call for which
+// trackerFor returns nil runs unguarded. trackerFor may be called from many
+// goroutines at once.
+func MiddlewareFunc(trackerFor func(context.Context, *mcp.CallToolRequest) *toolguard.Tracker) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != methodCallTool || trackerFor == nil {
+				return next(ctx, method, req)
+			}
+			ctr, ok := req.(*mcp.CallToolRequest)
+			if !ok || ctr == nil || ctr.Params == nil {
+				return next(ctx, method, req)
+			}
+			t := trackerFor(ctx, ctr)
+			if t == nil {
+				return next(ctx, method, req)
+			}
+			return guard(ctx, t, next, method, ctr)
+		}
+	}
+}
+
+// guard checks, runs and records one call.
+func guard(ctx context.Context, t *toolguard.Tracker, next mcp.MethodHandler, method string, req *mcp.CallToolRequest) (res mcp.Result, err error) {
+	c := callOf(req.Params)
+	// A retry that carries the answers to an input-required result
+	// continues a call that was already allowed: it is not checked again.
+	retry := len(req.Params.InputResponses) > 0 || req.Params.RequestState != ""
+	var before toolguard.Phase
+	if !retry {
+		d := t.ShouldSkip(c)
+		if d.Skip() {
+			return skipped(d), nil
+		}
+		before = d.Phase
+	} else {
+		before = t.Phase()
+	}
+
+	recorded := false
+	defer func() {
+		if !recorded {
+			// The handler panicked or called runtime.Goexit: free the
+			// call's budget slot; the panic goes on as it was.
+			t.Record(c, toolguard.Outcome{Err: fmt.Errorf("mcpsdk: tool %q did not return", c.Tool)})
+		}
+	}()
+	res, err = next(ctx, method, req)
+	recorded = true
+
+	ctr, _ := res.(*mcp.CallToolResult)
+	if err == nil && ctr != nil && (ctr.NeedsInput() || ctr.InputRequests != nil) {
+		// Not finished: the retry with the answers records the outcome.
+		return res, nil
+	}
+	phase := t.Record(c, outcomeOf(ctr, err))
+	if err == nil && ctr != nil && phase > before && phase >= toolguard.PhaseNudge {
+		if g := t.Guidance(); g.Message != "" {
+			res = withText(ctr, g.Message)
+		}
+	}
+	return res, err
+}
+
+// callOf builds the toolguard.Call of a request.
+func callOf(p *mcp.CallToolParamsRaw) toolguard.Call {
+	c := toolguard.Call{Tool: p.Name, Args: p.Arguments}
+	if tok := p.GetProgressToken(); tok != nil {
+		c.ID = fmt.Sprint(tok)
+	}
+	return c
+}
+
+// outcomeOf turns what the handler returned into an Outcome.
+func outcomeOf(res *mcp.CallToolResult, err error) toolguard.Outcome {
+	if err != nil {
+		return toolguard.Outcome{Err: err}
+	}
+	if res == nil {
+		return toolguard.Outcome{Err: errors.New("mcpsdk: the tool returned no result")}
+	}
+	text := resultText(res)
+	if res.IsError {
+		err := res.GetError()
+		if err == nil {
+			if text == "" {
+				text = "mcpsdk: the tool returned an error result"
+			}
+			err = errors.New(text)
+		}
+		return toolguard.Outcome{Result: text, Err: err}
+	}
+	return toolguard.Outcome{Result: text}
+}
+
+// resultText is the text of a result's content: text items as they are,
+// other items as JSON, and the structured content when there is no content.
+func resultText(res *mcp.CallToolResult) string {
+	var sb strings.Builder
+	for i, c := range res.Content {
+		if i > 0 {
+			sb.WriteByte('\n')
+		}
+		if tc, ok := c.(*mcp.TextContent); ok {
+			if tc != nil {
+				sb.WriteString(tc.Text)
+			}
+			continue
+		}
+		if c == nil {
+			continue
+		}
+		if b, err := json.Marshal(c); err == nil {
+			sb.Write(b)
+		}
+	}
+	if len(res.Content) == 0 && res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			sb.Write(b)
+		}
+	}
+	return sb.String()
+}
+
+// skipped is the result the client gets for a call that did not run.
+func skipped(d toolguard.Decision) *mcp.CallToolResult {
+	text := d.Message
+	if d.Verdict == toolguard.Abort && d.Err != nil {
+		if text != "" {
+			text += "\n"
+		}
+		text += d.Err.Error()
+	}
+	return &mcp.CallToolResult{
+		Meta: mcp.Meta{
+			MetaVerdict: d.Verdict.String(),
+			MetaReason:  d.Reason.String(),
+		},
+		Content: []mcp.Content{&mcp.TextContent{Text: text}},
+		IsError: true,
+	}
+}
+
+// withText returns a copy of res with one more text content.
+func withText(res *mcp.CallToolResult, text string) *mcp.CallToolResult {
+	out := *res
+	out.Content = make([]mcp.Content, 0, len(res.Content)+1)
+	out.Content = append(out.Content, res.Content...)
+	out.Content = append(out.Content, &mcp.TextContent{Text: text})
+	return &out
+}
