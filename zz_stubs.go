@@ -89,25 +89,3 @@ func appendKeyNames(dst, args []byte) []byte {
 	sort.Strings(ks)
 	return append(dst, strings.Join(ks, ",")...)
 }
-func normalizeQuery(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
-func querySimilarity(a, b string) float64 {
-	if a == b && a != "" {
-		return 1
-	}
-	return 0
-}
-
-type queryIndex struct {
-	qs []string
-	rs []uint64
-}
-
-func (x *queryIndex) add(q string, r uint64) { x.qs = append(x.qs, q); x.rs = append(x.rs, r) }
-func (x *queryIndex) similar(q string, r uint64, t float64) bool {
-	for i := range x.qs {
-		if x.rs[i] < r && querySimilarity(q, x.qs[i]) >= t {
-			return true
-		}
-	}
-	return false
-}
