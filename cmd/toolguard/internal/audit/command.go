@@ -1,0 +1,272 @@
+package audit
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/toolguard/toolguard"
+)
+
+// Exit statuses of Main.
+const (
+	ExitOK       = 0 // every file was audited; --fail-on was not reached
+	ExitFailOn   = 1 // some episode reached the --fail-on verdict
+	ExitBadInput = 2 // a usage error, or a file that could not be read or parsed
+)
+
+// StdinName is how standard input ("-") is named in reports and errors.
+const StdinName = "<stdin>"
+
+// Env is what Main needs from the process.
+type Env struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Terminal reports that Stderr is a terminal: only then is a progress
+	// bar drawn while inputs are read.
+	Terminal bool
+	// PolicyFile reads a --policy quota file: over the defaults when base
+	// is nil, layered onto the --preset policy otherwise. nil means
+	// --policy is refused.
+	PolicyFile func(base *toolguard.Policy, path string) (toolguard.Policy, error)
+	// Now is the clock of the progress bar. nil means time.Now.
+	Now func() time.Time
+}
+
+const usage = `usage: toolguard audit [flags] FILE...
+
+Replays recorded agent tool calls through toolguard and reports, per
+episode, what would have fired. A FILE holds episodes in the JSON Lines
+trace format, or OpenAI or Anthropic conversations (a JSON array of
+messages, {"messages": [...]}, or JSON Lines of either); the format is
+detected from the content. "-" reads standard input.
+
+Flags (before or after the files):
+  --format text|json|html  output: one line per episode and a summary
+                           (text, the default), every decision (json), or
+                           a self-contained page with a timeline per
+                           episode (html)
+  --preset NAME            use a preset policy: %s
+  --policy FILE            use the quotas of a YAML quota file (or the
+                           front matter of a Markdown agent definition),
+                           over the defaults or over --preset
+  --fail-on hint|abort     exit 1 when an episode reached that verdict
+                           (hint includes abort)
+
+Exit status: 0 audited; 1 --fail-on reached; 2 usage error, or a file that
+could not be read or parsed (the other files are still audited).
+`
+
+// Main runs `toolguard audit` with the arguments after "audit" and
+// returns the exit status.
+func Main(args []string, env Env) int {
+	if env.Now == nil {
+		env.Now = time.Now
+	}
+	opts, status, ok := parseOptions(args, env)
+	if !ok {
+		return status
+	}
+
+	r := &Report{Policy: opts.policyName}
+	for _, name := range opts.files {
+		display, data, err := readFile(name, env)
+		if err == nil {
+			var (
+				format Format
+				eps    []Episode
+			)
+			format, eps, err = Parse(display, data)
+			if err == nil {
+				r.Add(opts.policy, display, format, eps)
+				continue
+			}
+		}
+		fmt.Fprintln(env.Stderr, err)
+		r.Files = append(r.Files, FileResult{File: display, Err: err})
+		status = ExitBadInput
+	}
+	if err := opts.write(env.Stdout, r); err != nil {
+		fmt.Fprintf(env.Stderr, "toolguard audit: writing the report: %v\n", err)
+		return ExitBadInput
+	}
+	if status == ExitOK && opts.failOn != toolguard.Allow {
+		for i := range r.Episodes {
+			if r.Episodes[i].Reached(opts.failOn) {
+				return ExitFailOn
+			}
+		}
+	}
+	return status
+}
+
+// options are the parsed command line.
+type options struct {
+	files      []string
+	write      func(io.Writer, *Report) error
+	failOn     toolguard.Verdict // Allow: not set
+	policy     toolguard.Policy
+	policyName string
+}
+
+// parseOptions reads the flags and the policy. When it returns false, Main
+// returns the status (help was printed, or a problem reported).
+func parseOptions(args []string, env Env) (options, int, bool) {
+	fset := flag.NewFlagSet("toolguard audit", flag.ContinueOnError)
+	fset.SetOutput(io.Discard)
+	formatFlag := fset.String("format", "text", "")
+	preset := fset.String("preset", "", "")
+	policyFile := fset.String("policy", "", "")
+	failOn := fset.String("fail-on", "", "")
+	fail := func(format string, a ...any) (options, int, bool) {
+		fmt.Fprintf(env.Stderr, "toolguard audit: "+format+"\n", a...)
+		fmt.Fprintln(env.Stderr, `run "toolguard audit -h" for help`)
+		return options{}, ExitBadInput, false
+	}
+
+	var (
+		opts options
+		err  error
+	)
+	opts.files, err = parseInterspersed(fset, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprintf(env.Stdout, usage, strings.Join(toolguard.PresetNames(), ", "))
+		return options{}, ExitOK, false
+	case err != nil:
+		return fail("%v", err)
+	case len(opts.files) == 0:
+		return fail("no input: name one or more files, or - for standard input")
+	}
+	stdin := 0
+	for _, f := range opts.files {
+		if f == "-" {
+			stdin++
+		}
+	}
+	if stdin > 1 {
+		return fail("standard input (-) named more than once")
+	}
+	switch *failOn {
+	case "":
+	case "hint":
+		opts.failOn = toolguard.Hint
+	case "abort":
+		opts.failOn = toolguard.Abort
+	default:
+		return fail("--fail-on %q: want hint or abort", *failOn)
+	}
+	switch *formatFlag {
+	case "text":
+		opts.write = WriteText
+	case "json":
+		opts.write = WriteJSON
+	case "html":
+		opts.write = WriteHTML
+	default:
+		return fail("--format %q: want text, json or html", *formatFlag)
+	}
+
+	opts.policyName = "default"
+	var base *toolguard.Policy
+	if *preset != "" {
+		p, err := toolguard.Preset(*preset)
+		if err != nil {
+			return fail("--preset: %v", err)
+		}
+		opts.policy, base, opts.policyName = p, &p, "preset "+*preset
+	}
+	if *policyFile != "" {
+		if env.PolicyFile == nil {
+			return fail("--policy is not available in this build")
+		}
+		p, err := env.PolicyFile(base, *policyFile)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "toolguard audit: --policy: %v\n", err)
+			return options{}, ExitBadInput, false
+		}
+		opts.policy = p
+		if base == nil {
+			opts.policyName = "file " + *policyFile
+		} else {
+			opts.policyName += " with file " + *policyFile
+		}
+	}
+	return opts, ExitOK, true
+}
+
+// parseInterspersed parses flags that may come before, between or after
+// the file names; "--" ends the flags.
+func parseInterspersed(fset *flag.FlagSet, args []string) ([]string, error) {
+	var files []string
+	for {
+		if err := fset.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fset.Args()
+		if len(rest) == 0 {
+			return files, nil
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(files, rest...), nil
+		}
+		files = append(files, rest[0])
+		args = rest[1:]
+	}
+}
+
+// readFile reads one input whole, drawing a progress bar on a terminal.
+func readFile(name string, env Env) (string, []byte, error) {
+	if name == "-" {
+		data, err := readAll(StdinName, env.Stdin, 0, env)
+		return StdinName, data, err
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return name, nil, &ParseError{File: name, Problem: pathProblem(err)}
+	}
+	defer f.Close()
+	var size int64
+	if st, err := f.Stat(); err == nil {
+		if st.IsDir() {
+			return name, nil, &ParseError{File: name, Problem: "is a directory"}
+		}
+		if st.Mode().IsRegular() {
+			size = st.Size()
+		}
+	}
+	data, err := readAll(name, f, size, env)
+	return name, data, err
+}
+
+func readAll(name string, r io.Reader, size int64, env Env) ([]byte, error) {
+	var buf bytes.Buffer
+	if size > 0 && size < 1<<40 {
+		buf.Grow(int(size) + bytes.MinRead)
+	}
+	if env.Terminal {
+		p := newProgress(env.Stderr, name, size, env.Now)
+		defer p.finish()
+		r = progressReader{r: r, p: p}
+	}
+	if _, err := buf.ReadFrom(r); err != nil {
+		return nil, &ParseError{File: name, Problem: "reading: " + pathProblem(err)}
+	}
+	return buf.Bytes(), nil
+}
+
+// pathProblem drops the path from an *fs.PathError: the caller names the file.
+func pathProblem(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}

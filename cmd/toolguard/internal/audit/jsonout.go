@@ -1,0 +1,140 @@
+package audit
+
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/toolguard/toolguard"
+)
+
+// The JSON report. Field names are snake_case and stable; docs/audit.md
+// documents them. No arguments or results are written.
+type (
+	jsonReport struct {
+		Policy    string         `json:"policy"`
+		Files     []jsonFile     `json:"files"`
+		Episodes  []jsonEpisode  `json:"episodes"`
+		Decisions []jsonDecision `json:"decisions"`
+		Summary   jsonSummary    `json:"summary"`
+	}
+	jsonFile struct {
+		File     string `json:"file"`
+		Format   string `json:"format"`
+		Episodes int    `json:"episodes"`
+		Calls    int    `json:"calls"`
+		Error    string `json:"error"`
+	}
+	jsonEpisode struct {
+		File        string            `json:"file"`
+		Episode     string            `json:"episode"`
+		Label       string            `json:"label"`
+		Calls       int               `json:"calls"`
+		Firings     int               `json:"firings"`
+		FirstFiring *int              `json:"first_firing"`
+		Verdict     toolguard.Verdict `json:"verdict"`
+		Phase       toolguard.Phase   `json:"phase"`
+	}
+	jsonDecision struct {
+		File    string            `json:"file"`
+		Episode string            `json:"episode"`
+		Label   string            `json:"label"`
+		Index   int               `json:"index"`
+		Round   int               `json:"round"`
+		Turn    int               `json:"turn"`
+		Tool    string            `json:"tool"`
+		CallID  string            `json:"call_id"`
+		Failed  bool              `json:"failed"`
+		Verdict toolguard.Verdict `json:"verdict"`
+		Reason  toolguard.Reason  `json:"reason"`
+		Phase   toolguard.Phase   `json:"phase"`
+		Message string            `json:"message"`
+	}
+	jsonSummary struct {
+		Files              int              `json:"files"`
+		FilesNotRead       int              `json:"files_not_read"`
+		Episodes           int              `json:"episodes"`
+		Calls              int              `json:"calls"`
+		EpisodesWithFiring int              `json:"episodes_with_firing"`
+		EpisodesWithHint   int              `json:"episodes_with_hint"`
+		EpisodesWithAbort  int              `json:"episodes_with_abort"`
+		EpisodesReaching   map[string]int   `json:"episodes_reaching_phase"`
+		FiringsByReason    []jsonReasonRow  `json:"firings_by_reason"`
+		ByLabel            []jsonLabelCount `json:"by_label"`
+	}
+	jsonReasonRow struct {
+		Reason   toolguard.Reason `json:"reason"`
+		Hints    int              `json:"hints"`
+		Aborts   int              `json:"aborts"`
+		Episodes int              `json:"episodes"`
+	}
+	jsonLabelCount struct {
+		Label      string `json:"label"`
+		Episodes   int    `json:"episodes"`
+		Calls      int    `json:"calls"`
+		WithFiring int    `json:"episodes_with_firing"`
+		WithAbort  int    `json:"episodes_with_abort"`
+	}
+)
+
+// WriteJSON writes the report as one indented JSON document: the files,
+// the episodes, every decision and the summary.
+func WriteJSON(w io.Writer, r *Report) error {
+	out := jsonReport{
+		Policy:    r.Policy,
+		Files:     make([]jsonFile, 0, len(r.Files)),
+		Episodes:  make([]jsonEpisode, 0, len(r.Episodes)),
+		Decisions: []jsonDecision{},
+	}
+	for _, f := range r.Files {
+		jf := jsonFile{File: f.File, Episodes: f.Episodes, Calls: f.Calls}
+		if f.Format != 0 {
+			jf.Format = f.Format.String()
+		}
+		if f.Err != nil {
+			jf.Error = f.Err.Error()
+		}
+		out.Files = append(out.Files, jf)
+	}
+	for i := range r.Episodes {
+		e := &r.Episodes[i]
+		je := jsonEpisode{
+			File: e.File, Episode: e.Episode, Label: e.Label, Calls: len(e.Decisions),
+			Firings: e.Count(toolguard.Hint) + e.Count(toolguard.Abort),
+			Phase:   e.MaxPhase(),
+		}
+		if d, ok := e.First(); ok {
+			idx := d.Index
+			je.FirstFiring = &idx
+		}
+		for _, d := range e.Decisions {
+			je.Verdict = max(je.Verdict, d.Verdict)
+			out.Decisions = append(out.Decisions, jsonDecision{
+				File: e.File, Episode: e.Episode, Label: e.Label,
+				Index: d.Index, Round: d.Round, Turn: d.Turn, Tool: d.Tool, CallID: d.CallID,
+				Failed: d.Failed, Verdict: d.Verdict, Reason: d.Reason, Phase: d.Phase, Message: d.Message,
+			})
+		}
+		out.Episodes = append(out.Episodes, je)
+	}
+	s := r.Summary()
+	out.Summary = jsonSummary{
+		Files: s.Files, FilesNotRead: s.FailedFiles, Episodes: s.Episodes, Calls: s.Calls,
+		EpisodesWithFiring: s.WithFiring, EpisodesWithHint: s.WithHint, EpisodesWithAbort: s.WithAbort,
+		EpisodesReaching: map[string]int{},
+		FiringsByReason:  make([]jsonReasonRow, 0, len(s.ByReason)),
+		ByLabel:          make([]jsonLabelCount, 0, len(s.ByLabel)),
+	}
+	for ph := toolguard.PhaseNudge; ph <= toolguard.PhaseExhausted; ph++ {
+		out.Summary.EpisodesReaching[ph.String()] = s.ReachedPhase[ph]
+	}
+	for _, rc := range s.ByReason {
+		out.Summary.FiringsByReason = append(out.Summary.FiringsByReason, jsonReasonRow(rc))
+	}
+	for _, lc := range s.ByLabel {
+		out.Summary.ByLabel = append(out.Summary.ByLabel, jsonLabelCount(lc))
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(out)
+}

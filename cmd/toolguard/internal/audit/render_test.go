@@ -1,0 +1,273 @@
+package audit
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/toolguard/toolguard"
+	"golang.org/x/net/html"
+)
+
+var fixtureFiles = []string{"episodes.jsonl", "openai.json", "openai.jsonl", "anthropic.json", "anthropic_array.json"}
+
+// fixtureReport replays every fixture under the default policy, plus one
+// file that failed to parse and an episode with a hostile name.
+func fixtureReport(t *testing.T) *Report {
+	t.Helper()
+	r := &Report{Policy: "default"}
+	for _, f := range fixtureFiles {
+		format, eps, err := Parse(f, readFixture(t, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Add(toolguard.Policy{}, f, format, eps)
+	}
+	hostile := `{"episode":"<script>alert(1)</script>\u001b[2J","label":"x\"y","calls":[{"turn":0,"tool":"<b>t</b>"}]}` + "\n" +
+		`{"episode":"no-calls","label":"success","calls":[]}`
+	format, eps, err := Parse("hostile.jsonl", []byte(hostile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Add(toolguard.Policy{}, "hostile.jsonl", format, eps)
+	_, _, err = Parse("bad.jsonl", []byte("{\"calls\": [\n"))
+	r.Files = append(r.Files, FileResult{File: "bad.jsonl", Err: err})
+	return r
+}
+
+func TestWriteText(t *testing.T) {
+	r := fixtureReport(t)
+	var b bytes.Buffer
+	if err := WriteText(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"FILE  ",
+		"episodes.jsonl        clean-success",
+		"call 4 click: duplicate, hint (+2 more; first abort at call 5)",
+		"openai.json           line 1",
+		"call 5 search_direct_flight: duplicate, hint\n",
+		"call 5 bash: duplicate, hint\n",
+		"clean\n",
+		"Summary (policy: default)",
+		"files                        7 (1 not read)",
+		"episodes                     10",
+		"calls                        37",
+		"episodes with a firing       4",
+		"episodes with an abort       2",
+		"duplicate  4      4       4",
+		"failure  3         18     3              2",
+		"success  3         6      0              0",
+		`<script>alert(1)</script>\x1b[2J`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestWriteJSON(t *testing.T) {
+	r := fixtureReport(t)
+	var b bytes.Buffer
+	if err := WriteJSON(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"mia_li_3668", "18°C", "go test ./...", "payment method not found"} {
+		if strings.Contains(b.String(), secret) {
+			t.Errorf("the JSON report holds raw arguments or results: %q", secret)
+		}
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	wantKeys(t, "report", doc, "policy", "files", "episodes", "decisions", "summary")
+
+	var files []map[string]any
+	mustUnmarshal(t, doc["files"], &files)
+	if len(files) != 7 {
+		t.Fatalf("%d files", len(files))
+	}
+	wantKeys(t, "file", files[0], "file", "format", "episodes", "calls", "error")
+	if files[0]["format"] != "episodes" || files[6]["error"] == "" || files[6]["format"] != "" {
+		t.Errorf("files = %v", files)
+	}
+
+	var eps []map[string]any
+	mustUnmarshal(t, doc["episodes"], &eps)
+	wantKeys(t, "episode", eps[0], "file", "episode", "label", "calls", "firings", "first_firing", "verdict", "phase")
+	if eps[0]["first_firing"] != nil || eps[1]["first_firing"] != 4.0 || eps[1]["verdict"] != "abort" || eps[1]["firings"] != 3.0 {
+		t.Errorf("episodes[0:2] = %v", eps[:2])
+	}
+
+	var ds []map[string]any
+	mustUnmarshal(t, doc["decisions"], &ds)
+	if len(ds) != 37 {
+		t.Fatalf("%d decisions, want one per call (37)", len(ds))
+	}
+	wantKeys(t, "decision", ds[0], "file", "episode", "label", "index", "round", "turn", "tool", "call_id",
+		"failed", "verdict", "reason", "phase", "message")
+	d := ds[7] // click-loop, call 4
+	if d["episode"] != "click-loop" || d["index"] != 4.0 || d["verdict"] != "hint" || d["reason"] != "duplicate" ||
+		d["phase"] != "normal" || !strings.HasPrefix(d["message"].(string), toolguard.HintMarker) || d["call_id"] != "4" {
+		t.Errorf("decision = %v", d)
+	}
+	if ds[0]["verdict"] != "allow" || ds[0]["reason"] != "none" || ds[0]["message"] != "" {
+		t.Errorf("allowed decision = %v", ds[0])
+	}
+
+	var sum map[string]json.RawMessage
+	mustUnmarshal(t, doc["summary"], &sum)
+	wantKeys(t, "summary", sum, "files", "files_not_read", "episodes", "calls", "episodes_with_firing",
+		"episodes_with_hint", "episodes_with_abort", "episodes_reaching_phase", "firings_by_reason", "by_label")
+	var reasons []map[string]any
+	mustUnmarshal(t, sum["firings_by_reason"], &reasons)
+	if len(reasons) != 1 || reasons[0]["reason"] != "duplicate" || reasons[0]["hints"] != 4.0 || reasons[0]["aborts"] != 4.0 {
+		t.Errorf("firings_by_reason = %v", reasons)
+	}
+	var labels []map[string]any
+	mustUnmarshal(t, sum["by_label"], &labels)
+	wantKeys(t, "by_label", labels[0], "label", "episodes", "calls", "episodes_with_firing", "episodes_with_abort")
+}
+
+func TestWriteJSONEmpty(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJSON(&b, &Report{Policy: "default"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"files": []`, `"episodes": []`, `"decisions": []`, `"firings_by_reason": []`, `"by_label": []`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("empty report lacks %s:\n%s", want, b.String())
+		}
+	}
+}
+
+func wantKeys[V any](t *testing.T, what string, m map[string]V, keys ...string) {
+	t.Helper()
+	var got []string
+	for k := range m {
+		got = append(got, k)
+	}
+	sort.Strings(got)
+	sort.Strings(keys)
+	if strings.Join(got, ",") != strings.Join(keys, ",") {
+		t.Errorf("%s keys = %v, want %v", what, got, keys)
+	}
+}
+
+func mustUnmarshal(t *testing.T, raw []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(raw, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWriteHTML(t *testing.T) {
+	r := fixtureReport(t)
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := html.Parse(bytes.NewReader(b.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	type episode struct {
+		file, name string
+		cells      []*html.Node
+	}
+	var (
+		episodes []episode
+		tags     = map[string]int{}
+	)
+	var walk func(n *html.Node, ep *episode)
+	walk = func(n *html.Node, ep *episode) {
+		if n.Type == html.ElementNode {
+			tags[n.Data]++
+			for _, a := range n.Attr {
+				if (a.Key == "src" || a.Key == "href") && !strings.HasPrefix(a.Val, "#") {
+					t.Errorf("<%s %s=%q>: the page must need no other resource", n.Data, a.Key, a.Val)
+				}
+				if strings.HasPrefix(a.Key, "on") {
+					t.Errorf("<%s %s>: no scripts", n.Data, a.Key)
+				}
+			}
+			switch {
+			case n.Data == "div" && hasClass(n, "episode"):
+				episodes = append(episodes, episode{file: attr(n, "data-file"), name: attr(n, "data-episode")})
+				ep = &episodes[len(episodes)-1]
+			case n.Data == "span" && hasClass(n, "cell"):
+				if ep == nil {
+					t.Errorf("a cell outside an episode")
+				} else {
+					ep.cells = append(ep.cells, n)
+				}
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c, ep)
+		}
+	}
+	walk(doc, nil)
+
+	if tags["script"] != 0 || tags["link"] != 0 || tags["img"] != 0 || tags["iframe"] != 0 {
+		t.Errorf("tags = %v: no scripts or external resources", tags)
+	}
+	if tags["style"] != 1 {
+		t.Errorf("%d style elements, want the one inline style sheet", tags["style"])
+	}
+	if len(episodes) != len(r.Episodes) {
+		t.Fatalf("%d episodes in the page, want %d", len(episodes), len(r.Episodes))
+	}
+	for i, ep := range episodes {
+		want := &r.Episodes[i]
+		if ep.file != want.File || ep.name != want.Episode {
+			t.Errorf("episode %d = %s %q, want %s %q", i, ep.file, ep.name, want.File, want.Episode)
+		}
+		if len(ep.cells) != len(want.Decisions) {
+			t.Errorf("%s %s: %d cells, want one per call (%d)", ep.file, ep.name, len(ep.cells), len(want.Decisions))
+			continue
+		}
+		for j, cell := range ep.cells {
+			d := want.Decisions[j]
+			if !hasClass(cell, "v-"+d.Verdict.String()) || !hasClass(cell, "p-"+d.Phase.String()) {
+				t.Errorf("%s call %d: class %q, want verdict %s and phase %s", ep.name, j+1, attr(cell, "class"), d.Verdict, d.Phase)
+			}
+			title := attr(cell, "title")
+			if !strings.Contains(title, d.Tool) || (d.Fired() && !strings.Contains(title, d.Reason.String())) {
+				t.Errorf("%s call %d: title %q lacks the tool or the reason", ep.name, j+1, title)
+			}
+		}
+	}
+	// The hostile episode name is text, not markup.
+	if !strings.Contains(b.String(), "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Errorf("episode names are not escaped")
+	}
+	for _, want := range []string{"files not read", "bad.jsonl", "no tool calls", "duplicate", `href="#ep-2"`, "1 call ·"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+func hasClass(n *html.Node, class string) bool {
+	for _, c := range strings.Fields(attr(n, "class")) {
+		if c == class {
+			return true
+		}
+	}
+	return false
+}
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}

@@ -1,0 +1,57 @@
+// Command toolguard works with recorded agent tool calls.
+//
+// Usage:
+//
+//	toolguard audit [flags] FILE...
+//
+// audit replays the recorded calls of each episode through a toolguard
+// Tracker and reports what would have fired; run "toolguard audit -h" for
+// its flags. The formats, the JSON field names and the exit statuses are
+// described in docs/audit.md of the repository.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/toolguard/toolguard/cmd/toolguard/internal/audit"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, isTerminal(os.Stderr)))
+}
+
+const usage = `usage: toolguard COMMAND [arguments]
+
+Commands:
+  audit   replay recorded agent tool calls and report what toolguard would
+          have done (run "toolguard audit -h" for its flags)
+`
+
+// run dispatches the subcommand and returns the exit status.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer, terminal bool) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return audit.ExitBadInput
+	}
+	switch args[0] {
+	case "audit":
+		return audit.Main(args[1:], audit.Env{
+			Stdin: stdin, Stdout: stdout, Stderr: stderr,
+			Terminal:   terminal,
+			PolicyFile: applyPolicyFile,
+		})
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return audit.ExitOK
+	}
+	fmt.Fprintf(stderr, "toolguard: unknown command %q\n\n%s", args[0], usage)
+	return audit.ExitBadInput
+}
+
+// isTerminal reports whether f is a character device (a terminal).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
