@@ -141,6 +141,7 @@ func (t *Tracker) ShouldSkipRound(calls []Call) []Decision {
 
 // probe is what the Tracker derives from a call before taking its lock.
 type probe struct {
+	round   uint64
 	rule    *toolRule
 	key     callKey
 	query   string // normalized; search tools only
@@ -176,6 +177,7 @@ func (t *Tracker) check(ctx context.Context, c Call, round uint64) Decision {
 	}
 	var buf [128]byte
 	p := t.inspect(c, buf[:0])
+	p.round = round
 	var evs events
 	var g *grant
 	if len(p.rule.counters) > 0 {
@@ -247,7 +249,7 @@ func (t *Tracker) decideLocked(c Call, p *probe, round uint64, now time.Time, g 
 		tool.stats.skip(d.Reason)
 		st.skip(d.Reason)
 	}
-	if ks.count > 0 || ks.hinted || ks.seen {
+	if ks.count > 0 || ks.hinted != 0 || ks.seen {
 		ts.putKey(p.key, ks)
 	}
 	evs.add(Event{Kind: EventDecision, Seq: e.Seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, Decision: d, Phase: d.Phase})
@@ -314,8 +316,8 @@ func (t *Tracker) rulesLocked(c Call, p *probe, round uint64, tool *toolState, s
 	if t.cfg.maxFailures > 0 && !r.exempt {
 		switch f := &tool.fail; f.stage {
 		case failAbortNext:
-			hinted := true
-			return t.fire(c, p, ReasonRepeatedFailure, &hinted, f.count, t.cfg.maxFailures,
+			insisted := ^uint64(0) // the attempt failed: abort
+			return t.fire(c, p, ReasonRepeatedFailure, &insisted, f.count, t.cfg.maxFailures,
 				failureMessage(c.Tool, f.count)), true
 		case failCounting:
 			if f.count >= t.cfg.maxFailures {
@@ -345,10 +347,13 @@ func (t *Tracker) rulesLocked(c Call, p *probe, round uint64, tool *toolState, s
 
 // fire builds the decision of a rule that fired: a Hint the first time
 // (with ActionHint), an Abort when the model insists or with ActionAbort.
-func (t *Tracker) fire(c Call, p *probe, reason Reason, hinted *bool, count, limit int, msg string) Decision {
+// hinted holds the round of the earlier hint (0: none): calls of the round
+// that got the hint were sent before the model could read it, so they get
+// the hint too.
+func (t *Tracker) fire(c Call, p *probe, reason Reason, hinted *uint64, count, limit int, msg string) Decision {
 	d := Decision{Verdict: Abort, Reason: reason, Message: msg}
-	if t.cfg.action == ActionHint && !*hinted {
-		*hinted = true
+	if t.cfg.action == ActionHint && (*hinted == 0 || *hinted == p.round) {
+		*hinted = p.round
 		d.Verdict = Hint
 		return d
 	}
@@ -440,6 +445,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		var buf [128]byte
 		p := t.inspect(c, buf[:0])
 		round := t.round.Add(1)
+		p.round = round
 		tool := ts.tool(c.Tool, p.rule)
 		st := t.sessionStats(c.Tool)
 		ks := ts.keys[key]
@@ -464,7 +470,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		if !ks.seen || ks.last != digest {
 			progress = true
 			ks.count = 1 + ks.pending
-			ks.hinted = false
+			ks.hinted = 0
 		}
 		ks.seen, ks.last = true, digest
 	}

@@ -821,3 +821,14 @@ func TestErrors(t *testing.T) {
 	assert.NotErrorIs(t, be, ErrLoop)
 	assert.ErrorIs(t, fmt.Errorf("wrapped: %w", le), ErrLoop)
 }
+
+func TestHintCoversItsRound(t *testing.T) {
+	// Copies in the round that got the hint were sent before the model could
+	// read it: they get the hint too; the next round aborts.
+	tr := NewTracker(Policy{})
+	c := call("t", `{"a":1}`)
+	ds := tr.ShouldSkipRound([]Call{c, c, c, c})
+	got := []Verdict{ds[0].Verdict, ds[1].Verdict, ds[2].Verdict, ds[3].Verdict}
+	assert.Equal(t, []Verdict{Allow, Allow, Hint, Hint}, got)
+	assert.Equal(t, Abort, tr.ShouldSkip(c).Verdict)
+}

@@ -10,20 +10,20 @@ type callKey struct {
 
 // keyState is the repeat counter of one callKey in the turn.
 type keyState struct {
-	count   int  // identical calls since the key last made progress, pending included
-	pending int  // allowed, not yet recorded
-	hinted  bool // a Hint was given for this key; the next firing aborts
-	seen    bool // a result was recorded
-	last    Hash // digest of the last result (noise masked)
+	count   int    // identical calls since the key last made progress, pending included
+	pending int    // allowed, not yet recorded
+	hinted  uint64 // the round of a Hint for this key (0: none); a later firing aborts
+	seen    bool   // a result was recorded
+	last    Hash   // digest of the last result (noise masked)
 }
 
 // toolState is what the turn knows of one tool.
 type toolState struct {
-	calls         int // allowed this turn
-	limitHinted   bool
-	quotaHinted   bool
-	similarHinted bool
-	churnHinted   bool
+	calls         int    // allowed this turn
+	limitHinted   uint64 // rounds of the hints given, 0: none
+	quotaHinted   uint64
+	similarHinted uint64
+	churnHinted   uint64
 	fail          failState
 	queries       *queryIndex // search tools only
 	stats         toolStats
@@ -45,7 +45,7 @@ type failState struct {
 	sig    Hash    // masked error text of the last failure
 	key    callKey // the call of the last failure
 	stage  failStage
-	hinted bool
+	hinted uint64
 }
 
 // record books an outcome of the tool. Failures are equivalent when their
@@ -169,7 +169,7 @@ func (ts *turnState) reset() {
 func (ts *turnState) putKey(k callKey, s keyState) {
 	if _, ok := ts.keys[k]; !ok && len(ts.keys) >= maxKeys {
 		for key, st := range ts.keys {
-			if st.pending == 0 && st.count <= 1 && !st.hinted {
+			if st.pending == 0 && st.count <= 1 && st.hinted == 0 {
 				delete(ts.keys, key)
 			}
 		}
