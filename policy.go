@@ -195,8 +195,10 @@ type Policy struct {
 	ReservationTTL time.Duration
 	// FailOpen chooses what happens when the Store does not answer: false
 	// (fail closed) refuses calls that need a shared quota, with an error
-	// matching ErrStoreUnavailable; true counts locally and reports an
-	// EventStore.
+	// matching ErrStoreUnavailable; true counts them in a store local to
+	// this Tracker for as long as the Store fails, and reports an
+	// EventStore for each failure. Once the Store answers again, its own
+	// totals count.
 	FailOpen bool
 
 	// Now is the clock. nil means time.Now.
@@ -323,6 +325,7 @@ type config struct {
 	storeTimeout  time.Duration
 	ttl           time.Duration
 	failOpen      bool
+	fallback      *MemoryStore // counts locally while the store is down (FailOpen)
 	now           func() time.Time
 	onEvent       func(Event)
 	logger        *slog.Logger
@@ -358,6 +361,9 @@ func newConfig(p Policy) config {
 	}
 	if c.store == nil && len(c.shared) > 0 {
 		c.store = NewMemoryStore(c.now)
+	}
+	if c.store != nil && c.failOpen {
+		c.fallback = NewMemoryStore(c.now)
 	}
 	c.storeTimeout = p.StoreTimeout
 	if c.storeTimeout <= 0 {
@@ -517,18 +523,14 @@ func (c *config) resolve(tool string) toolRule {
 	consider(rule, "rule")
 
 	if c.store != nil && c.sessionID != "" && r.quota > 0 {
-		r.counters = append(r.counters, Counter{Key: "session:" + c.sessionID + ":" + tool, Limit: r.quota})
+		r.counters = append(r.counters, Counter{Key: "session:" + escapeKey(c.sessionID) + ":" + escapeKey(tool), Limit: r.quota})
 		r.counterOf = append(r.counterOf, r.quotaFrom)
 	}
 	for _, q := range c.shared {
 		if q.Tools != nil && !matchAny(q.Tools, tool) {
 			continue
 		}
-		key := "quota:" + q.Name
-		if q.PerTool {
-			key += ":" + tool
-		}
-		r.counters = append(r.counters, Counter{Key: key, Limit: q.Limit, Window: q.Window})
+		r.counters = append(r.counters, Counter{Key: q.Key(tool), Limit: q.Limit, Window: q.Window})
 		r.counterOf = append(r.counterOf, "shared "+q.Name)
 	}
 	return r

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -34,7 +35,11 @@ type Reservation struct {
 
 // Counter is one shared total.
 type Counter struct {
-	Key    string        // the store namespaces it
+	// Key names the total; the store namespaces it. The Tracker uses
+	// "session:{SessionID}:{tool}" for session quotas and "quota:{Name}"
+	// (PerTool: "quota:{Name}:{tool}") for shared quotas, with '%' and ':'
+	// inside each part escaped as %25 and %3A.
+	Key    string
 	Limit  int           // units allowed; the reservation fails at the limit
 	Window time.Duration // the total expires this long after its first unit; 0: never
 }
@@ -57,6 +62,16 @@ type SharedQuota struct {
 	Limit   int           // calls allowed; ≤ 0 disables the quota
 	Window  time.Duration // the total expires after this long; 0: never
 	PerTool bool          // one total per tool instead of one for all
+}
+
+// Key returns the counter key of the quota for a call of tool, as the
+// Tracker passes it to the Store.
+func (q SharedQuota) Key(tool string) string {
+	key := "quota:" + escapeKey(q.Name)
+	if q.PerTool {
+		key += ":" + escapeKey(tool)
+	}
+	return key
 }
 
 // ErrStoreUnavailable is matched by the error of a call refused because
@@ -85,6 +100,15 @@ const (
 	DefaultStoreTimeout   = 250 * time.Millisecond
 	DefaultReservationTTL = 5 * time.Minute
 )
+
+// escapeKey escapes the parts of a counter key, so that "a:b" + "c" and
+// "a" + "b:c" never make the same key.
+func escapeKey(s string) string {
+	if !strings.ContainsAny(s, "%:") {
+		return s
+	}
+	return strings.NewReplacer("%", "%25", ":", "%3A").Replace(s)
+}
 
 // newReservationID returns 128 random bits in hex.
 func newReservationID() string {
@@ -134,6 +158,15 @@ func (s *MemoryStore) Reserve(ctx context.Context, r Reservation) (Grant, error)
 	now := s.now()
 	s.expireLocked(now)
 	g := Grant{OK: true, Blocked: -1, Counts: make([]int, len(r.Counters))}
+	if _, retry := s.held[r.ID]; retry {
+		// The same reservation again (a retried request): it holds already.
+		for i, c := range r.Counters {
+			if mc := s.counterLocked(c.Key, now); mc != nil {
+				g.Counts[i] = mc.count + mc.held
+			}
+		}
+		return g, nil
+	}
 	for i, c := range r.Counters {
 		mc := s.counterLocked(c.Key, now)
 		n := 0
@@ -245,10 +278,10 @@ func (s *MemoryStore) expireLocked(now time.Time) {
 
 // grant is the outcome of a Store reservation for one call.
 type grant struct {
-	id       string // the reservation to settle; empty when none is held
-	g        Grant
-	err      error // the store failed and the policy fails closed
-	fallback bool  // the store failed and the policy fails open
+	id    string // the reservation to settle; empty when none is held
+	g     Grant
+	err   error // the store failed and the policy fails closed
+	local bool  // the store failed and the policy fails open: id is held in cfg.fallback
 }
 
 // reserve asks the Store for the call's shared counters, outside the lock.
@@ -261,7 +294,12 @@ func (t *Tracker) reserve(ctx context.Context, c Call, r *toolRule, evs *events)
 		serr := &StoreError{Op: "reserve", Err: err}
 		evs.add(Event{Kind: EventStore, CallID: c.ID, Tool: c.Tool, Err: serr})
 		if t.cfg.failOpen {
-			return &grant{fallback: true}
+			// Count locally while the store is down.
+			g, _ = t.cfg.fallback.Reserve(context.Background(), Reservation{ID: id, Counters: r.counters, TTL: t.cfg.ttl})
+			if !g.OK {
+				return &grant{g: g, local: true}
+			}
+			return &grant{id: id, g: g, local: true}
 		}
 		return &grant{err: serr}
 	}
@@ -272,12 +310,16 @@ func (t *Tracker) reserve(ctx context.Context, c Call, r *toolRule, evs *events)
 }
 
 // settle commits or releases a reservation, outside the lock.
-func (t *Tracker) settle(c Call, id string, commit bool, evs *events) {
+func (t *Tracker) settle(c Call, id string, local, commit bool, evs *events) {
 	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.storeTimeout)
 	defer cancel()
-	op, f := "release", t.cfg.store.Release
+	var store Store = t.cfg.store
+	if local {
+		store = t.cfg.fallback
+	}
+	op, f := "release", store.Release
 	if commit {
-		op, f = "commit", t.cfg.store.Commit
+		op, f = "commit", store.Commit
 	}
 	if err := f(ctx, id); err != nil {
 		// The reservation expires after its TTL: a commit lost here returns
@@ -289,7 +331,7 @@ func (t *Tracker) settle(c Call, id string, commit bool, evs *events) {
 // storeLocked turns a refused or failed reservation into a decision.
 func (t *Tracker) storeLocked(c Call, p *probe, g *grant, tool *toolState) (Decision, bool) {
 	switch {
-	case g == nil || g.fallback:
+	case g == nil:
 		return Decision{}, false
 	case g.err != nil:
 		return Decision{

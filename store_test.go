@@ -23,7 +23,7 @@ func TestSharedQuotaAcrossTrackers(t *testing.T) {
 		hint(call("web_search", `{"query":"totally different"}`), ReasonToolLimit),
 		allow(call("read_file", `{"path":"a"}`), "ok"), // not a web_* tool
 	})
-	assert.Equal(t, 3, store.Count("quota:tenant:acme"))
+	assert.Equal(t, 3, store.Count("quota:tenant%3Aacme"))
 	d := a.ShouldSkip(call("web_fetch", `{"url":"https://x.org/3"}`))
 	assert.Equal(t, Hint, d.Verdict)
 	assert.Contains(t, d.Message, "shared tenant:acme quota: 3 calls, 3 made")
@@ -125,8 +125,11 @@ func TestStoreFaults(t *testing.T) {
 				stores++
 			}
 		}})
-		run(t, tr, []step{allow(call("t", `{"a":1}`), "r")})
-		assert.Equal(t, 1, stores)
+		run(t, tr, []step{
+			allow(call("t", `{"a":1}`), "r"), allow(call("t", `{"a":2}`), "r"),
+			hint(call("t", `{"a":3}`), ReasonToolLimit), // the limit holds locally
+		})
+		assert.Equal(t, 3, stores)
 	})
 	t.Run("a slow store is bounded by StoreTimeout", func(t *testing.T) {
 		tr := NewTracker(Policy{Store: slowStore{}, SharedQuotas: q, StoreTimeout: 20 * time.Millisecond})
@@ -146,3 +149,27 @@ func (slowStore) Reserve(ctx context.Context, r Reservation) (Grant, error) {
 }
 func (slowStore) Commit(ctx context.Context, id string) error  { return nil }
 func (slowStore) Release(ctx context.Context, id string) error { return nil }
+
+func TestCounterKeysDoNotCollide(t *testing.T) {
+	store := NewMemoryStore(nil)
+	a := NewTracker(Policy{Store: store, SharedQuotas: []SharedQuota{{Name: "x", PerTool: true, Limit: 1}}})
+	b := NewTracker(Policy{Store: store, SharedQuotas: []SharedQuota{{Name: "x:y", Limit: 1}}})
+	run(t, a, []step{allow(call("y", `{}`), "r")})
+	run(t, b, []step{allow(call("y", `{}`), "r")})
+	s1 := NewTracker(Policy{Store: store, SessionID: "a:b", AgentQuota: &Quota{Default: 1}})
+	s2 := NewTracker(Policy{Store: store, SessionID: "a", AgentQuota: &Quota{Default: 1}})
+	run(t, s1, []step{allow(call("c", `{}`), "r")})
+	run(t, s2, []step{allow(call("b:c", `{}`), "r")})
+}
+
+func TestMemoryStoreRetriedReservation(t *testing.T) {
+	store := NewMemoryStore(nil)
+	ctx := context.Background()
+	r := Reservation{ID: "same", Counters: []Counter{{Key: "k", Limit: 5}}}
+	_, _ = store.Reserve(ctx, r)
+	g, _ := store.Reserve(ctx, r)
+	require.True(t, g.OK)
+	assert.Equal(t, 1, store.Count("k"))
+	require.NoError(t, store.Release(ctx, "same"))
+	assert.Equal(t, 0, store.Count("k"))
+}

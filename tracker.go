@@ -189,7 +189,7 @@ func (t *Tracker) check(ctx context.Context, c Call, round uint64) Decision {
 	d := t.decideLocked(c, &p, round, now, g, &evs)
 	t.mu.Unlock()
 	if g != nil && g.id != "" && d.Verdict != Allow {
-		t.settle(c, g.id, false, &evs)
+		t.settle(c, g.id, g.local, false, &evs)
 	}
 	t.emit(&evs)
 	return d
@@ -243,6 +243,7 @@ func (t *Tracker) decideLocked(c Call, p *probe, round uint64, now time.Time, g 
 		t.reserveLocked(c, p, round, e.Seq, now, tool, st, &ks)
 		if g != nil {
 			ts.pending[len(ts.pending)-1].resID = g.id
+			ts.pending[len(ts.pending)-1].resLocal = g.local
 		}
 	} else {
 		ts.skipped++
@@ -424,22 +425,22 @@ func (t *Tracker) Record(c Call, o Outcome) Phase {
 
 	var evs events
 	t.mu.Lock()
-	phase, resID := t.recordLocked(c, o, key, failed, digest, sig, now, &evs)
+	phase, pc := t.recordLocked(c, o, key, failed, digest, sig, now, &evs)
 	t.mu.Unlock()
-	if resID != "" {
-		t.settle(c, resID, true, &evs)
+	if pc.resID != "" {
+		t.settle(c, pc.resID, pc.resLocal, true, &evs)
 	}
 	t.emit(&evs)
 	return phase
 }
 
-func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, digest, sig Hash, now time.Time, evs *events) (Phase, string) {
+func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, digest, sig Hash, now time.Time, evs *events) (Phase, pendingCall) {
 	ts := &t.turn
 	pc, ok := ts.takePending(c.ID, key)
 	if !ok {
 		if old, ok := t.takeStale(c.ID, key); ok {
 			t.finishEntry(t.ledger.get(old.seq), c, o, failed, false, now)
-			return ts.phase, old.resID
+			return ts.phase, old
 		}
 		// Never checked: book it as allowed, so the turn stays exact.
 		var buf [128]byte
@@ -526,7 +527,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 	if ts.phase != from {
 		evs.add(Event{Kind: EventPhase, Seq: pc.seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, From: from, Phase: ts.phase})
 	}
-	return ts.phase, pc.resID
+	return ts.phase, pc
 }
 
 func max2(a, b Phase) Phase {

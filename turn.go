@@ -96,12 +96,13 @@ func (s *toolStats) finish(failed, progress bool) {
 
 // pendingCall is an allowed call waiting for its Record.
 type pendingCall struct {
-	resID string // the Store reservation, if any
-	seq   uint64
-	id    string
-	key   callKey
-	round uint64
-	at    time.Time
+	resID    string // the Store reservation, if any
+	resLocal bool   // held in the local fallback store (FailOpen)
+	seq      uint64
+	id       string
+	key      callKey
+	round    uint64
+	at       time.Time
 }
 
 // findPending returns the index of the pending call that a Record of (id,

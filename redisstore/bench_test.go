@@ -1,0 +1,87 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolguard/toolguard"
+	"github.com/toolguard/toolguard/redisstore"
+)
+
+// BenchmarkReserve measures the store traffic of one allowed call, a
+// Reserve and its Commit, from 1, 8 and 64 goroutines sharing one client
+// and one counter, against the real server. reservations/s counts settled
+// reservations per second of wall time.
+func BenchmarkReserve(b *testing.B) {
+	url := shared.URL(b)
+	for _, goroutines := range []int{1, 8, 64} {
+		b.Run(fmt.Sprintf("goroutines=%d", goroutines), func(b *testing.B) {
+			opts, err := redis.ParseURL(url)
+			require.NoError(b, err)
+			opts.ContextTimeoutEnabled = true
+			opts.PoolSize = max(goroutines, 10)
+			c := redis.NewClient(opts)
+			b.Cleanup(func() { _ = c.Close() })
+			prefix := uniquePrefix(b, c)
+			s := redisstore.New(c, redisstore.WithPrefix(prefix))
+			counters := []toolguard.Counter{{Key: "quota:bench", Limit: math.MaxInt32}}
+			ctx := context.Background()
+
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			b.ReportAllocs()
+			b.ResetTimer()
+			for g := 0; g < goroutines; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						i := next.Add(1)
+						if i > int64(b.N) {
+							return
+						}
+						id := strconv.FormatInt(i, 10)
+						gr, err := s.Reserve(ctx, toolguard.Reservation{ID: id, Counters: counters})
+						if err != nil || !gr.OK {
+							b.Errorf("reserve: %v %+v", err, gr)
+							return
+						}
+						if err := s.Commit(ctx, id); err != nil {
+							b.Errorf("commit: %v", err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reservations/s")
+		})
+	}
+}
+
+// BenchmarkRoundTrip is the floor under BenchmarkReserve: one PING from
+// one goroutine through the same kind of client.
+func BenchmarkRoundTrip(b *testing.B) {
+	opts, err := redis.ParseURL(shared.URL(b))
+	require.NoError(b, err)
+	opts.ContextTimeoutEnabled = true
+	c := redis.NewClient(opts)
+	b.Cleanup(func() { _ = c.Close() })
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if err := c.Ping(ctx).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pings/s")
+}
