@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -120,6 +121,28 @@ func BenchmarkTraceStream(b *testing.B) {
 				tr.Record(c.call, outcomeOf(c))
 			}
 		}
+	})
+	// The reference per-turn tracker in CPython (bench/reference.py) on the
+	// same stream; ns/call is its own timing, without interpreter start-up.
+	b.Run("reference", func(b *testing.B) {
+		py, err := exec.LookPath("python3")
+		if err != nil {
+			b.Skip("python3 not found")
+		}
+		files, _ := filepath.Glob("testdata/traces/*.jsonl")
+		total := 0.0
+		for i := 0; i < b.N; i++ {
+			out, err := exec.Command(py, append([]string{"bench/reference.py", "-repeat", "2"}, files...)...).Output()
+			if err != nil {
+				b.Fatalf("bench/reference.py: %v", err)
+			}
+			var ns float64
+			if _, err := fmt.Sscanf(string(out), "reference ns/call=%g", &ns); err != nil {
+				b.Fatalf("bench/reference.py printed %q: %v", out, err)
+			}
+			total += ns
+		}
+		b.ReportMetric(total/float64(b.N), "ns/call")
 	})
 }
 
