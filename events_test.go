@@ -31,7 +31,7 @@ func TestEvents(t *testing.T) {
 	for i, e := range got {
 		kinds[i] = e.Kind
 	}
-	assert.Equal(t, []EventKind{EventDecision, EventRecord, EventPhase, EventDecision, EventRecord, EventPhase, EventDecision}, kinds)
+	assert.Equal(t, []EventKind{EventDecision, EventRecord, EventPhase, EventDecision, EventRecord, EventPhase, EventDecision, EventPhase}, kinds)
 	assert.Equal(t, "call_1", got[0].CallID)
 	assert.Equal(t, "read", got[0].Tool)
 	assert.True(t, got[1].NewResult)
@@ -42,7 +42,21 @@ func TestEvents(t *testing.T) {
 	assert.Equal(t, PhaseWindDown, got[5].Phase)
 	assert.Equal(t, Abort, got[6].Decision.Verdict)
 	assert.Equal(t, ReasonBudget, got[6].Decision.Reason)
+	assert.Equal(t, PhaseWindDown, got[7].From)
+	assert.Equal(t, PhaseExhausted, got[7].Phase)
 	assert.Equal(t, "phase", EventPhase.String())
+
+	// A Record after Reset is an event of the old turn.
+	got = nil
+	tr = NewTracker(Policy{OnEvent: func(e Event) { got = append(got, e) }})
+	slow := Call{ID: "slow", Tool: "build"}
+	tr.ShouldSkip(slow)
+	tr.Reset()
+	tr.Record(slow, Outcome{Result: "done"})
+	require.Len(t, got, 2)
+	assert.Equal(t, EventRecord, got[1].Kind)
+	assert.Equal(t, 1, got[1].Turn)
+	assert.Equal(t, got[0].Seq, got[1].Seq)
 }
 
 func TestSlogLogger(t *testing.T) {

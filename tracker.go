@@ -222,6 +222,7 @@ func (t *Tracker) decideLocked(c Call, p *probe, round uint64, now time.Time, g 
 	st := t.sessionStats(c.Tool)
 	ks := ts.keys[p.key]
 
+	from := ts.phase
 	d, fired := t.budgetLocked(round)
 	if !fired {
 		d, fired = t.storeLocked(c, p, g, tool)
@@ -254,6 +255,9 @@ func (t *Tracker) decideLocked(c Call, p *probe, round uint64, now time.Time, g 
 		ts.putKey(p.key, ks)
 	}
 	evs.add(Event{Kind: EventDecision, Seq: e.Seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, Decision: d, Phase: d.Phase})
+	if ts.phase != from {
+		evs.add(Event{Kind: EventPhase, Seq: e.Seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, From: from, Phase: ts.phase})
+	}
 	return d
 }
 
@@ -439,7 +443,14 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 	pc, ok := ts.takePending(c.ID, key)
 	if !ok {
 		if old, ok := t.takeStale(c.ID, key); ok {
-			t.finishEntry(t.ledger.get(old.seq), c, o, failed, false, now)
+			e := t.ledger.get(old.seq)
+			t.finishEntry(e, c, o, failed, false, now)
+			turn := 0
+			if e != nil {
+				turn = e.Turn
+			}
+			evs.add(Event{Kind: EventRecord, Seq: old.seq, Turn: turn, CallID: c.ID, Tool: c.Tool,
+				Status: statusOf(failed), Duration: now.Sub(old.at), Phase: ts.phase})
 			return ts.phase, old
 		}
 		// Never checked: book it as allowed, so the turn stays exact.
