@@ -81,7 +81,8 @@ func outcomeOf(c traceCall) Outcome {
 // BenchmarkTraceStream replays every call of the bundled traces (one turn
 // per episode, results recorded) through the bookkeeping floor — a plain
 // map[string]int keyed by the tool name plus the raw argument bytes — and
-// through a Tracker with the default policy. ns/op is per call.
+// through a Tracker with the default policy. Each episode is a session of
+// its own (a new Tracker, created with the timer stopped). ns/op is per call.
 func BenchmarkTraceStream(b *testing.B) {
 	episodes := loadTraceStream(b)
 	var stream []traceCall
@@ -110,11 +111,13 @@ func BenchmarkTraceStream(b *testing.B) {
 	})
 	b.Run("toolguard", func(b *testing.B) {
 		b.ReportAllocs()
-		tr := NewTracker(Policy{})
+		var tr *Tracker
 		for i := 0; i < b.N; i++ {
 			j := i % len(stream)
-			if starts[j] {
-				tr.Reset()
+			if starts[j] || tr == nil {
+				b.StopTimer()
+				tr = NewTracker(Policy{})
+				b.StartTimer()
 			}
 			c := stream[j]
 			if tr.ShouldSkip(c.call).Verdict == Allow {

@@ -447,13 +447,37 @@ func matchAny(pats []string, name string) bool {
 		if p == name {
 			return true
 		}
-		if isPattern(p) {
-			if ok, err := path.Match(p, name); err == nil && ok {
-				return true
-			}
+		if isPattern(p) && match(p, name) {
+			return true
 		}
 	}
 	return false
+}
+
+// match is path.Match without the error, with a fast path for patterns
+// whose only special character is '*' (the common "*search*" form).
+func match(pattern, name string) bool {
+	if strings.ContainsAny(pattern, `?[\`) || strings.Contains(name, "/") {
+		ok, err := path.Match(pattern, name)
+		return err == nil && ok
+	}
+	parts := strings.Split(pattern, "*")
+	if len(parts) == 1 {
+		return pattern == name
+	}
+	if !strings.HasPrefix(name, parts[0]) {
+		return false
+	}
+	name = name[len(parts[0]):]
+	last := parts[len(parts)-1]
+	for _, part := range parts[1 : len(parts)-1] {
+		i := strings.Index(name, part)
+		if i < 0 {
+			return false
+		}
+		name = name[i+len(part):]
+	}
+	return len(name) >= len(last) && strings.HasSuffix(name, last)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -483,7 +507,7 @@ func (c *config) resolve(tool string) toolRule {
 	tp, ok := c.tools[tool]
 	if !ok {
 		for _, pat := range c.patterns {
-			if m, err := path.Match(pat, tool); err == nil && m {
+			if match(pat, tool) {
 				tp, ok = c.tools[pat], true
 				break
 			}

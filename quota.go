@@ -1,7 +1,5 @@
 package toolguard
 
-import "path"
-
 // Session quotas. A tool's calls are counted over the whole session (Reset
 // keeps them). Its effective limit is the minimum of up to three limits,
 // over those that are set:
@@ -27,7 +25,7 @@ func quotaFor(q *Quota, tool string) int {
 		if !isPattern(pat) || len(pat) < bestLen {
 			continue
 		}
-		if m, err := path.Match(pat, tool); err == nil && m {
+		if match(pat, tool) {
 			if len(pat) > bestLen || n < best {
 				best, bestLen = max(n, 0), len(pat)
 			}

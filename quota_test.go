@@ -2,6 +2,7 @@ package toolguard
 
 import (
 	"fmt"
+	"path"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -60,5 +61,20 @@ func TestMinOfThree(t *testing.T) {
 			assert.Contains(t, d.Message, fmt.Sprintf("(%s quota: %d calls, %d made)", tt.from, tt.limit, tt.limit))
 			assert.Equal(t, Abort, tr.ShouldSkip(call(tt.tool, `{"i":-2}`)).Verdict)
 		})
+	}
+}
+
+func TestMatch(t *testing.T) {
+	for _, tt := range []struct {
+		pattern, name string
+	}{
+		{"*search*", "web_search"}, {"*search*", "search"}, {"*search*", "searches_x"}, {"*search*", "web_fetch"},
+		{"query_*", "query_db"}, {"query_*", "query"}, {"*_query", "db_query"}, {"a*b*c", "abc"}, {"a*b*c", "axxbyyc"},
+		{"a*b*c", "acb"}, {"a*", "a/b"}, {"*", ""}, {"**", "x"}, {"a*a", "a"}, {"a*a", "aa"}, {"web_?etch", "web_fetch"},
+		{"[", "["}, {"mcp_[ab]*", "mcp_browser"}, {"x\\*", "x*"},
+	} {
+		want, err := path.Match(tt.pattern, tt.name)
+		want = want && err == nil
+		assert.Equal(t, want, match(tt.pattern, tt.name), "%q %q", tt.pattern, tt.name)
 	}
 }

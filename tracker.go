@@ -1,6 +1,7 @@
 package toolguard
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"sync"
@@ -158,7 +159,7 @@ func (t *Tracker) inspect(c Call, buf []byte) probe {
 		}
 	}
 	if p.query == "" {
-		if t.cfg.window > 0 && !p.rule.exempt {
+		if t.cfg.window > 0 && !p.rule.exempt && mayHoldURL(c.Args) {
 			if host, path, ok := argURL(c.Args); ok {
 				p.url = host + path
 			}
@@ -166,6 +167,13 @@ func (t *Tracker) inspect(c Call, buf []byte) probe {
 		p.purpose = appendKeyNames(buf, c.Args)
 	}
 	return p
+}
+
+// mayHoldURL is a cheap test that rules out arguments without a URL
+// before argURL parses them: every absolute URL holds "//" (written "\/\/"
+// when escaped).
+func mayHoldURL(args []byte) bool {
+	return bytes.Contains(args, []byte("//")) || bytes.Contains(args, []byte(`\/\/`))
 }
 
 // queryKeys are the argument keys a search query is taken from, in order.
@@ -397,7 +405,7 @@ func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Ti
 	if len(ts.pending) >= maxPending {
 		ts.pending = append(ts.pending[:0], ts.pending[1:]...)
 	}
-	ts.pending = append(ts.pending, pendingCall{seq: seq, id: c.ID, key: p.key, round: round, at: now})
+	ts.pending = append(ts.pending, pendingCall{seq: seq, id: c.ID, key: p.key, round: round, at: now, args: c.Args})
 }
 
 // Record books the outcome of a call that ShouldSkip allowed and returns
@@ -412,8 +420,14 @@ func (t *Tracker) Record(c Call, o Outcome) Phase {
 		defer t.mu.Unlock()
 		return t.turn.phase
 	}
-	r := t.rule(c.Tool)
-	key := callKey{tool: c.Tool, args: hashArgs(c.Args, r.ignore)}
+	// The key was computed in ShouldSkip: reuse it when the harness passes
+	// the same arguments slice, instead of hashing them again.
+	t.mu.Lock()
+	key, ok := t.turn.keyOf(c)
+	t.mu.Unlock()
+	if !ok {
+		key = callKey{tool: c.Tool, args: hashArgs(c.Args, t.rule(c.Tool).ignore)}
+	}
 	failed := o.Err != nil
 	var digest, sig Hash
 	if failed {

@@ -103,6 +103,10 @@ type pendingCall struct {
 	key      callKey
 	round    uint64
 	at       time.Time
+	// args is the caller's arguments slice (not a copy), so that Record can
+	// recognize the same slice and skip hashing it again. It is dropped
+	// with the pending call.
+	args []byte
 }
 
 // findPending returns the index of the pending call that a Record of (id,
@@ -192,6 +196,21 @@ func (ts *turnState) tool(name string, r *toolRule) *toolState {
 		ts.tools[name] = s
 	}
 	return s
+}
+
+// keyOf returns the key of a pending call whose arguments are the very
+// slice c.Args (same array, same length), with c's tool.
+func (ts *turnState) keyOf(c Call) (callKey, bool) {
+	if len(c.Args) == 0 {
+		return callKey{}, false
+	}
+	for i := len(ts.pending) - 1; i >= 0; i-- {
+		p := &ts.pending[i]
+		if p.key.tool == c.Tool && len(p.args) == len(c.Args) && &p.args[0] == &c.Args[0] && (c.ID == "" || p.id == c.ID) {
+			return p.key, true
+		}
+	}
+	return callKey{}, false
 }
 
 func (ts *turnState) takePending(id string, key callKey) (pendingCall, bool) {
