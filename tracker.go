@@ -420,14 +420,6 @@ func (t *Tracker) Record(c Call, o Outcome) Phase {
 		defer t.mu.Unlock()
 		return t.turn.phase
 	}
-	// The key was computed in ShouldSkip: reuse it when the harness passes
-	// the same arguments slice, instead of hashing them again.
-	t.mu.Lock()
-	key, ok := t.turn.keyOf(c)
-	t.mu.Unlock()
-	if !ok {
-		key = callKey{tool: c.Tool, args: hashArgs(c.Args, t.rule(c.Tool).ignore)}
-	}
 	failed := o.Err != nil
 	var digest, sig Hash
 	if failed {
@@ -443,6 +435,14 @@ func (t *Tracker) Record(c Call, o Outcome) Phase {
 
 	var evs events
 	t.mu.Lock()
+	// The key was computed in ShouldSkip: reuse it when the harness passes
+	// the same arguments slice, instead of hashing them again.
+	key, ok := t.turn.keyOf(c)
+	if !ok {
+		t.mu.Unlock()
+		key = callKey{tool: c.Tool, args: hashArgs(c.Args, t.rule(c.Tool).ignore)}
+		t.mu.Lock()
+	}
 	phase, pc := t.recordLocked(c, o, key, failed, digest, sig, now, &evs)
 	t.mu.Unlock()
 	if pc.resID != "" {
