@@ -8,4 +8,6 @@ require (
 	go.yaml.in/yaml/v3 v3.0.6
 )
 
+require github.com/agnivade/levenshtein v1.2.2 // indirect
+
 replace github.com/toolguard/toolguard => ../
