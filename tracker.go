@@ -49,7 +49,8 @@ type Executor func(ctx context.Context, c Call) (string, error)
 // tool calls of a turn. Create it with NewTracker.
 type Tracker struct {
 	cfg   config
-	round atomic.Uint64
+	round atomic.Uint64 // written by every check: kept off the cache line of rules
+	_     [56]byte
 
 	ruleMu sync.Mutex                           // serializes writers of rules
 	rules  atomic.Pointer[map[string]*toolRule] // copy-on-write cache, read without a lock
