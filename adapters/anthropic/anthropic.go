@@ -45,6 +45,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/toolguard/toolguard"
+	"github.com/toolguard/toolguard/internal/round"
 )
 
 // errNoExecutor is the outcome of an allowed call when Run has no executor.
@@ -81,13 +82,8 @@ type Round struct {
 // Check converts the tool_use blocks of an assistant message with Calls
 // and checks them as one round. A nil Tracker allows every call.
 func Check(t *toolguard.Tracker, msg anthropic.Message) *Round {
-	r := &Round{Calls: Calls(msg), tracker: t}
-	if t != nil {
-		r.Decisions = t.ShouldSkipRound(r.Calls)
-	} else {
-		r.Decisions = make([]toolguard.Decision, len(r.Calls))
-	}
-	return r
+	calls := Calls(msg)
+	return &Round{Calls: calls, Decisions: round.Check(t, calls), tracker: t}
 }
 
 // Err returns the error of the round's first aborted call (a
@@ -95,41 +91,17 @@ func Check(t *toolguard.Tracker, msg anthropic.Message) *Round {
 // error), or nil when no call was aborted. A loop that gets an error
 // should stop the turn; the blocks from Run or SkipBlocks still answer
 // every tool_use block, so the conversation can be continued later.
-func (r *Round) Err() error {
-	for _, d := range r.Decisions {
-		if d.Verdict == toolguard.Abort {
-			if d.Err != nil {
-				return d.Err
-			}
-			return toolguard.ErrLoop
-		}
-	}
-	return nil
-}
+func (r *Round) Err() error { return round.Err(r.Decisions) }
 
 // Skipped returns the number of calls that must not run (Hint or Abort).
-func (r *Round) Skipped() int {
-	n := 0
-	for _, d := range r.Decisions {
-		if d.Skip() {
-			n++
-		}
-	}
-	return n
-}
+func (r *Round) Skipped() int { return round.Skipped(r.Decisions) }
 
 // SkipBlocks returns a tool_result block, with is_error set and the
 // decision's message as its text, for every skipped call, in order. Use it
 // when running the allowed calls yourself: the user message that answers
 // the assistant message must hold the tool_result blocks of all its calls.
 func (r *Round) SkipBlocks() []anthropic.ContentBlockParamUnion {
-	var out []anthropic.ContentBlockParamUnion
-	for i, d := range r.Decisions {
-		if d.Skip() {
-			out = append(out, toolResult(r.Calls[i].ID, skipText(d), true))
-		}
-	}
-	return out
+	return round.Skips(r.Calls, r.Decisions, toolResult)
 }
 
 // Run runs the round's allowed calls with exec, one after another, records
@@ -142,23 +114,7 @@ func (r *Round) SkipBlocks() []anthropic.ContentBlockParamUnion {
 // when another call of the round was aborted, because the Tracker already
 // counted them. Call Run once per round.
 func (r *Round) Run(ctx context.Context, exec toolguard.Executor) []anthropic.ContentBlockParamUnion {
-	out := make([]anthropic.ContentBlockParamUnion, len(r.Calls))
-	for i, c := range r.Calls {
-		d := r.Decisions[i]
-		if d.Skip() {
-			out[i] = toolResult(c.ID, skipText(d), true)
-			continue
-		}
-		res, err := "", error(errNoExecutor)
-		if exec != nil {
-			res, err = exec(ctx, c)
-		}
-		if r.tracker != nil {
-			r.tracker.Record(c, toolguard.Outcome{Result: res, Err: err})
-		}
-		out[i] = toolResult(c.ID, resultText(res, err), err != nil)
-	}
-	return out
+	return round.Run(ctx, r.tracker, exec, errNoExecutor, r.Calls, r.Decisions, toolResult)
 }
 
 // GuidanceBlock returns the text for the guidance's phase as a text block
@@ -195,27 +151,4 @@ func toolResult(id, text string, isError bool) anthropic.ContentBlockParamUnion 
 		ToolUseID: id,
 		IsError:   anthropic.Bool(isError),
 	}}
-}
-
-// skipText is the tool result of a skipped call.
-func skipText(d toolguard.Decision) string {
-	switch {
-	case d.Message != "":
-		return d.Message
-	case d.Err != nil:
-		return toolguard.HintMarker + " This call was not executed: " + d.Err.Error()
-	}
-	return toolguard.HintMarker + " This call was not executed."
-}
-
-// resultText is the tool result of a call that ran.
-func resultText(res string, err error) string {
-	if err == nil {
-		return res
-	}
-	s := "error: " + err.Error()
-	if res != "" {
-		s += "\n" + res
-	}
-	return s
 }

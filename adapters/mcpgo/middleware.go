@@ -10,14 +10,15 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/toolguard/toolguard"
+	"github.com/toolguard/toolguard/internal/mcpguard"
 )
 
 // The _meta keys of a result the middleware made for a skipped call.
 const (
 	// MetaVerdict holds the verdict: "hint" or "abort".
-	MetaVerdict = "toolguard/verdict"
+	MetaVerdict = mcpguard.MetaVerdict
 	// MetaReason holds the rule that fired, such as "duplicate" or "budget".
-	MetaReason = "toolguard/reason"
+	MetaReason = mcpguard.MetaReason
 )
 
 // Middleware returns a tool handler middleware that guards every call with
@@ -45,45 +46,23 @@ func MiddlewareFunc(trackerFor func(context.Context, mcp.CallToolRequest) *toolg
 	}
 }
 
+// handler is what mcpguard.Guard needs to know of mcp-go's results.
+var handler = mcpguard.Handler[*mcp.CallToolResult]{
+	Name:    "mcpgo",
+	Skipped: skipped,
+	Pending: func(res *mcp.CallToolResult) bool {
+		return res != nil && (res.NeedsInput() || res.InputRequests != nil)
+	},
+	Outcome:  outcomeOf,
+	WithText: withText,
+}
+
 // guard checks, runs and records one call.
-func guard(ctx context.Context, t *toolguard.Tracker, next server.ToolHandlerFunc, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
-	c := callOf(req)
+func guard(ctx context.Context, t *toolguard.Tracker, next server.ToolHandlerFunc, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	// A retry that carries the answers to an input-required result
 	// continues a call that was already allowed: it is not checked again.
 	retry := len(req.Params.InputResponses) > 0 || req.Params.RequestState != ""
-	var before toolguard.Phase
-	if !retry {
-		d := t.ShouldSkip(c)
-		if d.Skip() {
-			return skipped(d), nil
-		}
-		before = d.Phase
-	} else {
-		before = t.Phase()
-	}
-
-	recorded := false
-	defer func() {
-		if !recorded {
-			// The handler panicked or called runtime.Goexit: free the
-			// call's budget slot; the panic goes on as it was.
-			t.Record(c, toolguard.Outcome{Err: fmt.Errorf("mcpgo: tool %q did not return", c.Tool)})
-		}
-	}()
-	res, err = next(ctx, req)
-	recorded = true
-
-	if err == nil && res != nil && (res.NeedsInput() || res.InputRequests != nil) {
-		// Not finished: the retry with the answers records the outcome.
-		return res, nil
-	}
-	phase := t.Record(c, outcomeOf(res, err))
-	if err == nil && res != nil && phase > before && phase >= toolguard.PhaseNudge {
-		if g := t.Guidance(); g.Message != "" {
-			res = withText(res, g.Message)
-		}
-	}
-	return res, err
+	return mcpguard.Guard(t, callOf(req), retry, func() (*mcp.CallToolResult, error) { return next(ctx, req) }, handler)
 }
 
 // callOf builds the toolguard.Call of a request.
@@ -151,26 +130,20 @@ func resultText(res *mcp.CallToolResult) string {
 
 // skipped is the result the client gets for a call that did not run.
 func skipped(d toolguard.Decision) *mcp.CallToolResult {
-	text := d.Message
-	if d.Verdict == toolguard.Abort && d.Err != nil {
-		if text != "" {
-			text += "\n"
-		}
-		text += d.Err.Error()
-	}
 	res := &mcp.CallToolResult{
-		Content: []mcp.Content{mcp.NewTextContent(text)},
+		Content: []mcp.Content{mcp.NewTextContent(mcpguard.SkipText(d))},
 		IsError: true,
 	}
-	res.Meta = mcp.NewMetaFromMap(map[string]any{
-		MetaVerdict: d.Verdict.String(),
-		MetaReason:  d.Reason.String(),
-	})
+	res.Meta = mcp.NewMetaFromMap(mcpguard.Meta(d))
 	return res
 }
 
-// withText returns a copy of res with one more text content.
+// withText returns a copy of res with one more text content; a nil res
+// stays nil.
 func withText(res *mcp.CallToolResult, text string) *mcp.CallToolResult {
+	if res == nil {
+		return nil
+	}
 	out := *res
 	out.Content = make([]mcp.Content, 0, len(res.Content)+1)
 	out.Content = append(out.Content, res.Content...)

@@ -1,19 +1,18 @@
 package mcpgo
 
 import (
-	"container/list"
 	"context"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/toolguard/toolguard"
+	"github.com/toolguard/toolguard/internal/sessions"
 )
 
 // DefaultMaxSessions is the number of session trackers Sessions keeps when
 // SessionOptions.MaxSessions is 0.
-const DefaultMaxSessions = 1024
+const DefaultMaxSessions = sessions.DefaultMax
 
 // SessionOptions configures Sessions. The zero value means the defaults.
 type SessionOptions struct {
@@ -32,39 +31,13 @@ type SessionOptions struct {
 // from the same Policy. It is safe for concurrent use. Create it with
 // NewSessions.
 type Sessions struct {
-	policy toolguard.Policy
-	max    int
-	idle   time.Duration
-	now    func() time.Time
-
-	mu    sync.Mutex
-	byID  map[string]*list.Element // of *session
-	order list.List                // most recently used first
-}
-
-type session struct {
-	id   string
-	t    *toolguard.Tracker
-	last time.Time
+	m *sessions.Map[string]
 }
 
 // NewSessions returns an empty Sessions whose trackers are made with
 // toolguard.NewTracker(p). The idle clock is p.Now (time.Now when nil).
 func NewSessions(p toolguard.Policy, o SessionOptions) *Sessions {
-	s := &Sessions{
-		policy: p,
-		max:    o.MaxSessions,
-		idle:   o.IdleReset,
-		now:    p.Now,
-		byID:   make(map[string]*list.Element),
-	}
-	if s.max == 0 {
-		s.max = DefaultMaxSessions
-	}
-	if s.now == nil {
-		s.now = time.Now
-	}
-	return s
+	return &Sessions{m: sessions.New[string](p, o.MaxSessions, o.IdleReset)}
 }
 
 // Tracker returns the Tracker of the client session in ctx, creating it on
@@ -81,46 +54,15 @@ func (s *Sessions) Tracker(ctx context.Context) *toolguard.Tracker {
 // TrackerFor returns the Tracker of the session with the given id,
 // creating it on first use.
 func (s *Sessions) TrackerFor(id string) *toolguard.Tracker {
-	now := s.now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if el, ok := s.byID[id]; ok {
-		ss := el.Value.(*session)
-		s.order.MoveToFront(el)
-		if s.idle > 0 && now.Sub(ss.last) >= s.idle {
-			ss.t.Reset()
-		}
-		ss.last = now
-		return ss.t
-	}
-	if s.max > 0 {
-		for s.order.Len() >= s.max {
-			old := s.order.Back()
-			s.order.Remove(old)
-			delete(s.byID, old.Value.(*session).id)
-		}
-	}
-	ss := &session{id: id, t: toolguard.NewTracker(s.policy), last: now}
-	s.byID[id] = s.order.PushFront(ss)
-	return ss.t
+	t, _ := s.m.Get(id)
+	return t
 }
 
 // Forget drops the Tracker of the session with the given id.
-func (s *Sessions) Forget(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if el, ok := s.byID[id]; ok {
-		s.order.Remove(el)
-		delete(s.byID, id)
-	}
-}
+func (s *Sessions) Forget(id string) { s.m.Forget(id) }
 
 // Len returns the number of session trackers kept.
-func (s *Sessions) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.order.Len()
-}
+func (s *Sessions) Len() int { return s.m.Len() }
 
 // ForgetOnUnregister adds a hook to h that forgets a session's Tracker
 // when the server unregisters the session. Pass the Hooks given to the

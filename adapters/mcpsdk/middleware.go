@@ -9,14 +9,15 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolguard/toolguard"
+	"github.com/toolguard/toolguard/internal/mcpguard"
 )
 
 // The _meta keys of a result the middleware made for a skipped call.
 const (
 	// MetaVerdict holds the verdict: "hint" or "abort".
-	MetaVerdict = "toolguard/verdict"
+	MetaVerdict = mcpguard.MetaVerdict
 	// MetaReason holds the rule that fired, such as "duplicate" or "budget".
-	MetaReason = "toolguard/reason"
+	MetaReason = mcpguard.MetaReason
 )
 
 const methodCallTool = "tools/call"
@@ -50,46 +51,32 @@ func MiddlewareFunc(trackerFor func(context.Context, *mcp.CallToolRequest) *tool
 	}
 }
 
+// handler is what mcpguard.Guard needs to know of the SDK's results.
+var handler = mcpguard.Handler[mcp.Result]{
+	Name:    "mcpsdk",
+	Skipped: func(d toolguard.Decision) mcp.Result { return skipped(d) },
+	Pending: func(res mcp.Result) bool {
+		ctr, _ := res.(*mcp.CallToolResult)
+		return ctr != nil && (ctr.NeedsInput() || ctr.InputRequests != nil)
+	},
+	Outcome: func(res mcp.Result, err error) toolguard.Outcome {
+		ctr, _ := res.(*mcp.CallToolResult)
+		return outcomeOf(ctr, err)
+	},
+	WithText: func(res mcp.Result, text string) mcp.Result {
+		if ctr, _ := res.(*mcp.CallToolResult); ctr != nil {
+			return withText(ctr, text)
+		}
+		return res
+	},
+}
+
 // guard checks, runs and records one call.
-func guard(ctx context.Context, t *toolguard.Tracker, next mcp.MethodHandler, method string, req *mcp.CallToolRequest) (res mcp.Result, err error) {
-	c := callOf(req.Params)
+func guard(ctx context.Context, t *toolguard.Tracker, next mcp.MethodHandler, method string, req *mcp.CallToolRequest) (mcp.Result, error) {
 	// A retry that carries the answers to an input-required result
 	// continues a call that was already allowed: it is not checked again.
 	retry := len(req.Params.InputResponses) > 0 || req.Params.RequestState != ""
-	var before toolguard.Phase
-	if !retry {
-		d := t.ShouldSkip(c)
-		if d.Skip() {
-			return skipped(d), nil
-		}
-		before = d.Phase
-	} else {
-		before = t.Phase()
-	}
-
-	recorded := false
-	defer func() {
-		if !recorded {
-			// The handler panicked or called runtime.Goexit: free the
-			// call's budget slot; the panic goes on as it was.
-			t.Record(c, toolguard.Outcome{Err: fmt.Errorf("mcpsdk: tool %q did not return", c.Tool)})
-		}
-	}()
-	res, err = next(ctx, method, req)
-	recorded = true
-
-	ctr, _ := res.(*mcp.CallToolResult)
-	if err == nil && ctr != nil && (ctr.NeedsInput() || ctr.InputRequests != nil) {
-		// Not finished: the retry with the answers records the outcome.
-		return res, nil
-	}
-	phase := t.Record(c, outcomeOf(ctr, err))
-	if err == nil && ctr != nil && phase > before && phase >= toolguard.PhaseNudge {
-		if g := t.Guidance(); g.Message != "" {
-			res = withText(ctr, g.Message)
-		}
-	}
-	return res, err
+	return mcpguard.Guard(t, callOf(req.Params), retry, func() (mcp.Result, error) { return next(ctx, method, req) }, handler)
 }
 
 // callOf builds the toolguard.Call of a request.
@@ -154,19 +141,9 @@ func resultText(res *mcp.CallToolResult) string {
 
 // skipped is the result the client gets for a call that did not run.
 func skipped(d toolguard.Decision) *mcp.CallToolResult {
-	text := d.Message
-	if d.Verdict == toolguard.Abort && d.Err != nil {
-		if text != "" {
-			text += "\n"
-		}
-		text += d.Err.Error()
-	}
 	return &mcp.CallToolResult{
-		Meta: mcp.Meta{
-			MetaVerdict: d.Verdict.String(),
-			MetaReason:  d.Reason.String(),
-		},
-		Content: []mcp.Content{&mcp.TextContent{Text: text}},
+		Meta:    mcp.Meta(mcpguard.Meta(d)),
+		Content: []mcp.Content{&mcp.TextContent{Text: mcpguard.SkipText(d)}},
 		IsError: true,
 	}
 }

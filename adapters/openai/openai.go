@@ -46,6 +46,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/toolguard/toolguard"
+	"github.com/toolguard/toolguard/internal/round"
 )
 
 // errNoExecutor is the outcome of an allowed call when Run has no executor.
@@ -91,13 +92,8 @@ type Round struct {
 // Check converts the tool calls of an assistant message with Calls and
 // checks them as one round. A nil Tracker allows every call.
 func Check(t *toolguard.Tracker, msg openai.ChatCompletionMessage) *Round {
-	r := &Round{Calls: Calls(msg), tracker: t}
-	if t != nil {
-		r.Decisions = t.ShouldSkipRound(r.Calls)
-	} else {
-		r.Decisions = make([]toolguard.Decision, len(r.Calls))
-	}
-	return r
+	calls := Calls(msg)
+	return &Round{Calls: calls, Decisions: round.Check(t, calls), tracker: t}
 }
 
 // Err returns the error of the round's first aborted call (a
@@ -105,41 +101,17 @@ func Check(t *toolguard.Tracker, msg openai.ChatCompletionMessage) *Round {
 // error), or nil when no call was aborted. A loop that gets an error
 // should stop the turn; the messages from Run or SkipMessages still answer
 // every tool call, so the conversation can be continued later.
-func (r *Round) Err() error {
-	for _, d := range r.Decisions {
-		if d.Verdict == toolguard.Abort {
-			if d.Err != nil {
-				return d.Err
-			}
-			return toolguard.ErrLoop
-		}
-	}
-	return nil
-}
+func (r *Round) Err() error { return round.Err(r.Decisions) }
 
 // Skipped returns the number of calls that must not run (Hint or Abort).
-func (r *Round) Skipped() int {
-	n := 0
-	for _, d := range r.Decisions {
-		if d.Skip() {
-			n++
-		}
-	}
-	return n
-}
+func (r *Round) Skipped() int { return round.Skipped(r.Decisions) }
 
 // SkipMessages returns a tool message for every skipped call, in order,
 // with the decision's message as its content. Use it when running the
 // allowed calls yourself (in parallel, say): answer those with
 // openai.ToolMessage, then Record their outcomes with the Tracker.
 func (r *Round) SkipMessages() []openai.ChatCompletionMessageParamUnion {
-	var out []openai.ChatCompletionMessageParamUnion
-	for i, d := range r.Decisions {
-		if d.Skip() {
-			out = append(out, openai.ToolMessage(skipText(d), r.Calls[i].ID))
-		}
-	}
-	return out
+	return round.Skips(r.Calls, r.Decisions, toolMessage)
 }
 
 // Run runs the round's allowed calls with exec, one after another, records
@@ -150,23 +122,7 @@ func (r *Round) SkipMessages() []openai.ChatCompletionMessageParamUnion {
 // another call of the round was aborted, because the Tracker already
 // counted them. Call Run once per round.
 func (r *Round) Run(ctx context.Context, exec toolguard.Executor) []openai.ChatCompletionMessageParamUnion {
-	out := make([]openai.ChatCompletionMessageParamUnion, len(r.Calls))
-	for i, c := range r.Calls {
-		d := r.Decisions[i]
-		if d.Skip() {
-			out[i] = openai.ToolMessage(skipText(d), c.ID)
-			continue
-		}
-		res, err := "", error(errNoExecutor)
-		if exec != nil {
-			res, err = exec(ctx, c)
-		}
-		if r.tracker != nil {
-			r.tracker.Record(c, toolguard.Outcome{Result: res, Err: err})
-		}
-		out[i] = openai.ToolMessage(resultText(res, err), c.ID)
-	}
-	return out
+	return round.Run(ctx, r.tracker, exec, errNoExecutor, r.Calls, r.Decisions, toolMessage)
 }
 
 // GuidanceMessage returns the text for the guidance's phase as a user
@@ -193,25 +149,9 @@ func StripTools(p *openai.ChatCompletionNewParams) {
 	p.ParallelToolCalls = openai.ChatCompletionNewParams{}.ParallelToolCalls
 }
 
-// skipText is the tool result of a skipped call.
-func skipText(d toolguard.Decision) string {
-	switch {
-	case d.Message != "":
-		return d.Message
-	case d.Err != nil:
-		return toolguard.HintMarker + " This call was not executed: " + d.Err.Error()
-	}
-	return toolguard.HintMarker + " This call was not executed."
-}
-
-// resultText is the tool result of a call that ran.
-func resultText(res string, err error) string {
-	if err == nil {
-		return res
-	}
-	s := "error: " + err.Error()
-	if res != "" {
-		s += "\n" + res
-	}
-	return s
+// toolMessage returns the tool message that answers the tool call id. The
+// Chat Completions API has no error flag on tool messages: a failure is
+// told by the text.
+func toolMessage(id, text string, _ bool) openai.ChatCompletionMessageParamUnion {
+	return openai.ToolMessage(text, id)
 }

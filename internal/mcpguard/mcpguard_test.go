@@ -1,0 +1,180 @@
+package mcpguard
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/toolguard/toolguard"
+)
+
+// result stands for an SDK's tool call result.
+type result struct {
+	texts   []string
+	isError bool
+	pending bool
+	meta    map[string]any
+}
+
+var handler = Handler[*result]{
+	Name: "test",
+	Skipped: func(d toolguard.Decision) *result {
+		return &result{texts: []string{SkipText(d)}, isError: true, meta: Meta(d)}
+	},
+	Pending: func(r *result) bool { return r != nil && r.pending },
+	Outcome: func(r *result, err error) toolguard.Outcome {
+		switch {
+		case err != nil:
+			return toolguard.Outcome{Err: err}
+		case r == nil:
+			return toolguard.Outcome{Err: errors.New("test: no result")}
+		}
+		return toolguard.Outcome{Result: r.texts[0]}
+	},
+	WithText: func(r *result, text string) *result {
+		if r == nil {
+			return nil
+		}
+		out := *r
+		out.texts = append(append([]string(nil), r.texts...), text)
+		return &out
+	},
+}
+
+// step is one call through Guard.
+type step struct {
+	args    string // the call's arguments; empty means {"n": step index}
+	invalid bool   // the call has no tool name
+	retry   bool
+	res     *result // what next returns
+	err     error
+	skipped bool   // want: next did not run, the result is Skipped's
+	verdict string // want: MetaVerdict of a skipped call
+	texts   int    // want: number of texts in the result; 0 means not checked
+	ledger  int    // want: ledger entries after the step
+}
+
+func TestGuard(t *testing.T) {
+	ok := func() *result { return &result{texts: []string{"ok"}} }
+	boom := errors.New("boom")
+	cases := []struct {
+		name   string
+		policy toolguard.Policy
+		steps  []step
+	}{
+		{
+			name: "allowed calls run and are recorded",
+			steps: []step{
+				{res: ok(), texts: 1, ledger: 1},
+				{res: ok(), texts: 1, ledger: 2},
+			},
+		},
+		{
+			name: "repeats are skipped",
+			steps: []step{
+				{args: `{"p":1}`, res: ok(), ledger: 1},
+				{args: `{"p":1}`, res: ok(), ledger: 2},
+				{args: `{"p":1}`, skipped: true, verdict: "hint", ledger: 3},
+			},
+		},
+		{
+			name:  "an invalid call aborts",
+			steps: []step{{invalid: true, skipped: true, verdict: "abort", ledger: 1}},
+		},
+		{
+			name: "a retry is not checked again",
+			steps: []step{
+				{args: `{"p":1}`, res: ok(), ledger: 1},
+				{args: `{"p":1}`, res: &result{texts: []string{"?"}, pending: true}, ledger: 2},
+				{args: `{"p":1}`, retry: true, res: ok(), texts: 1, ledger: 2},
+			},
+		},
+		{
+			name: "errors are returned as they are",
+			steps: []step{
+				{res: nil, err: boom, ledger: 1},
+				{res: nil, ledger: 2},
+			},
+		},
+		{
+			name:   "the guidance is added once when the phase moves on",
+			policy: toolguard.Policy{MaxCallsPerTurn: 4, NudgeRatio: 0.5},
+			steps: []step{
+				{res: ok(), texts: 1, ledger: 1},
+				{res: ok(), texts: 2, ledger: 2}, // the nudge
+				{res: ok(), texts: 1, ledger: 3},
+				{res: ok(), texts: 2, ledger: 4}, // the wind-down
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := toolguard.NewTracker(tc.policy)
+			for i, s := range tc.steps {
+				c := toolguard.Call{Tool: "read", Args: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
+				if s.args != "" {
+					c.Args = json.RawMessage(s.args)
+				}
+				if s.invalid {
+					c.Tool = ""
+				}
+				ran := false
+				got, err := Guard(tr, c, s.retry, func() (*result, error) { ran = true; return s.res, s.err }, handler)
+				require.Equal(t, !s.skipped, ran, "step %d: ran", i)
+				if s.skipped {
+					require.NoError(t, err, "step %d", i)
+					require.NotNil(t, got, "step %d", i)
+					assert.True(t, got.isError, "step %d", i)
+					assert.Equal(t, s.verdict, got.meta[MetaVerdict], "step %d", i)
+					assert.NotEmpty(t, got.meta[MetaReason], "step %d", i)
+				} else {
+					require.Equal(t, s.err, err, "step %d", i)
+				}
+				if s.texts != 0 {
+					require.Len(t, got.texts, s.texts, "step %d: %q", i, got.texts)
+				}
+				require.Len(t, tr.Ledger(), s.ledger, "step %d", i)
+			}
+		})
+	}
+}
+
+func TestGuardPanic(t *testing.T) {
+	tr := toolguard.NewTracker(toolguard.Policy{MaxCallsPerTurn: 1})
+	c := toolguard.Call{Tool: "read"}
+	assert.PanicsWithValue(t, "handler", func() {
+		_, _ = Guard(tr, c, false, func() (*result, error) { panic("handler") }, handler)
+	})
+	// The call was recorded as failed: it does not stay pending.
+	l := tr.Ledger()
+	require.Len(t, l, 1)
+	assert.Equal(t, toolguard.StatusFailed, l[0].Status)
+}
+
+func TestSkipText(t *testing.T) {
+	loop := errors.New("toolguard: loop")
+	cases := []struct {
+		name string
+		d    toolguard.Decision
+		want string
+	}{
+		{"hint", toolguard.Decision{Verdict: toolguard.Hint, Message: "[loop-detected] m", Err: loop}, "[loop-detected] m"},
+		{"abort", toolguard.Decision{Verdict: toolguard.Abort, Message: "[loop-detected] m", Err: loop}, "[loop-detected] m\ntoolguard: loop"},
+		{"abort without message", toolguard.Decision{Verdict: toolguard.Abort, Err: loop}, "toolguard: loop"},
+		{"abort without error", toolguard.Decision{Verdict: toolguard.Abort, Message: "m"}, "m"},
+		{"empty", toolguard.Decision{}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, SkipText(tc.d))
+		})
+	}
+}
+
+func TestMeta(t *testing.T) {
+	d := toolguard.Decision{Verdict: toolguard.Hint, Reason: toolguard.ReasonDuplicate}
+	assert.Equal(t, map[string]any{MetaVerdict: "hint", MetaReason: "duplicate"}, Meta(d))
+}
