@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"hash/maphash"
 	"math"
 	"math/big"
 	"math/bits"
@@ -16,8 +17,11 @@ import (
 	"unicode/utf8"
 )
 
-// Hash is a collision-resistant digest: the first 16 bytes of SHA-256 over a
-// domain-separated canonical form.
+// Hash is a 128-bit digest. Argument hashes (hashArgs) are collision
+// resistant: the first 16 bytes of SHA-256 over a domain-separated
+// canonical form. Result and error digests (digestResult, digestError) only
+// detect change: they are keyed non-cryptographic hashes with per-process
+// seeds, comparable within one process only.
 type Hash [16]byte
 
 // String returns h as 32 lower-case hexadecimal digits.
@@ -25,8 +29,9 @@ func (h Hash) String() string {
 	return hex.EncodeToString(h[:])
 }
 
-// Domain prefixes. Each digest is SHA-256 over one of these prefixes followed
-// by the canonical bytes, so digests of different kinds can never coincide.
+// Domain prefixes. Each digest is taken over one of these prefixes followed
+// by the canonical or masked bytes, so digests of different kinds do not
+// coincide.
 // The prefixes differ within their common length, so no input of one kind
 // can collide with an input of another.
 const (
@@ -1656,31 +1661,68 @@ func maskError(s string) string {
 
 // digestResult returns the digest of maskNoise(s) (under its own domain
 // prefix), computed in a streaming fashion without allocating.
+//
+// Results need change detection, not collision resistance against an
+// adversary, so the digest is a keyed 128-bit non-cryptographic hash (see
+// maskSum): equal masked texts digest equal, and different ones collide
+// with negligible probability for text not chosen with knowledge of the
+// seeds. The seeds are made once per process, so a digest is only
+// comparable with digests of the same process, which is all the Tracker
+// compares it with; it must never be persisted or shared.
 func digestResult(s string) Hash {
 	return maskDigest(s, false)
 }
 
 // digestError returns the digest of maskError(s) (under its own domain
-// prefix), computed in a streaming fashion without allocating.
+// prefix), computed in a streaming fashion without allocating. Like
+// digestResult, it is comparable within one process only.
 func digestError(s string) Hash {
 	return maskDigest(s, true)
 }
 
-// maskDigest hashes the masked form of s chunk by chunk.
+// maskSeeds key the two 64-bit halves of the result and error digests.
+// They are made once per process and never change.
+var maskSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+// maskSum returns the digest of b in one piece: two maphash sums of b under
+// the two maskSeeds. maskDigest computes the same in a stream.
+func maskSum(b []byte) Hash {
+	var h Hash
+	binary.LittleEndian.PutUint64(h[:8], maphash.Bytes(maskSeeds[0], b))
+	binary.LittleEndian.PutUint64(h[8:], maphash.Bytes(maskSeeds[1], b))
+	return h
+}
+
+// maskDigest hashes the domain prefix and the masked form of s chunk by
+// chunk. A maphash.Hash depends only on the concatenation of what is
+// written to it, so the chunking does not change the digest; a masked
+// text that fits one chunk is hashed in one piece.
 func maskDigest(s string, err bool) Hash {
-	h := sha256.New()
+	prefix := maskPrefixNoise
 	if err {
-		h.Write([]byte(maskPrefixError))
-	} else {
-		h.Write([]byte(maskPrefixNoise))
+		prefix = maskPrefixError
 	}
 	m := maskState{s: s, err: err}
 	var buf [maskChunk]byte
-	for !m.done {
-		h.Write(m.fill(buf[:0], len(buf)))
+	b := m.fill(append(buf[:0], prefix...), len(buf))
+	if m.done {
+		return maskSum(b)
 	}
-	var sum [sha256.Size]byte
-	return Hash(h.Sum(sum[:0]))
+	var h0, h1 maphash.Hash
+	h0.SetSeed(maskSeeds[0])
+	h1.SetSeed(maskSeeds[1])
+	for {
+		h0.Write(b)
+		h1.Write(b)
+		if m.done {
+			break
+		}
+		b = m.fill(buf[:0], len(buf))
+	}
+	var h Hash
+	binary.LittleEndian.PutUint64(h[:8], h0.Sum64())
+	binary.LittleEndian.PutUint64(h[8:], h1.Sum64())
+	return h
 }
 
 // maskState is the state of the lexer over one text.
@@ -1760,20 +1802,44 @@ func (m *maskState) drain(dst []byte, limit int) []byte {
 // lexNoise scans for the next noise match from m.i. It leaves m.i at the
 // match and sets m.ph, or leaves m.i at the end of the text.
 func (m *maskState) lexNoise() {
+	// Every noise rule starts at a word start with a hexadecimal digit:
+	// other bytes, and the rest of each word, are skipped by class alone,
+	// eight bytes at a time. m.i itself counts as a word start (it is 0 or
+	// the end of a match, which is not a word byte).
 	s, i := m.s, m.i
+	var prev uint64 // 0x80 if the byte before i is a word byte
+	for ; i+8 <= len(s); i += 8 {
+		word, hex := maskClasses8(maskLoad8(s, i))
+		starts := hex &^ (word<<8 | prev)
+		prev = word >> 56
+		for starts != 0 {
+			p := i + bits.TrailingZeros64(starts)/8
+			if e, ph := m.noise(p); ph != "" {
+				m.i, m.ph, m.skip = p, ph, e
+				return
+			}
+			starts &= starts - 1
+		}
+	}
+	if prev != 0 {
+		// Inside a word: skip its rest.
+		for i < len(s) && maskClass[s[i]]&maskCWord != 0 {
+			i++
+		}
+	}
 	for i < len(s) {
-		c := s[i]
-		if !maskIsWord(c) {
+		c := maskClass[s[i]]
+		if c&maskCWord == 0 {
 			i++
 			continue
 		}
-		if canonIsHex(c) {
+		if c&maskCHex != 0 {
 			if e, ph := m.noise(i); ph != "" {
 				m.i, m.ph, m.skip = i, ph, e
 				return
 			}
 		}
-		for i++; i < len(s) && maskIsWord(s[i]); i++ {
+		for i++; i < len(s) && maskClass[s[i]]&maskCWord != 0; i++ {
 		}
 	}
 	m.i = len(s)
@@ -1893,7 +1959,7 @@ func (m *maskState) hexes(i, n int) bool {
 		return false
 	}
 	for _, c := range []byte(m.s[i : i+n]) {
-		if !canonIsHex(c) {
+		if !maskIsHex(c) {
 			return false
 		}
 	}
@@ -1906,7 +1972,7 @@ func (m *maskState) hexes(i, n int) bool {
 // that can match at all.
 func (m *maskState) noise(i int) (int, string) {
 	e := i
-	for e < len(m.s) && canonIsHex(m.s[e]) {
+	for e < len(m.s) && maskIsHex(m.s[e]) {
 		e++
 	}
 	run, next := e-i, m.at(e)
@@ -2057,21 +2123,29 @@ func (m *maskState) duration(i int) int {
 		if m.at(k) == ' ' {
 			k++
 		}
-		var words [5]string
+		var words []string
 		switch m.at(k) {
 		case 'm':
-			words = [5]string{"milliseconds", "millisecond", "ms"}
+			words = maskUnitsM[:]
 		case 's':
-			words = [5]string{"seconds", "second", "secs", "sec", "s"}
+			words = maskUnitsS[:]
+		default:
+			return -1
 		}
 		for _, w := range words {
-			if w != "" && m.hasUnit(k, w) && m.bound(k+len(w)) {
+			if m.hasUnit(k, w) && m.bound(k+len(w)) {
 				return k + len(w)
 			}
 		}
 		return -1
 	}
 }
+
+// The spelled-out duration units, by first letter, longest first.
+var (
+	maskUnitsM = [...]string{"milliseconds", "millisecond", "ms"}
+	maskUnitsS = [...]string{"seconds", "second", "secs", "sec", "s"}
+)
 
 // unit returns the length of the longest compact duration unit at k (ns, us,
 // µs, μs, ms, s, m, h), or 0.
@@ -2211,29 +2285,85 @@ func maskQuote(c byte) int {
 	return -1
 }
 
-// maskIsSpace reports whether c is ASCII whitespace.
-func maskIsSpace(c byte) bool {
-	return c == ' ' || '\t' <= c && c <= '\r'
+// Byte classes of the masking lexer, as bits of maskClass.
+const (
+	maskCSpace  = 1 << iota // ASCII whitespace
+	maskCLetter             // ASCII letter or non-ASCII byte
+	maskCDigit              // decimal digit
+	maskCHex                // hexadecimal digit
+	maskCWord               // letter, digit or '_'
+	maskCPath               // may occur in a path token
+)
+
+// maskClass holds the byte classes of every byte. It is computed once and
+// never changes.
+var maskClass = func() (t [256]uint8) {
+	for i := range t {
+		c := byte(i)
+		if c == ' ' || '\t' <= c && c <= '\r' {
+			t[i] |= maskCSpace
+		}
+		if 'a' <= c|0x20 && c|0x20 <= 'z' || c >= utf8.RuneSelf {
+			t[i] |= maskCLetter | maskCWord | maskCPath
+		}
+		if canonIsDigit(c) {
+			t[i] |= maskCDigit | maskCWord | maskCPath
+		}
+		if canonIsHex(c) {
+			t[i] |= maskCHex
+		}
+		switch c {
+		case '_':
+			t[i] |= maskCWord | maskCPath
+		case '/', '\\', '.', '-', '~', ':', '+', '@', '%', '=':
+			t[i] |= maskCPath
+		}
+	}
+	return t
+}()
+
+// maskLoad8 returns the eight bytes of s at i, little-endian.
+func maskLoad8(s string, i int) uint64 {
+	b := s[i : i+8]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }
+
+// maskClasses8 classifies the eight bytes of x at once: byte k of word has
+// its high bit set if byte k of x is a word byte (maskIsWord), and byte k
+// of hex if it is a hexadecimal digit; all other bits are clear.
+func maskClasses8(x uint64) (word, hex uint64) {
+	const (
+		ones = 0x0101010101010101
+		high = 0x8080808080808080
+		low  = 0x7f7f7f7f7f7f7f7f
+	)
+	// in reports per byte whether v, bytes below 0x80, is in [lo, hi].
+	in := func(v uint64, lo, hi byte) uint64 {
+		return (v + ones*uint64(0x80-lo)) &^ (v + ones*uint64(0x7f-hi))
+	}
+	v := x & low
+	lv := (x | ones*0x20) & low
+	digit := in(v, '0', '9')
+	word = (x | digit | in(lv, 'a', 'z') | in(v, '_', '_')) & high
+	hex = (digit | in(lv, 'a', 'f')) &^ x & high
+	return word, hex
+}
+
+// maskIsSpace reports whether c is ASCII whitespace.
+func maskIsSpace(c byte) bool { return maskClass[c]&maskCSpace != 0 }
 
 // maskIsLetter reports whether c is an ASCII letter or a non-ASCII byte.
-func maskIsLetter(c byte) bool {
-	return 'a' <= c|0x20 && c|0x20 <= 'z' || c >= utf8.RuneSelf
-}
+func maskIsLetter(c byte) bool { return maskClass[c]&maskCLetter != 0 }
 
 // maskIsWord reports whether c is a word byte: a letter, digit or '_'.
-func maskIsWord(c byte) bool {
-	return maskIsLetter(c) || canonIsDigit(c) || c == '_'
-}
+func maskIsWord(c byte) bool { return maskClass[c]&maskCWord != 0 }
 
 // maskIsPath reports whether c may occur in a path token.
-func maskIsPath(c byte) bool {
-	switch c {
-	case '/', '\\', '.', '-', '~', ':', '+', '@', '%', '=':
-		return true
-	}
-	return maskIsWord(c)
-}
+func maskIsPath(c byte) bool { return maskClass[c]&maskCPath != 0 }
+
+// maskIsHex reports whether c is a hexadecimal digit.
+func maskIsHex(c byte) bool { return maskClass[c]&maskCHex != 0 }
 
 // maskLower lower-cases an ASCII letter.
 func maskLower(c byte) byte {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -52,6 +53,12 @@ func canonTestForm(t testing.TB, args []byte, ignore []string) (string, bool) {
 func canonTestSum(prefix, b string) Hash {
 	sum := sha256.Sum256([]byte(prefix + b))
 	return Hash(sum[:16])
+}
+
+// maskTestSum digests prefix+b in one piece, the reference for the
+// streaming digests.
+func maskTestSum(prefix, b string) Hash {
+	return maskSum([]byte(prefix + b))
 }
 
 func TestHashString(t *testing.T) {
@@ -408,7 +415,7 @@ func TestMaskNoise(t *testing.T) {
 		got := maskNoise(c.in)
 		assert.Equal(t, c.want, got, c.in)
 		assert.Equal(t, got, maskNoise(got), "idempotent: %q", c.in)
-		assert.Equal(t, canonTestSum(maskPrefixNoise, got), digestResult(c.in), c.in)
+		assert.Equal(t, maskTestSum(maskPrefixNoise, got), digestResult(c.in), c.in)
 	}
 }
 
@@ -449,7 +456,7 @@ func TestMaskError(t *testing.T) {
 		got := maskError(c.in)
 		assert.Equal(t, c.want, got, c.in)
 		assert.Equal(t, got, maskError(got), "idempotent: %q", c.in)
-		assert.Equal(t, canonTestSum(maskPrefixError, got), digestError(c.in), c.in)
+		assert.Equal(t, maskTestSum(maskPrefixError, got), digestError(c.in), c.in)
 	}
 	long := `fail: "` + strings.Repeat("Ab 1 ", 50) + `" end`
 	assert.Equal(t, "fail: \""+strings.TrimSpace(strings.Repeat("ab 1 ", 50))+" \" end", maskError(long))
@@ -476,12 +483,12 @@ func TestDigestStreamingChunks(t *testing.T) {
 			i, i%60, i*7919, i, i, i, strings.Repeat("x", i%97))
 	}
 	s := b.String()
-	assert.Equal(t, canonTestSum(maskPrefixNoise, maskNoise(s)), digestResult(s))
-	assert.Equal(t, canonTestSum(maskPrefixError, maskError(s)), digestError(s))
+	assert.Equal(t, maskTestSum(maskPrefixNoise, maskNoise(s)), digestResult(s))
+	assert.Equal(t, maskTestSum(maskPrefixError, maskError(s)), digestError(s))
 	// A single verbatim run much longer than a chunk.
 	long := strings.Repeat("y", 3*maskChunk+5)
-	assert.Equal(t, canonTestSum(maskPrefixNoise, long), digestResult(long))
-	assert.Equal(t, canonTestSum(maskPrefixError, long), digestError(long))
+	assert.Equal(t, maskTestSum(maskPrefixNoise, long), digestResult(long))
+	assert.Equal(t, maskTestSum(maskPrefixError, long), digestError(long))
 }
 
 // canonTestScaling returns how much longer f takes on an input 16 times as
@@ -1034,5 +1041,38 @@ func BenchmarkDigestError(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		digestError(s)
+	}
+}
+
+func TestMaskClass(t *testing.T) {
+	for i := range 256 {
+		c := byte(i)
+		letter := 'a' <= c|0x20 && c|0x20 <= 'z' || c >= utf8.RuneSelf
+		word := letter || canonIsDigit(c) || c == '_'
+		assert.Equal(t, c == ' ' || '\t' <= c && c <= '\r', maskIsSpace(c), "space %#x", c)
+		assert.Equal(t, letter, maskIsLetter(c), "letter %#x", c)
+		assert.Equal(t, word, maskIsWord(c), "word %#x", c)
+		assert.Equal(t, canonIsHex(c), maskIsHex(c), "hex %#x", c)
+		assert.Equal(t, word || strings.IndexByte(`/\.-~:+@%=`, c) >= 0, maskIsPath(c), "path %#x", c)
+	}
+}
+
+func TestMaskClasses8(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var b [8]byte
+	for n := range 20000 {
+		for k := range b {
+			if n < 256 {
+				b[k] = byte(n) // every byte value in every position
+			} else {
+				b[k] = byte(r.UintN(256))
+			}
+		}
+		word, hex := maskClasses8(maskLoad8(string(b[:]), 0))
+		for k, c := range b {
+			assert.Equal(t, maskIsWord(c), word>>(8*k+7)&1 == 1, "word %#x", c)
+			assert.Equal(t, maskIsHex(c), hex>>(8*k+7)&1 == 1, "hex %#x", c)
+		}
+		assert.Zero(t, (word|hex)&^0x8080808080808080)
 	}
 }
