@@ -461,23 +461,26 @@ func match(pattern, name string) bool {
 		ok, err := path.Match(pattern, name)
 		return err == nil && ok
 	}
-	parts := strings.Split(pattern, "*")
-	if len(parts) == 1 {
+	first, rest, star := strings.Cut(pattern, "*")
+	if !star {
 		return pattern == name
 	}
-	if !strings.HasPrefix(name, parts[0]) {
+	if !strings.HasPrefix(name, first) {
 		return false
 	}
-	name = name[len(parts[0]):]
-	last := parts[len(parts)-1]
-	for _, part := range parts[1 : len(parts)-1] {
+	name = name[len(first):]
+	for {
+		part, more, ok := strings.Cut(rest, "*")
+		if !ok {
+			// part is the last piece: it must end the name.
+			return len(name) >= len(part) && strings.HasSuffix(name, part)
+		}
 		i := strings.Index(name, part)
 		if i < 0 {
 			return false
 		}
-		name = name[i+len(part):]
+		name, rest = name[i+len(part):], more
 	}
-	return len(name) >= len(last) && strings.HasSuffix(name, last)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
