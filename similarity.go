@@ -166,10 +166,10 @@ func querySimilarity(a, b string) float64 {
 
 // simKey is the part of a query that querySimilarity compares.
 type simKey struct {
-	text    string // content words, folded, joined by single spaces
-	runes   int    // runes in text
-	agree   uint32 // simDestructive groups and simNegation: must match
-	numbers uint64 // one bit, by hash, per word holding a digit
+	text    string    // content words, folded, joined by single spaces
+	runes   int       // runes in text
+	agree   uint32    // simDestructive groups and simNegation: must match
+	numbers [2]uint64 // two bits, by hash, per word holding a digit (a Bloom filter)
 }
 
 // simKeyOf returns the key of s: the words of s that are not stop words,
@@ -236,7 +236,9 @@ func simAppendKey(dst []byte, s string, dropStop bool) ([]byte, simKey, int) {
 			k.agree |= simNegation
 		}
 		if digit {
-			k.numbers |= simWordBit(w)
+			b0, b1 := simWordBits(w)
+			k.numbers[0] |= b0
+			k.numbers[1] |= b1
 		}
 		k.runes += n
 		if mark > 0 {
@@ -252,15 +254,17 @@ func simSpaceAt(s string, i int) bool {
 	return unicode.IsSpace(r)
 }
 
-// simWordBit returns one of 64 bits for w, chosen by its FNV-1a hash.
-// Two equal sets of words have equal unions of bits.
-func simWordBit(w []byte) uint64 {
+// simWordBits returns two bits for w, one of 64 each, chosen by its FNV-1a
+// hash. Two equal sets of words have equal unions of bits; two different
+// single numbers collide in both with a chance of 1 in 4096, so the exact
+// word check (simWordsAgree) rarely runs for them.
+func simWordBits(w []byte) (uint64, uint64) {
 	h := uint64(14695981039346656037)
 	for _, c := range w {
 		h ^= uint64(c)
 		h *= 1099511628211
 	}
-	return 1 << (h >> 58)
+	return 1 << (h >> 58), 1 << ((h >> 52) & 63)
 }
 
 // simScore returns the score of two keys as querySimilarity describes it,
