@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -160,6 +161,12 @@ func (t *Tracker) inspect(c Call, buf []byte) probe {
 		}
 	}
 	if p.query == "" {
+		if len(c.Args) > maxInspect {
+			// Too large to scan again after hashing: describe by size.
+			p.purpose = strconv.AppendInt(append(buf, "arguments of "...), int64(len(c.Args)), 10)
+			p.purpose = append(p.purpose, " bytes"...)
+			return p
+		}
 		if t.cfg.window > 0 && !p.rule.exempt && mayHoldURL(c.Args) {
 			if host, path, ok := argURL(c.Args); ok {
 				p.url = host + path
@@ -169,6 +176,11 @@ func (t *Tracker) inspect(c Call, buf []byte) probe {
 	}
 	return p
 }
+
+// maxInspect is the size above which arguments are hashed but not scanned
+// for a URL or argument names: the ledger describes them by size, and the
+// window's fetch rule does not see them.
+const maxInspect = 64 << 10
 
 // mayHoldURL is a cheap test that rules out arguments without a URL
 // before argURL parses them: every absolute URL holds "//" (written "\/\/"
