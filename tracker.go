@@ -86,6 +86,7 @@ func NewTracker(p Policy) *Tracker {
 		purposes: make(map[string]string),
 	}
 	t.ledger.size = t.cfg.ledgerSize
+	t.ledger.entries = make([]Entry, 0, 32) // most turns fit without regrowing
 	t.turn.init(&t.cfg)
 	empty := make(map[string]*toolRule)
 	t.rules.Store(&empty)
