@@ -962,16 +962,6 @@ func canonAppendRune(dst []byte, r rune) []byte {
 // returned as they are.
 func canonDecodeEscape(raw []byte, j int) (rune, int) {
 	switch raw[j+1] {
-	case 'b':
-		return '\b', j + 2
-	case 'f':
-		return '\f', j + 2
-	case 'n':
-		return '\n', j + 2
-	case 'r':
-		return '\r', j + 2
-	case 't':
-		return '\t', j + 2
 	case 'u':
 		r := canonHex4(raw[j+2:])
 		j += 6
@@ -982,7 +972,25 @@ func canonDecodeEscape(raw []byte, j int) (rune, int) {
 		}
 		return r, j
 	}
-	return rune(raw[j+1]), j + 2
+	return rune(canonSimpleEscape(raw[j+1])), j + 2
+}
+
+// canonSimpleEscape returns the byte a one-letter escape \c stands for
+// (c itself for \" \\ and \/).
+func canonSimpleEscape(c byte) byte {
+	switch c {
+	case 'b':
+		return '\b'
+	case 'f':
+		return '\f'
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	}
+	return c
 }
 
 // canonHex4 decodes four validated hexadecimal digits.
@@ -1008,21 +1016,10 @@ func canonNextByte(b []byte, j int) (byte, int) {
 	if b[j] != '\\' {
 		return b[j], j + 1
 	}
-	switch b[j+1] {
-	case 'b':
-		return '\b', j + 2
-	case 'f':
-		return '\f', j + 2
-	case 'n':
-		return '\n', j + 2
-	case 'r':
-		return '\r', j + 2
-	case 't':
-		return '\t', j + 2
-	case 'u':
+	if b[j+1] == 'u' {
 		return byte(canonHex4(b[j+2:])), j + 6
 	}
-	return b[j+1], j + 2
+	return canonSimpleEscape(b[j+1]), j + 2
 }
 
 // canonCmpEscaped compares two canonical string contents by decoded bytes.
