@@ -29,16 +29,14 @@ func (h Hash) String() string {
 	return hex.EncodeToString(h[:])
 }
 
-// Domain prefixes. Each digest is taken over one of these prefixes followed
-// by the canonical or masked bytes, so digests of different kinds do not
-// coincide.
-// The prefixes differ within their common length, so no input of one kind
-// can collide with an input of another.
+// Domain prefixes of argument hashes. Each is taken over one of these
+// prefixes followed by the canonical or raw bytes; the prefixes differ
+// within their common length, so a canonical payload never hashes like a
+// raw one. (Result and error digests are kept apart by their seeds, see
+// maskSeeds.)
 const (
-	canonPrefixJSON = "toolguard/args/json/v1\x00"
-	canonPrefixRaw  = "toolguard/args/raw/v1\x00"
-	maskPrefixNoise = "toolguard/result/v1\x00"
-	maskPrefixError = "toolguard/error/v1\x00"
+	canonPrefixJSON = "toolguard:j1\x00"
+	canonPrefixRaw  = "toolguard:r1\x00"
 )
 
 // Bounds of the argument canonicalizer. Payloads beyond them are hashed as
@@ -89,6 +87,9 @@ func hashArgs(args []byte, ignore []string) Hash {
 	if len(args) > canonMaxBytes {
 		return canonRawHash(args)
 	}
+	if h, ok := canonFlatHash(args, ignore); ok {
+		return h
+	}
 	c := canonPool.Get().(*canonScratch)
 	h, ok := c.hash(args, ignore)
 	c.release()
@@ -103,11 +104,201 @@ var canonPool = sync.Pool{New: func() any { return new(canonScratch) }}
 
 // canonRawHash hashes b as raw bytes, for payloads that are not canonicalized.
 func canonRawHash(b []byte) Hash {
+	return canonSum(canonPrefixRaw, b)
+}
+
+// canonSum returns the first 16 bytes of SHA-256 over prefix followed by b.
+// Small inputs are hashed from a buffer on the stack in one call.
+func canonSum(prefix string, b []byte) Hash {
+	if len(b) <= canonFlatBytes {
+		var buf [16 + canonFlatBytes]byte
+		sum := sha256.Sum256(append(append(buf[:0], prefix...), b...))
+		return Hash(sum[:16])
+	}
 	h := sha256.New()
-	h.Write([]byte(canonPrefixRaw))
+	h.Write([]byte(prefix))
 	h.Write(b)
 	var sum [sha256.Size]byte
 	return Hash(h.Sum(sum[:0]))
+}
+
+// canonFlatHash is hashArgs of a small flat object (see canonFlat),
+// canonicalized and hashed on the stack; it reports false for any other
+// payload.
+func canonFlatHash(args []byte, ignore []string) (Hash, bool) {
+	lo, hi := 0, len(args)
+	for lo < hi && canonIsSpace(args[lo]) {
+		lo++
+	}
+	for hi > lo && canonIsSpace(args[hi-1]) {
+		hi--
+	}
+	if hi-lo > canonFlatBytes || lo == hi || args[lo] != '{' {
+		return Hash{}, false
+	}
+	var buf [16 + canonFlatBytes]byte
+	b, ok := canonFlat(append(buf[:0], canonPrefixJSON...), args[lo:hi], ignore)
+	if !ok {
+		return Hash{}, false
+	}
+	sum := sha256.Sum256(b)
+	return Hash(sum[:16]), true
+}
+
+// canonIsSpace reports whether c is JSON whitespace.
+func canonIsSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// Bounds of the fast path for small flat objects (canonFlat).
+const (
+	canonFlatMembers = 16  // members
+	canonFlatBytes   = 480 // bytes of the payload and of its canonical form
+)
+
+// canonFlat appends to dst the canonical form of in, a trimmed JSON object
+// of at most canonFlatMembers members whose keys have no escapes and are
+// distinct, and whose values are strings, numbers, true, false or null. It
+// reports false, having appended nothing of use, for any other payload, and
+// when the form would not fit in cap(dst): parse handles those. It produces
+// exactly the bytes parse does, without its segment lists.
+func canonFlat(dst, in []byte, ignore []string) ([]byte, bool) {
+	type member struct {
+		klo, khi int32 // key content in in
+		vlo, vhi int32 // canonical value in vals
+	}
+	var (
+		mems [canonFlatMembers]member
+		vals [canonFlatBytes]byte
+	)
+	n, nv := 0, 0
+	if len(in) < 2 || in[0] != '{' || in[len(in)-1] != '}' {
+		return dst, false
+	}
+	i := canonSkipWS(in, 1)
+	if in[i] == '}' {
+		return append(dst, "{}"...), i == len(in)-1
+	}
+	for {
+		if i >= len(in) || in[i] != '"' {
+			return dst, false
+		}
+		ke, canon, esc := canonScanString(in, i)
+		if ke < 0 || !canon || esc {
+			return dst, false
+		}
+		klo, khi := i+1, ke-1
+		if i = canonSkipWS(in, ke); i >= len(in) || in[i] != ':' {
+			return dst, false
+		}
+		if i = canonSkipWS(in, i+1); i >= len(in) {
+			return dst, false
+		}
+		vlo := nv
+		switch c := in[i]; {
+		case c == '"':
+			e, canon, _ := canonScanString(in, i)
+			if e < 0 || !canon || nv+e-i > len(vals) {
+				return dst, false
+			}
+			nv += copy(vals[nv:], in[i:e])
+			i = e
+		case c == 't' || c == 'f' || c == 'n':
+			e := canonScanLiteral(in, i)
+			if e < 0 || nv+e-i > len(vals) {
+				return dst, false
+			}
+			nv += copy(vals[nv:], in[i:e])
+			i = e
+		case c == '-' || canonIsDigit(c):
+			e, simple := canonScanNumber(in, i)
+			if e < 0 {
+				return dst, false
+			}
+			num := in[i:e]
+			if simple && canonNumberIsCanonical(num, true) {
+				if nv+len(num) > len(vals) {
+					return dst, false
+				}
+				nv += copy(vals[nv:], num)
+			} else {
+				// canonAppendNumber's form of an accepted number is at most
+				// a few bytes longer than the number (a sign, a point, an
+				// exponent): leave it room, then check.
+				if nv+len(num)+32 > len(vals) {
+					return dst, false
+				}
+				out := canonAppendNumber(vals[nv:nv], num)
+				if len(out) > len(vals)-nv {
+					return dst, false
+				}
+				nv += len(out)
+			}
+			i = e
+		default:
+			return dst, false // nested, or invalid
+		}
+		key := in[klo:khi]
+		drop := false
+		for _, ig := range ignore {
+			if string(key) == ig {
+				drop = true
+				break
+			}
+		}
+		if !drop {
+			if n == len(mems) {
+				return dst, false
+			}
+			mems[n] = member{int32(klo), int32(khi), int32(vlo), int32(nv)}
+			n++
+		}
+		if i = canonSkipWS(in, i); i >= len(in) {
+			return dst, false
+		}
+		switch in[i] {
+		case ',':
+			i = canonSkipWS(in, i+1)
+			continue
+		case '}':
+			if i != len(in)-1 {
+				return dst, false
+			}
+		default:
+			return dst, false
+		}
+		break
+	}
+	// Insertion sort by key; equal keys go to parse, which orders them by
+	// value.
+	for a := 1; a < n; a++ {
+		for b := a; b > 0; b-- {
+			c := bytes.Compare(in[mems[b-1].klo:mems[b-1].khi], in[mems[b].klo:mems[b].khi])
+			if c == 0 {
+				return dst, false
+			}
+			if c < 0 {
+				break
+			}
+			mems[b-1], mems[b] = mems[b], mems[b-1]
+		}
+	}
+	size := 2 + nv
+	for _, m := range mems[:n] {
+		size += int(m.khi-m.klo) + 4 // quotes, colon, comma
+	}
+	if len(dst)+size > cap(dst) {
+		return dst, false
+	}
+	dst = append(dst, '{')
+	for k, m := range mems[:n] {
+		if k > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '"')
+		dst = append(dst, in[m.klo:m.khi]...)
+		dst = append(dst, '"', ':')
+		dst = append(dst, vals[m.vlo:m.vhi]...)
+	}
+	return append(dst, '}'), true
 }
 
 // canonSeg is a segment of the canonical form, which is built as a linked
@@ -174,8 +365,6 @@ func (c *canonScratch) release() {
 // valid JSON or exceeds the depth bound.
 func (c *canonScratch) hash(in []byte, ignore []string) (Hash, bool) {
 	c.reset(in)
-	h := sha256.New()
-	h.Write([]byte(canonPrefixJSON))
 	lo := canonSkipWS(in, 0)
 	hi := len(in)
 	for hi > lo && (in[hi-1] == ' ' || in[hi-1] == '\t' || in[hi-1] == '\n' || in[hi-1] == '\r') {
@@ -183,13 +372,13 @@ func (c *canonScratch) hash(in []byte, ignore []string) (Hash, bool) {
 	}
 	if lo < hi && c.isCanonical(in[lo:hi], ignore) {
 		// Fast path: already canonical, hash in place.
-		h.Write(in[lo:hi])
-		var sum [sha256.Size]byte
-		return Hash(h.Sum(sum[:0])), true
+		return canonSum(canonPrefixJSON, in[lo:hi]), true
 	}
 	if !c.parse(ignore) {
 		return Hash{}, false
 	}
+	h := sha256.New()
+	h.Write([]byte(canonPrefixJSON))
 	switch l := c.cur; {
 	case c.null:
 		h.Write([]byte("{}"))
@@ -1677,37 +1866,63 @@ func digestError(s string) Hash {
 	return maskDigest(s, true)
 }
 
-// maskSeeds key the two 64-bit halves of the result and error digests.
-// They are made once per process and never change.
-var maskSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+// maskSeeds key the result digests (index 0) and the error digests (index
+// 1): two seeds per kind, one per 64-bit half. Separate seeds keep the two
+// kinds of digest apart. They are made once per process and never change.
+var maskSeeds = [2][2]maphash.Seed{
+	{maphash.MakeSeed(), maphash.MakeSeed()},
+	{maphash.MakeSeed(), maphash.MakeSeed()},
+}
 
-// maskSum returns the digest of b in one piece: two maphash sums of b under
-// the two maskSeeds. maskDigest computes the same in a stream.
-func maskSum(b []byte) Hash {
+// maskKind returns the index of the seeds of a digest kind in maskSeeds.
+func maskKind(err bool) int {
+	if err {
+		return 1
+	}
+	return 0
+}
+
+// maskSum returns the digest of the masked text s in one piece: two maphash
+// sums of s under the seeds of its kind. maskDigest computes the same in a
+// stream.
+func maskSum(err bool, s string) Hash {
+	seeds := &maskSeeds[maskKind(err)]
 	var h Hash
-	binary.LittleEndian.PutUint64(h[:8], maphash.Bytes(maskSeeds[0], b))
-	binary.LittleEndian.PutUint64(h[8:], maphash.Bytes(maskSeeds[1], b))
+	binary.LittleEndian.PutUint64(h[:8], maphash.String(seeds[0], s))
+	binary.LittleEndian.PutUint64(h[8:], maphash.String(seeds[1], s))
 	return h
 }
 
-// maskDigest hashes the domain prefix and the masked form of s chunk by
-// chunk. A maphash.Hash depends only on the concatenation of what is
-// written to it, so the chunking does not change the digest; a masked
-// text that fits one chunk is hashed in one piece.
+// maskSumBytes is maskSum of b.
+func maskSumBytes(err bool, b []byte) Hash {
+	seeds := &maskSeeds[maskKind(err)]
+	var h Hash
+	binary.LittleEndian.PutUint64(h[:8], maphash.Bytes(seeds[0], b))
+	binary.LittleEndian.PutUint64(h[8:], maphash.Bytes(seeds[1], b))
+	return h
+}
+
+// maskDigest hashes the masked form of s. A result with no noise, the
+// common case, is hashed in place after one scan; otherwise the masked text
+// is produced and hashed chunk by chunk. A maphash.Hash depends only on the
+// concatenation of what is written to it, so neither the chunking nor the
+// path taken changes the digest.
 func maskDigest(s string, err bool) Hash {
-	prefix := maskPrefixNoise
-	if err {
-		prefix = maskPrefixError
-	}
 	m := maskState{s: s, err: err}
-	var buf [maskChunk]byte
-	b := m.fill(append(buf[:0], prefix...), len(buf))
-	if m.done {
-		return maskSum(b)
+	if !err {
+		if m.lexNoise(); m.ph == "" {
+			return maskSum(false, s)
+		}
 	}
+	var buf [maskChunk]byte
+	b := m.fill(buf[:0], len(buf))
+	if m.done {
+		return maskSumBytes(err, b)
+	}
+	seeds := &maskSeeds[maskKind(err)]
 	var h0, h1 maphash.Hash
-	h0.SetSeed(maskSeeds[0])
-	h1.SetSeed(maskSeeds[1])
+	h0.SetSeed(seeds[0])
+	h1.SetSeed(seeds[1])
 	for {
 		h0.Write(b)
 		h1.Write(b)
@@ -1804,23 +2019,36 @@ func (m *maskState) lexNoise() {
 	// eight bytes at a time. m.i itself counts as a word start (it is 0 or
 	// the end of a match, which is not a word byte).
 	s, i := m.s, m.i
-	var prev uint64 // 0x80 if the byte before i is a word byte
 	for ; i+8 <= len(s); i += 8 {
-		word, hex := maskClasses8(maskLoad8(s, i))
-		starts := hex &^ (word<<8 | prev)
-		prev = word >> 56
+		x := maskLoad8(s, i)
+		hex, digit := maskHex8(x)
+		// A start with a letter needs eight hex digits (maskMayNoise):
+		// keep it only if the next three bytes are hex digits too, or if
+		// they lie beyond this block.
+		cand := digit | hex&(hex>>8)&(hex>>16)&(hex>>24) | hex&(0x808080<<40)
+		if cand == 0 {
+			continue
+		}
+		var prev uint64 // 0x80 if the byte before the block is a word byte
+		if i > m.i && maskIsWord(s[i-1]) {
+			prev = 0x80
+		}
+		starts := cand &^ (maskWord8(x, digit)<<8 | prev)
 		for starts != 0 {
 			p := i + bits.TrailingZeros64(starts)/8
+			starts &= starts - 1
+			if !maskMayNoise(s, p) {
+				continue
+			}
 			if e, ph := m.noise(p); ph != "" {
 				m.i, m.ph, m.skip = p, ph, e
 				return
 			}
-			starts &= starts - 1
 		}
 	}
-	if prev != 0 {
+	if i > m.i {
 		// Inside a word: skip its rest.
-		for i < len(s) && maskClass[s[i]]&maskCWord != 0 {
+		for i < len(s) && maskIsWord(s[i-1]) && maskIsWord(s[i]) {
 			i++
 		}
 	}
@@ -1830,7 +2058,7 @@ func (m *maskState) lexNoise() {
 			i++
 			continue
 		}
-		if c&maskCHex != 0 {
+		if c&maskCHex != 0 && maskMayNoise(s, i) {
 			if e, ph := m.noise(i); ph != "" {
 				m.i, m.ph, m.skip = i, ph, e
 				return
@@ -1840,6 +2068,22 @@ func (m *maskState) lexNoise() {
 		}
 	}
 	m.i = len(s)
+}
+
+// maskMayNoise is a cheap test that rules out most word starts before
+// noise is tried at i (a hexadecimal digit): a noise match that does not
+// start with a decimal digit is a UUID or a long hex run, and both start
+// with at least eight hexadecimal digits. Words such as "a", "be" or
+// "default" are skipped without a call.
+func maskMayNoise(s string, i int) bool {
+	if canonIsDigit(s[i]) {
+		return true
+	}
+	if i+8 > len(s) {
+		return false
+	}
+	hex, _ := maskHex8(maskLoad8(s, i))
+	return hex == maskHigh
 }
 
 // lexError lexes one lexeme at m.i: it either extends the kept text or sets
@@ -2326,25 +2570,35 @@ func maskLoad8(s string, i int) uint64 {
 		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }
 
-// maskClasses8 classifies the eight bytes of x at once: byte k of word has
-// its high bit set if byte k of x is a word byte (maskIsWord), and byte k
-// of hex if it is a hexadecimal digit; all other bits are clear.
-func maskClasses8(x uint64) (word, hex uint64) {
-	const (
-		ones = 0x0101010101010101
-		high = 0x8080808080808080
-		low  = 0x7f7f7f7f7f7f7f7f
-	)
-	// in reports per byte whether v, bytes below 0x80, is in [lo, hi].
-	in := func(v uint64, lo, hi byte) uint64 {
-		return (v + ones*uint64(0x80-lo)) &^ (v + ones*uint64(0x7f-hi))
-	}
-	v := x & low
-	lv := (x | ones*0x20) & low
-	digit := in(v, '0', '9')
-	word = (x | digit | in(lv, 'a', 'z') | in(v, '_', '_')) & high
-	hex = (digit | in(lv, 'a', 'f')) &^ x & high
-	return word, hex
+// Per byte, (v + 0x80-lo) &^ (v + 0x7f-hi) has its high bit set when v,
+// below 0x80, is in [lo, hi]: the classifiers below test eight bytes at once
+// this way, written out so that they inline.
+const (
+	maskOnes = 0x0101010101010101
+	maskHigh = 0x8080808080808080
+	maskLow  = 0x7f7f7f7f7f7f7f7f
+)
+
+// maskHex8 classifies the eight bytes of x: byte k of hex has its high bit
+// set if byte k of x is a hexadecimal digit, and byte k of digit if it is a
+// decimal digit; all other bits are clear.
+func maskHex8(x uint64) (hex, digit uint64) {
+	v := x & maskLow
+	digit = (v + maskOnes*(0x80-'0')) &^ (v + maskOnes*(0x7f-'9')) &^ x & maskHigh
+	lv := (x | maskOnes*0x20) & maskLow // ASCII letters lower-cased
+	hex = (digit | (lv+maskOnes*(0x80-'a'))&^(lv+maskOnes*(0x7f-'f'))) &^ x & maskHigh
+	return hex, digit
+}
+
+// maskWord8 returns, for the eight bytes of x whose decimal digits are
+// digit (see maskHex8), the high bit of byte k set if byte k of x is a word
+// byte (maskIsWord).
+func maskWord8(x, digit uint64) uint64 {
+	v := x & maskLow
+	lv := (x | maskOnes*0x20) & maskLow
+	az := (lv + maskOnes*(0x80-'a')) &^ (lv + maskOnes*(0x7f-'z'))
+	under := (v + maskOnes*(0x80-'_')) &^ (v + maskOnes*(0x7f-'_'))
+	return (x | digit | az | under) & maskHigh
 }
 
 // maskIsSpace reports whether c is ASCII whitespace.

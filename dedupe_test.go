@@ -42,6 +42,12 @@ func canonTestForm(t testing.TB, args []byte, ignore []string) (string, bool) {
 		}
 		form = string(b)
 	}
+	// The flat fast path agrees: what it accepts, it writes as parse does.
+	if trimmed := bytes.Trim(args, " \t\r\n"); len(trimmed) <= canonFlatBytes {
+		if flat, ok := canonFlat(make([]byte, 0, canonFlatBytes), trimmed, ignore); ok && string(flat) != form {
+			t.Fatalf("canonFlat wrote %q for %q, canonical form is %q", flat, trimmed, form)
+		}
+	}
 	// The fast path agrees: what it accepts is its own canonical form.
 	if trimmed := bytes.Trim(args, " \t\r\n"); len(trimmed) > 0 && c.isCanonical(trimmed, ignore) && form != string(trimmed) {
 		t.Fatalf("isCanonical accepted %q, canonical form is %q", trimmed, form)
@@ -55,10 +61,10 @@ func canonTestSum(prefix, b string) Hash {
 	return Hash(sum[:16])
 }
 
-// maskTestSum digests prefix+b in one piece, the reference for the
-// streaming digests.
-func maskTestSum(prefix, b string) Hash {
-	return maskSum([]byte(prefix + b))
+// maskTestSum digests the masked text b in one piece, the reference for
+// the streaming digests.
+func maskTestSum(err bool, b string) Hash {
+	return maskSum(err, b)
 }
 
 func TestHashString(t *testing.T) {
@@ -415,7 +421,7 @@ func TestMaskNoise(t *testing.T) {
 		got := maskNoise(c.in)
 		assert.Equal(t, c.want, got, c.in)
 		assert.Equal(t, got, maskNoise(got), "idempotent: %q", c.in)
-		assert.Equal(t, maskTestSum(maskPrefixNoise, got), digestResult(c.in), c.in)
+		assert.Equal(t, maskTestSum(false, got), digestResult(c.in), c.in)
 	}
 }
 
@@ -456,7 +462,7 @@ func TestMaskError(t *testing.T) {
 		got := maskError(c.in)
 		assert.Equal(t, c.want, got, c.in)
 		assert.Equal(t, got, maskError(got), "idempotent: %q", c.in)
-		assert.Equal(t, maskTestSum(maskPrefixError, got), digestError(c.in), c.in)
+		assert.Equal(t, maskTestSum(true, got), digestError(c.in), c.in)
 	}
 	long := `fail: "` + strings.Repeat("Ab 1 ", 50) + `" end`
 	assert.Equal(t, "fail: \""+strings.TrimSpace(strings.Repeat("ab 1 ", 50))+" \" end", maskError(long))
@@ -483,12 +489,12 @@ func TestDigestStreamingChunks(t *testing.T) {
 			i, i%60, i*7919, i, i, i, strings.Repeat("x", i%97))
 	}
 	s := b.String()
-	assert.Equal(t, maskTestSum(maskPrefixNoise, maskNoise(s)), digestResult(s))
-	assert.Equal(t, maskTestSum(maskPrefixError, maskError(s)), digestError(s))
+	assert.Equal(t, maskTestSum(false, maskNoise(s)), digestResult(s))
+	assert.Equal(t, maskTestSum(true, maskError(s)), digestError(s))
 	// A single verbatim run much longer than a chunk.
 	long := strings.Repeat("y", 3*maskChunk+5)
-	assert.Equal(t, maskTestSum(maskPrefixNoise, long), digestResult(long))
-	assert.Equal(t, maskTestSum(maskPrefixError, long), digestError(long))
+	assert.Equal(t, maskTestSum(false, long), digestResult(long))
+	assert.Equal(t, maskTestSum(true, long), digestError(long))
 }
 
 // canonTestScaling returns how much longer f takes on an input 16 times as
@@ -1057,7 +1063,7 @@ func TestMaskClass(t *testing.T) {
 	}
 }
 
-func TestMaskClasses8(t *testing.T) {
+func TestMaskClasses(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	var b [8]byte
 	for n := range 20000 {
@@ -1068,11 +1074,53 @@ func TestMaskClasses8(t *testing.T) {
 				b[k] = byte(r.UintN(256))
 			}
 		}
-		word, hex := maskClasses8(maskLoad8(string(b[:]), 0))
+		x := maskLoad8(string(b[:]), 0)
+		hex, digit := maskHex8(x)
+		word := maskWord8(x, digit)
 		for k, c := range b {
 			assert.Equal(t, maskIsWord(c), word>>(8*k+7)&1 == 1, "word %#x", c)
 			assert.Equal(t, maskIsHex(c), hex>>(8*k+7)&1 == 1, "hex %#x", c)
+			assert.Equal(t, canonIsDigit(c), digit>>(8*k+7)&1 == 1, "digit %#x", c)
 		}
-		assert.Zero(t, (word|hex)&^0x8080808080808080)
+		assert.Zero(t, (word|hex|digit)&^0x8080808080808080)
+	}
+}
+
+// TestCanonFlatAgrees checks that the flat fast path hashes small flat
+// objects exactly as the general canonicalizer does, and leaves the rest
+// to it.
+func TestCanonFlatAgrees(t *testing.T) {
+	for _, tt := range []struct {
+		in     string
+		ignore []string
+		flat   bool
+	}{
+		{`{"path":"src/a.go","limit":200}`, nil, true},
+		{` { "cmd" : "ls -la" , "timeout" : 30.0 } `, nil, true},
+		{`{"b":1.50,"a":-0,"c":1E3,"d":"x\u0001","e":true,"f":null,"g":false}`, nil, true},
+		{`{"z":1,"y":2,"x":3,"w":4,"v":5,"u":6,"t":7,"s":8,"r":9,"q":10,"p":11,"o":12,"n":13,"m":14,"l":15,"k":16}`, nil, true},
+		{`{"seed":42,"query":"go maps"}`, []string{"seed"}, true},
+		{`{"seed":42}`, []string{"seed"}, true},
+		{`{}`, nil, true},
+		{`{"big":1e21,"tiny":1e-7,"long":12345678901234567890123}`, nil, true},
+		{`{"s":"\/"}`, nil, false},    // not canonically escaped
+		{`{"\u0061":1}`, nil, false},  // escaped key
+		{`{"a":1,"a":2}`, nil, false}, // duplicate keys
+		{`{"a":{"b":1}}`, nil, false}, // nested
+		{`{"a":[1]}`, nil, false},     // nested
+		{`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"k":11,"l":12,"m":13,"n":14,"o":15,"p":16,"q":17}`, nil, false},
+		{`{"a":1,}`, nil, false},   // invalid
+		{`{"a":01}`, nil, false},   // invalid
+		{`{"a":1} {}`, nil, false}, // trailing data
+	} {
+		in := []byte(tt.in)
+		_, flat := canonFlatHash(in, tt.ignore)
+		assert.Equal(t, tt.flat, flat, "%s", tt.in)
+		c := new(canonScratch)
+		general, ok := c.hash(in, tt.ignore)
+		if !ok {
+			general = canonRawHash(in)
+		}
+		assert.Equal(t, general, hashArgs(in, tt.ignore), "%s", tt.in)
 	}
 }

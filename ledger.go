@@ -44,6 +44,9 @@ type ledger struct {
 func (l *ledger) add(e Entry) *Entry {
 	if len(l.entries) == 0 {
 		l.first = e.Seq
+		if cap(l.entries) == 0 {
+			l.entries = make([]Entry, 0, 8) // most turns fit without regrowing
+		}
 	}
 	if l.size > 0 && len(l.entries) >= 2*l.size {
 		// Keep the newest size entries; amortized O(1) per add.

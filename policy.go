@@ -304,13 +304,13 @@ type config struct {
 	maxFailures   int // 0: off
 	threshold     float64
 	similarOn     bool
-	searchTools   []string
+	searchTools   globs
 	action        Action
 	tools         map[string]ToolPolicy
-	patterns      []string // glob keys of tools, longest first
-	sessionLimit  int      // 0: none
-	highCostLimit int      // 0: none
-	highCost      []string
+	patterns      globs // glob keys of tools, longest first
+	sessionLimit  int   // 0: none
+	highCostLimit int   // 0: none
+	highCost      globs
 	agent         *Quota
 	platform      *Quota
 	cyclePeriod   int // 0: off
@@ -336,7 +336,7 @@ func newConfig(p Policy) config {
 		unit:     p.BudgetUnit,
 		action:   p.Action,
 		tools:    p.Tools,
-		highCost: p.HighCostTools,
+		highCost: compileGlobs(p.HighCostTools),
 		agent:    p.AgentQuota,
 		platform: p.PlatformQuota,
 		keepRaw:  p.KeepRaw,
@@ -395,10 +395,11 @@ func newConfig(p Policy) config {
 		// The window rule still needs a notion of "similar".
 		c.threshold = DefaultSimilarityThreshold
 	}
-	c.searchTools = p.SearchTools
-	if c.searchTools == nil {
-		c.searchTools = DefaultSearchTools
+	searchTools := p.SearchTools
+	if searchTools == nil {
+		searchTools = DefaultSearchTools
 	}
+	c.searchTools = compileGlobs(searchTools)
 
 	c.sessionLimit = orDefault(p.SessionLimit, DefaultSessionLimit)
 	c.highCostLimit = orDefault(p.HighCostLimit, DefaultHighCostLimit)
@@ -412,18 +413,20 @@ func newConfig(p Policy) config {
 	c.windowLimit = max(orDefault(p.WindowLimit, DefaultWindowLimit), 1)
 	c.ledgerSize = orDefault(p.LedgerSize, DefaultLedgerSize)
 
+	var patterns []string
 	for name := range p.Tools {
 		if isPattern(name) {
-			c.patterns = append(c.patterns, name)
+			patterns = append(patterns, name)
 		}
 	}
-	sort.Slice(c.patterns, func(i, j int) bool {
-		a, b := c.patterns[i], c.patterns[j]
+	sort.Slice(patterns, func(i, j int) bool {
+		a, b := patterns[i], patterns[j]
 		if len(a) != len(b) {
 			return len(a) > len(b)
 		}
 		return a < b
 	})
+	c.patterns = compileGlobs(patterns)
 	return c
 }
 
@@ -444,36 +447,68 @@ func isPattern(s string) bool { return strings.ContainsAny(s, `*?[\`) }
 // Malformed patterns match nothing.
 func matchAny(pats []string, name string) bool {
 	for _, p := range pats {
-		if p == name {
-			return true
-		}
-		if isPattern(p) && match(p, name) {
+		if p == name || isPattern(p) && match(p, name) {
 			return true
 		}
 	}
 	return false
 }
 
-// match is path.Match without the error, with a fast path for patterns
-// whose only special character is '*' (the common "*search*" form).
+// match is path.Match without the error.
 func match(pattern, name string) bool {
-	if strings.ContainsAny(pattern, `?[\`) || strings.Contains(name, "/") {
-		ok, err := path.Match(pattern, name)
+	g := compileGlob(pattern)
+	return g.match(name)
+}
+
+// glob is a tool name or path.Match pattern, compiled once so that
+// matching a name does not inspect the pattern again.
+type glob struct {
+	pat   string
+	kind  globKind
+	first string // globStar: the text before the first '*'
+	rest  string // globStar: the text after it
+}
+
+type globKind uint8
+
+const (
+	globExact globKind = iota // a plain name
+	globStar                  // '*' is the only special character
+	globPath                  // other special characters: path.Match
+)
+
+func compileGlob(pat string) glob {
+	g := glob{pat: pat}
+	switch {
+	case strings.ContainsAny(pat, `?[\`):
+		g.kind = globPath
+	case strings.IndexByte(pat, '*') >= 0:
+		g.kind = globStar
+		g.first, g.rest, _ = strings.Cut(pat, "*")
+	}
+	return g
+}
+
+// match reports whether name matches g, as path.Match would.
+func (g *glob) match(name string) bool {
+	switch {
+	case g.kind == globExact:
+		return g.pat == name
+	case g.kind == globPath || strings.IndexByte(name, '/') >= 0:
+		// path.Match: '*' does not match '/', and the other special
+		// characters need its full syntax.
+		ok, err := path.Match(g.pat, name)
 		return err == nil && ok
 	}
-	first, rest, star := strings.Cut(pattern, "*")
-	if !star {
-		return pattern == name
-	}
-	if !strings.HasPrefix(name, first) {
+	if !strings.HasPrefix(name, g.first) {
 		return false
 	}
-	name = name[len(first):]
+	name, rest := name[len(g.first):], g.rest
 	for {
 		part, more, ok := strings.Cut(rest, "*")
 		if !ok {
 			// part is the last piece: it must end the name.
-			return len(name) >= len(part) && strings.HasSuffix(name, part)
+			return strings.HasSuffix(name, part)
 		}
 		i := strings.Index(name, part)
 		if i < 0 {
@@ -481,6 +516,31 @@ func match(pattern, name string) bool {
 		}
 		name, rest = name[i+len(part):], more
 	}
+}
+
+// globs is a compiled list of names and patterns.
+type globs []glob
+
+func compileGlobs(pats []string) globs {
+	if len(pats) == 0 {
+		return nil
+	}
+	gs := make(globs, len(pats))
+	for i, p := range pats {
+		gs[i] = compileGlob(p)
+	}
+	return gs
+}
+
+// match reports whether name is one of the names or matches one of the
+// patterns. Malformed patterns match nothing.
+func (gs globs) match(name string) bool {
+	for i := range gs {
+		if gs[i].pat == name || gs[i].match(name) {
+			return true
+		}
+	}
+	return false
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -509,9 +569,9 @@ type toolRule struct {
 func (c *config) resolve(tool string) toolRule {
 	tp, ok := c.tools[tool]
 	if !ok {
-		for _, pat := range c.patterns {
-			if match(pat, tool) {
-				tp, ok = c.tools[pat], true
+		for i := range c.patterns {
+			if c.patterns[i].match(tool) {
+				tp, ok = c.tools[c.patterns[i].pat], true
 				break
 			}
 		}
@@ -520,7 +580,7 @@ func (c *config) resolve(tool string) toolRule {
 		limit:      max(tp.Limit, 0),
 		maxRepeats: c.maxRepeats,
 		exempt:     tp.Exempt,
-		search:     tp.Search || matchAny(c.searchTools, tool),
+		search:     tp.Search || c.searchTools.match(tool),
 		ignore:     tp.IgnoreArgs,
 	}
 	switch {
@@ -535,7 +595,7 @@ func (c *config) resolve(tool string) toolRule {
 
 	// The min-of-three resolver: agent quota, platform quota, rule default.
 	rule := c.sessionLimit
-	if tp.HighCost || matchAny(c.highCost, tool) {
+	if tp.HighCost || c.highCost.match(tool) {
 		if c.highCostLimit > 0 {
 			rule = c.highCostLimit
 		}

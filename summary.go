@@ -65,11 +65,10 @@ func (t *Tracker) Summary() Summary {
 	if t.cfg.maxCalls > 0 {
 		s.Budget.Left = max(t.cfg.maxCalls-ts.used, 0)
 	}
-	for _, name := range sortedKeys(ts.tools) {
-		tool := ts.tools[name]
-		r := t.rule(name)
+	for _, e := range t.turnTools() {
+		tool, r := &e.turn, &e.rule
 		ss := ToolSummary{
-			Tool:         name,
+			Tool:         e.name,
 			Calls:        tool.stats.ok + tool.stats.failed,
 			Failed:       tool.stats.failed,
 			NewResults:   tool.stats.newResults,
@@ -80,9 +79,7 @@ func (t *Tracker) Summary() Summary {
 		if tool.fail.count > 1 {
 			ss.SameFailure = tool.fail.count
 		}
-		if st := t.session[name]; st != nil {
-			ss.SessionCalls = st.reserved
-		}
+		ss.SessionCalls = e.session.reserved
 		for reason, n := range tool.stats.skips {
 			if n > 0 {
 				if ss.SkipReasons == nil {

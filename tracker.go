@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -50,26 +51,30 @@ type Executor func(ctx context.Context, c Call) (string, error)
 // tool calls of a turn. Create it with NewTracker.
 type Tracker struct {
 	cfg   config
-	round atomic.Uint64 // written by every check: kept off the cache line of rules
+	round atomic.Uint64 // written by every check: kept off the cache line of tools
 	_     [56]byte
 
-	ruleMu sync.Mutex                           // serializes writers of rules
-	rules  atomic.Pointer[map[string]*toolRule] // copy-on-write cache, read without a lock
+	// The session's first maxToolTable tools are found without a lock:
+	// toolList[:toolCount] is only appended to, under toolMu.
+	toolMu    sync.Mutex
+	toolCount atomic.Int32
+	toolList  [maxToolTable]*toolEntry
+	moreTools map[string]*toolEntry // the tools past those, guarded by toolMu
 
 	mu       sync.Mutex
 	turnNo   int
 	seq      uint64
 	turn     turnState
-	session  map[string]*toolStats // per tool, over the session
 	ledger   ledger
 	purposes map[string]string // interned purposes, so repeats do not allocate
 	stale    []pendingCall     // calls allowed in earlier turns, not yet recorded
 }
 
-// maxRuleCache and maxPurposes bound the caches a hostile stream of tool
-// names or argument shapes could otherwise grow without limit.
+// Bounds of the state a hostile stream of tool names, argument shapes or
+// unfinished calls could otherwise grow without limit.
 const (
-	maxRuleCache = 1024
+	maxToolTable = 32   // tools found without a lock; the rest take toolMu
+	maxTools     = 4096 // tools with state kept over the session
 	maxPurposes  = 4096
 	maxPending   = 4096
 	maxStale     = 256
@@ -80,40 +85,98 @@ const (
 // Policy means the defaults.
 func NewTracker(p Policy) *Tracker {
 	t := &Tracker{
-		cfg:      newConfig(p),
-		turnNo:   1,
-		session:  make(map[string]*toolStats),
-		purposes: make(map[string]string),
+		cfg:    newConfig(p),
+		turnNo: 1,
 	}
 	t.ledger.size = t.cfg.ledgerSize
-	t.ledger.entries = make([]Entry, 0, 32) // most turns fit without regrowing
 	t.turn.init(&t.cfg)
-	empty := make(map[string]*toolRule)
-	t.rules.Store(&empty)
 	return t
 }
 
-// rule returns the resolved policy of a tool from a lock-free cache.
-func (t *Tracker) rule(tool string) *toolRule {
-	if r, ok := (*t.rules.Load())[tool]; ok {
-		return r
-	}
-	r := t.cfg.resolve(tool)
-	t.ruleMu.Lock()
-	defer t.ruleMu.Unlock()
-	old := *t.rules.Load()
-	if cached, ok := old[tool]; ok {
-		return cached
-	}
-	if len(old) < maxRuleCache {
-		m := make(map[string]*toolRule, len(old)+1)
-		for k, v := range old {
-			m[k] = v
+// toolEntry is what the Tracker knows of one tool name: its resolved policy,
+// which never changes, and its counters, guarded by Tracker.mu.
+type toolEntry struct {
+	name    string
+	rule    toolRule
+	session toolStats // over the session
+	turn    toolState // over the turn turnNo; stale in other turns
+	turnNo  int
+}
+
+// findTool returns the entry of a tool among the first maxToolTable, or
+// nil.
+func (t *Tracker) findTool(name string) *toolEntry {
+	for _, e := range t.toolList[:t.toolCount.Load()] {
+		if e.name == name {
+			return e
 		}
-		m[tool] = &r
-		t.rules.Store(&m)
 	}
-	return &r
+	return nil
+}
+
+// tool returns the entry of a tool, resolving its policy the first time.
+// Past maxTools tools in one session, a new name gets a fresh entry each
+// time: its calls are checked by the rules that need no per-tool history.
+func (t *Tracker) tool(name string) *toolEntry {
+	if e := t.findTool(name); e != nil {
+		return e
+	}
+	t.toolMu.Lock()
+	defer t.toolMu.Unlock()
+	if e := t.findTool(name); e != nil {
+		return e
+	}
+	if e := t.moreTools[name]; e != nil {
+		return e
+	}
+	e := &toolEntry{name: name, rule: t.cfg.resolve(name)}
+	switch n := t.toolCount.Load(); {
+	case n < maxToolTable:
+		t.toolList[n] = e
+		t.toolCount.Store(n + 1) // publishes the entry to findTool
+	case len(t.moreTools) < maxTools-maxToolTable:
+		if t.moreTools == nil {
+			t.moreTools = make(map[string]*toolEntry)
+		}
+		t.moreTools[name] = e
+	}
+	return e
+}
+
+// turnTool returns the turn's state of a tool, clearing what an earlier
+// turn left. t.mu must be held.
+func (t *Tracker) turnTool(e *toolEntry) *toolState {
+	if e.turnNo != t.turnNo {
+		q := e.turn.queries
+		e.turn = toolState{}
+		if q != nil {
+			q.reset()
+			e.turn.queries = q
+		}
+		e.turnNo = t.turnNo
+	}
+	return &e.turn
+}
+
+// turnTools returns the tools called in the current turn, sorted by name.
+// t.mu must be held.
+func (t *Tracker) turnTools() []*toolEntry {
+	var es []*toolEntry
+	add := func(e *toolEntry) {
+		if e.turnNo == t.turnNo {
+			es = append(es, e)
+		}
+	}
+	for _, e := range t.toolList[:t.toolCount.Load()] {
+		add(e)
+	}
+	t.toolMu.Lock()
+	for _, e := range t.moreTools {
+		add(e)
+	}
+	t.toolMu.Unlock()
+	sort.Slice(es, func(i, j int) bool { return es[i].name < es[j].name })
+	return es
 }
 
 // ShouldSkip checks a call before it runs. On Allow the call holds a budget
@@ -146,6 +209,7 @@ func (t *Tracker) ShouldSkipRound(calls []Call) []Decision {
 // probe is what the Tracker derives from a call before taking its lock.
 type probe struct {
 	round   uint64
+	tool    *toolEntry
 	rule    *toolRule
 	key     callKey
 	query   string // normalized; search tools only
@@ -154,7 +218,8 @@ type probe struct {
 }
 
 func (t *Tracker) inspect(c Call, buf []byte) probe {
-	p := probe{rule: t.rule(c.Tool)}
+	p := probe{tool: t.tool(c.Tool)}
+	p.rule = &p.tool.rule
 	p.key = callKey{tool: c.Tool, args: hashArgs(c.Args, p.rule.ignore)}
 	if p.rule.search {
 		if s, ok := topLevelString(c.Args, queryKeys); ok {
@@ -239,9 +304,8 @@ func (t *Tracker) invalid(c Call, round uint64) Decision {
 // decideLocked runs the rules in order and books the decision.
 func (t *Tracker) decideLocked(c Call, p *probe, round uint64, now time.Time, g *grant, evs *events) Decision {
 	ts := &t.turn
-	r := p.rule
-	tool := ts.tool(c.Tool, r)
-	st := t.sessionStats(c.Tool)
+	tool := t.turnTool(p.tool)
+	st := &p.tool.session
 	ks := ts.keys[p.key]
 
 	from := ts.phase
@@ -454,7 +518,7 @@ func (t *Tracker) Record(c Call, o Outcome) Phase {
 	key, ok := t.turn.keyOf(c)
 	if !ok {
 		t.mu.Unlock()
-		key = callKey{tool: c.Tool, args: hashArgs(c.Args, t.rule(c.Tool).ignore)}
+		key = callKey{tool: c.Tool, args: hashArgs(c.Args, t.tool(c.Tool).rule.ignore)}
 		t.mu.Lock()
 	}
 	phase, pc := t.recordLocked(c, o, key, failed, digest, sig, now, &evs)
@@ -486,8 +550,8 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		p := t.inspect(c, buf[:0])
 		round := t.round.Add(1)
 		p.round = round
-		tool := ts.tool(c.Tool, p.rule)
-		st := t.sessionStats(c.Tool)
+		tool := t.turnTool(p.tool)
+		st := &p.tool.session
 		ks := ts.keys[key]
 		purpose := p.query
 		if purpose == "" {
@@ -499,9 +563,10 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		pc, _ = ts.takePending(c.ID, key)
 	}
 
-	r := t.rule(c.Tool)
-	tool := ts.tool(c.Tool, r)
-	st := t.sessionStats(c.Tool)
+	entry := t.tool(c.Tool)
+	r := &entry.rule
+	tool := t.turnTool(entry)
+	st := &entry.session
 	ks := ts.keys[key]
 	ks.pending--
 
@@ -630,19 +695,13 @@ func (t *Tracker) intern(b []byte) string {
 		return s
 	}
 	s := string(b)
+	if t.purposes == nil {
+		t.purposes = make(map[string]string)
+	}
 	if len(t.purposes) < maxPurposes {
 		t.purposes[s] = s
 	}
 	return s
-}
-
-func (t *Tracker) sessionStats(tool string) *toolStats {
-	st := t.session[tool]
-	if st == nil {
-		st = &toolStats{}
-		t.session[tool] = st
-	}
-	return st
 }
 
 // takeStale finds a call allowed in an earlier turn.

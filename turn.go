@@ -141,7 +141,6 @@ type turnState struct {
 	failed     int
 	newResults int
 	keys       map[callKey]keyState
-	tools      map[string]*toolState
 	rounds     map[uint64]*roundState // CountRounds only
 	pending    []pendingCall
 	history    history
@@ -150,8 +149,9 @@ type turnState struct {
 
 func (ts *turnState) init(c *config) {
 	ts.keys = make(map[callKey]keyState)
-	ts.tools = make(map[string]*toolState)
-	ts.rounds = make(map[uint64]*roundState)
+	if c.unit == CountRounds {
+		ts.rounds = make(map[uint64]*roundState)
+	}
 	ts.history.init(c.cyclePeriod * c.cycleRepeats)
 	ts.window.init(c.window)
 }
@@ -160,7 +160,6 @@ func (ts *turnState) reset() {
 	ts.phase = PhaseNormal
 	ts.reserved, ts.used, ts.skipped, ts.failed, ts.newResults = 0, 0, 0, 0, 0
 	clear(ts.keys)
-	clear(ts.tools)
 	clear(ts.rounds)
 	ts.pending = nil
 	ts.history.clear()
@@ -187,15 +186,6 @@ func (ts *turnState) putKey(k callKey, s keyState) {
 		}
 	}
 	ts.keys[k] = s
-}
-
-func (ts *turnState) tool(name string, r *toolRule) *toolState {
-	s := ts.tools[name]
-	if s == nil {
-		s = &toolState{}
-		ts.tools[name] = s
-	}
-	return s
 }
 
 // keyOf returns the key of a pending call whose arguments are the very
