@@ -210,6 +210,34 @@ func BenchmarkParallel(b *testing.B) {
 			}
 		})
 	})
+	// The same with the calls and results of the bundled traces: the work
+	// a real call brings (arguments to hash, a result to digest) runs
+	// outside the lock.
+	var stream []traceCall
+	for _, ep := range loadTraceStream(b) {
+		stream = append(stream, ep...)
+	}
+	b.Run("serial-trace", func(b *testing.B) {
+		b.ReportAllocs()
+		tr := NewTracker(policy)
+		for i := 0; i < b.N; i++ {
+			c := stream[i%len(stream)]
+			tr.ShouldSkip(c.call)
+			tr.Record(c.call, outcomeOf(c))
+		}
+	})
+	b.Run("parallel-trace", func(b *testing.B) {
+		b.ReportAllocs()
+		tr := NewTracker(policy)
+		var n atomic.Uint64
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				c := stream[n.Add(1)%uint64(len(stream))]
+				tr.ShouldSkip(c.call)
+				tr.Record(c.call, outcomeOf(c))
+			}
+		})
+	})
 }
 
 // BenchmarkGrowth measures the cost per call in one turn of n calls: the

@@ -84,11 +84,16 @@ const (
 // (comparing the values of duplicate keys costs at most a factor of the
 // nesting depth more). Small payloads do not allocate.
 func hashArgs(args []byte, ignore []string) Hash {
+	if h, ok := canonFlatHash(args, ignore, nil); ok {
+		return h
+	}
+	return hashArgsGeneral(args, ignore)
+}
+
+// hashArgsGeneral is hashArgs without the flat fast path.
+func hashArgsGeneral(args []byte, ignore []string) Hash {
 	if len(args) > canonMaxBytes {
 		return canonRawHash(args)
-	}
-	if h, ok := canonFlatHash(args, ignore); ok {
-		return h
 	}
 	c := canonPool.Get().(*canonScratch)
 	h, ok := c.hash(args, ignore)
@@ -122,10 +127,48 @@ func canonSum(prefix string, b []byte) Hash {
 	return Hash(h.Sum(sum[:0]))
 }
 
+// canonFlatInfo describes the members of a flat object, in document order,
+// ignored ones included, as canonFlat found them: the key content (no
+// escapes) and the value as written, quotes included for strings.
+type canonFlatInfo struct {
+	n       int
+	members [canonFlatMembers]canonFlatMember
+}
+
+type canonFlatMember struct {
+	klo, khi int32
+	vlo, vhi int32
+}
+
+// query is topLevelString of the object the info describes.
+func (info *canonFlatInfo) query(args []byte, keys []string) (string, bool) {
+	for _, k := range keys {
+		for _, m := range info.members[:info.n] {
+			if string(args[m.klo:m.khi]) != k {
+				continue
+			}
+			if val := args[m.vlo:m.vhi]; val[0] == '"' {
+				return canonRawString(val[1 : len(val)-1]), true
+			}
+			break // keys are distinct
+		}
+	}
+	return "", false
+}
+
+// appendNames is appendKeyNames of the object the info describes.
+func (info *canonFlatInfo) appendNames(dst, args []byte) []byte {
+	var set canonNameSet
+	for _, m := range info.members[:info.n] {
+		set.add(args[m.klo:m.khi])
+	}
+	return set.appendTo(dst)
+}
+
 // canonFlatHash is hashArgs of a small flat object (see canonFlat),
 // canonicalized and hashed on the stack; it reports false for any other
-// payload.
-func canonFlatHash(args []byte, ignore []string) (Hash, bool) {
+// payload. If info is not nil, it describes the object on success.
+func canonFlatHash(args []byte, ignore []string, info *canonFlatInfo) (Hash, bool) {
 	lo, hi := 0, len(args)
 	for lo < hi && canonIsSpace(args[lo]) {
 		lo++
@@ -137,9 +180,15 @@ func canonFlatHash(args []byte, ignore []string) (Hash, bool) {
 		return Hash{}, false
 	}
 	var buf [16 + canonFlatBytes]byte
-	b, ok := canonFlat(append(buf[:0], canonPrefixJSON...), args[lo:hi], ignore)
+	b, ok := canonFlat(append(buf[:0], canonPrefixJSON...), args[lo:hi], ignore, info)
 	if !ok {
 		return Hash{}, false
+	}
+	if info != nil && lo > 0 {
+		for k := range info.members[:info.n] {
+			m := &info.members[k]
+			m.klo, m.khi, m.vlo, m.vhi = m.klo+int32(lo), m.khi+int32(lo), m.vlo+int32(lo), m.vhi+int32(lo)
+		}
 	}
 	sum := sha256.Sum256(b)
 	return Hash(sum[:16]), true
@@ -160,7 +209,7 @@ const (
 // reports false, having appended nothing of use, for any other payload, and
 // when the form would not fit in cap(dst): parse handles those. It produces
 // exactly the bytes parse does, without its segment lists.
-func canonFlat(dst, in []byte, ignore []string) ([]byte, bool) {
+func canonFlat(dst, in []byte, ignore []string, info *canonFlatInfo) ([]byte, bool) {
 	type member struct {
 		klo, khi int32 // key content in in
 		vlo, vhi int32 // canonical value in vals
@@ -192,7 +241,7 @@ func canonFlat(dst, in []byte, ignore []string) ([]byte, bool) {
 		if i = canonSkipWS(in, i+1); i >= len(in) {
 			return dst, false
 		}
-		vlo := nv
+		vlo, vstart := nv, i
 		switch c := in[i]; {
 		case c == '"':
 			e, canon, _ := canonScanString(in, i)
@@ -235,6 +284,13 @@ func canonFlat(dst, in []byte, ignore []string) ([]byte, bool) {
 			i = e
 		default:
 			return dst, false // nested, or invalid
+		}
+		if info != nil {
+			if info.n == len(info.members) {
+				return dst, false
+			}
+			info.members[info.n] = canonFlatMember{int32(klo), int32(khi), int32(vstart), int32(i)}
+			info.n++
 		}
 		key := in[klo:khi]
 		drop := false
@@ -1715,47 +1771,64 @@ const (
 // args is not a valid JSON object or has no keys, dst is returned unchanged.
 // It allocates only to grow dst.
 func appendKeyNames(dst, args []byte) []byte {
-	var names [canonNamesMax + 1][canonNameMax]byte
-	var lens [canonNamesMax + 1]int
-	count := 0
+	var set canonNameSet
 	t := canonTopOf(args)
 	for {
 		key, _, _, ok := t.next()
 		if !ok {
 			break
 		}
-		var name [canonNameMax]byte
-		n := canonRawPrefix(name[:], key)
-		for i, c := range name[:n] {
-			if c < 0x20 || c >= 0x7f || c == ',' {
-				name[i] = '?'
-			}
-		}
-		// Insert into the sorted set of the smallest names.
-		pos := 0
-		for pos < count && bytes.Compare(names[pos][:lens[pos]], name[:n]) < 0 {
-			pos++
-		}
-		if pos < count && bytes.Equal(names[pos][:lens[pos]], name[:n]) || pos == len(names) {
-			continue
-		}
-		if count < len(names) {
-			count++
-		}
-		copy(names[pos+1:count], names[pos:count-1])
-		copy(lens[pos+1:count], lens[pos:count-1])
-		names[pos], lens[pos] = name, n
+		set.add(key)
 	}
 	if t.bad {
 		return dst
 	}
-	for i := range min(count, canonNamesMax) {
+	return set.appendTo(dst)
+}
+
+// canonNameSet collects key names for appendKeyNames: the sorted,
+// de-duplicated smallest canonNamesMax+1 of them.
+type canonNameSet struct {
+	names [canonNamesMax + 1][canonNameMax]byte
+	lens  [canonNamesMax + 1]int
+	count int
+}
+
+// add adds the name of the raw (possibly escaped) key content.
+func (s *canonNameSet) add(key []byte) {
+	var name [canonNameMax]byte
+	n := canonRawPrefix(name[:], key)
+	for i, c := range name[:n] {
+		if c < 0x20 || c >= 0x7f || c == ',' {
+			name[i] = '?'
+		}
+	}
+	// Insert into the sorted set of the smallest names.
+	pos := 0
+	for pos < s.count && bytes.Compare(s.names[pos][:s.lens[pos]], name[:n]) < 0 {
+		pos++
+	}
+	if pos < s.count && bytes.Equal(s.names[pos][:s.lens[pos]], name[:n]) || pos == len(s.names) {
+		return
+	}
+	if s.count < len(s.names) {
+		s.count++
+	}
+	copy(s.names[pos+1:s.count], s.names[pos:s.count-1])
+	copy(s.lens[pos+1:s.count], s.lens[pos:s.count-1])
+	s.names[pos], s.lens[pos] = name, n
+}
+
+// appendTo appends the names, comma-separated, with ",…" if there are more
+// than canonNamesMax.
+func (s *canonNameSet) appendTo(dst []byte) []byte {
+	for i := range min(s.count, canonNamesMax) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, names[i][:lens[i]]...)
+		dst = append(dst, s.names[i][:s.lens[i]]...)
 	}
-	if count > canonNamesMax {
+	if s.count > canonNamesMax {
 		dst = append(dst, ",…"...)
 	}
 	return dst
@@ -2019,21 +2092,17 @@ func (m *maskState) lexNoise() {
 	// eight bytes at a time. m.i itself counts as a word start (it is 0 or
 	// the end of a match, which is not a word byte).
 	s, i := m.s, m.i
+	var prev uint64 // 0x80 if the byte before the block is a word byte
 	for ; i+8 <= len(s); i += 8 {
 		x := maskLoad8(s, i)
 		hex, digit := maskHex8(x)
+		word := maskWord8(x, digit)
 		// A start with a letter needs eight hex digits (maskMayNoise):
 		// keep it only if the next three bytes are hex digits too, or if
 		// they lie beyond this block.
-		cand := digit | hex&(hex>>8)&(hex>>16)&(hex>>24) | hex&(0x808080<<40)
-		if cand == 0 {
-			continue
-		}
-		var prev uint64 // 0x80 if the byte before the block is a word byte
-		if i > m.i && maskIsWord(s[i-1]) {
-			prev = 0x80
-		}
-		starts := cand &^ (maskWord8(x, digit)<<8 | prev)
+		h2 := hex & (hex >> 8)
+		starts := (digit | hex&(h2&(h2>>16)|0x808080<<40)) &^ (word<<8 | prev)
+		prev = word >> 56
 		for starts != 0 {
 			p := i + bits.TrailingZeros64(starts)/8
 			starts &= starts - 1
@@ -2071,19 +2140,45 @@ func (m *maskState) lexNoise() {
 }
 
 // maskMayNoise is a cheap test that rules out most word starts before
-// noise is tried at i (a hexadecimal digit): a noise match that does not
-// start with a decimal digit is a UUID or a long hex run, and both start
-// with at least eight hexadecimal digits. Words such as "a", "be" or
-// "default" are skipped without a call.
+// noise is tried at i (a hexadecimal digit), in noise mode:
+//
+//   - a match that does not start with a decimal digit is a UUID or a long
+//     hex run, and both start with at least eight hexadecimal digits, so
+//     words such as "a", "be" or "default" are skipped;
+//   - after the decimal digits at i, a match continues with a hex letter
+//     (UUID, hex run), a '-' after 4 or 8 digits (timestamp, UUID), a ':'
+//     after 1 or 2 (clock), or a fraction or a unit (duration), unless the
+//     digits alone form a hex run; so "165," or "05-26" are skipped.
 func maskMayNoise(s string, i int) bool {
-	if canonIsDigit(s[i]) {
-		return true
+	e := i
+	for e < len(s) && canonIsDigit(s[e]) {
+		e++
 	}
-	if i+8 > len(s) {
+	n := e - i
+	switch {
+	case n == 0:
+		if i+8 > len(s) {
+			return false
+		}
+		hex, _ := maskHex8(maskLoad8(s, i))
+		return hex == maskHigh
+	case n >= maskHexMin:
+		return true
+	case e == len(s):
 		return false
 	}
-	hex, _ := maskHex8(maskLoad8(s, i))
-	return hex == maskHigh
+	switch c := s[e]; c {
+	case '-':
+		return n == 4 || n == 8
+	case ':':
+		return n <= 2
+	case ' ':
+		return e+1 < len(s) && (s[e+1] == 'm' || s[e+1] == 's')
+	case '.', 'n', 'u', 'm', 's', 'h', 0xC2, 0xCE:
+		return true
+	default:
+		return maskIsHex(c)
+	}
 }
 
 // lexError lexes one lexeme at m.i: it either extends the kept text or sets
@@ -2218,6 +2313,22 @@ func (m *maskState) noise(i int) (int, string) {
 	}
 	run, next := e-i, m.at(e)
 	digit := canonIsDigit(m.s[i])
+	if run < maskHexMin {
+		// Most numbers end here: only a '-' (timestamp, UUID), a ':'
+		// (clock), or, after decimal digits, a fraction, a space or a
+		// unit letter (duration) can continue one into a match.
+		switch next {
+		case '-', ':':
+		case '.', ' ', 'n', 'u', 'm', 's', 'h', 0xC2, 0xCE:
+			if !digit {
+				return 0, ""
+			}
+		default:
+			if !digit || run > 1 && !m.digits(i, run) {
+				return 0, ""
+			}
+		}
+	}
 	switch {
 	case next == '-':
 		if run == 4 && digit {

@@ -93,10 +93,23 @@ func FuzzHashArgs(f *testing.F) {
 		topLevelString(data, []string{"a", "url"})
 		argURL(data)
 		appendKeyNames(nil, data)
+		// What the flat fast path reads agrees with the general helpers.
+		var info canonFlatInfo
+		if _, ok := canonFlatHash(data, []string{"b"}, &info); ok {
+			keys := []string{"q", "a", "b", "query"}
+			s1, ok1 := info.query(data, keys)
+			s2, ok2 := topLevelString(data, keys)
+			if s1 != s2 || ok1 != ok2 {
+				t.Fatalf("flat query %q %v, topLevelString %q %v for %q", s1, ok1, s2, ok2, data)
+			}
+			if n1, n2 := info.appendNames(nil, data), appendKeyNames(nil, data); !bytes.Equal(n1, n2) {
+				t.Fatalf("flat names %q, appendKeyNames %q for %q", n1, n2, data)
+			}
+		}
 
 		form, canonical := canonTestForm(t, data, nil)
 		if !json.Valid(data) {
-			if _, ok := canonFlatHash(data, nil); ok {
+			if _, ok := canonFlatHash(data, nil, nil); ok {
 				t.Fatalf("the flat fast path accepted invalid JSON %q", data)
 			}
 			if len(bytes.TrimSpace(data)) > 0 && canonical {

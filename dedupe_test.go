@@ -44,7 +44,7 @@ func canonTestForm(t testing.TB, args []byte, ignore []string) (string, bool) {
 	}
 	// The flat fast path agrees: what it accepts, it writes as parse does.
 	if trimmed := bytes.Trim(args, " \t\r\n"); len(trimmed) <= canonFlatBytes {
-		if flat, ok := canonFlat(make([]byte, 0, canonFlatBytes), trimmed, ignore); ok && string(flat) != form {
+		if flat, ok := canonFlat(make([]byte, 0, canonFlatBytes), trimmed, ignore, nil); ok && string(flat) != form {
 			t.Fatalf("canonFlat wrote %q for %q, canonical form is %q", flat, trimmed, form)
 		}
 	}
@@ -1114,7 +1114,7 @@ func TestCanonFlatAgrees(t *testing.T) {
 		{`{"a":1} {}`, nil, false}, // trailing data
 	} {
 		in := []byte(tt.in)
-		_, flat := canonFlatHash(in, tt.ignore)
+		_, flat := canonFlatHash(in, tt.ignore, nil)
 		assert.Equal(t, tt.flat, flat, "%s", tt.in)
 		c := new(canonScratch)
 		general, ok := c.hash(in, tt.ignore)
@@ -1123,4 +1123,29 @@ func TestCanonFlatAgrees(t *testing.T) {
 		}
 		assert.Equal(t, general, hashArgs(in, tt.ignore), "%s", tt.in)
 	}
+}
+
+// TestCanonFlatTraces checks the flat fast path against the general
+// helpers on the arguments of every call in the bundled traces.
+func TestCanonFlatTraces(t *testing.T) {
+	flat := 0
+	for _, ep := range loadTraceStream(t) {
+		for _, c := range ep {
+			args := []byte(c.call.Args)
+			var info canonFlatInfo
+			h, ok := canonFlatHash(args, nil, &info)
+			if !ok {
+				continue
+			}
+			flat++
+			require.Equal(t, hashArgsGeneral(args, nil), h, "%s", args)
+			s1, ok1 := info.query(args, queryKeys)
+			s2, ok2 := topLevelString(args, queryKeys)
+			require.Equal(t, s2, s1, "%s", args)
+			require.Equal(t, ok2, ok1, "%s", args)
+			require.Equal(t, string(appendKeyNames(nil, args)), string(info.appendNames(nil, args)), "%s", args)
+		}
+	}
+	t.Logf("%d calls took the flat path", flat)
+	require.Positive(t, flat)
 }

@@ -46,12 +46,13 @@ type Event struct {
 // events collects the (at most three) events of one operation, so they can
 // be delivered after the lock is released without allocating.
 type events struct {
+	on  bool // there is a hook or a logger to deliver to
 	buf [3]Event
 	n   int
 }
 
 func (e *events) add(ev Event) {
-	if e.n < len(e.buf) {
+	if e.on && e.n < len(e.buf) {
 		e.buf[e.n] = ev
 		e.n++
 	}

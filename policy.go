@@ -329,6 +329,7 @@ type config struct {
 	now           func() time.Time
 	onEvent       func(Event)
 	logger        *slog.Logger
+	hooked        bool // onEvent or logger is set: events are built
 }
 
 func newConfig(p Policy) config {
@@ -353,6 +354,7 @@ func newConfig(p Policy) config {
 	if c.now == nil {
 		c.now = time.Now
 	}
+	c.hooked = c.onEvent != nil || c.logger != nil
 	c.store, c.sessionID, c.failOpen = p.Store, p.SessionID, p.FailOpen
 	for _, q := range p.SharedQuotas {
 		if q.Limit > 0 && q.Name != "" {
@@ -467,12 +469,14 @@ type glob struct {
 	kind  globKind
 	first string // globStar: the text before the first '*'
 	rest  string // globStar: the text after it
+	mid   string // globInfix: the text between the two stars
 }
 
 type globKind uint8
 
 const (
 	globExact globKind = iota // a plain name
+	globInfix                 // "*mid*", mid without special characters
 	globStar                  // '*' is the only special character
 	globPath                  // other special characters: path.Match
 )
@@ -485,20 +489,30 @@ func compileGlob(pat string) glob {
 	case strings.IndexByte(pat, '*') >= 0:
 		g.kind = globStar
 		g.first, g.rest, _ = strings.Cut(pat, "*")
+		if mid, ok := strings.CutSuffix(g.rest, "*"); ok && g.first == "" && !strings.Contains(mid, "*") {
+			g.kind, g.mid = globInfix, mid
+		}
 	}
 	return g
 }
 
 // match reports whether name matches g, as path.Match would.
 func (g *glob) match(name string) bool {
+	return g.matchSlash(name, strings.IndexByte(name, '/') >= 0)
+}
+
+// matchSlash is match for a name that holds a '/' if slash is set.
+func (g *glob) matchSlash(name string, slash bool) bool {
 	switch {
 	case g.kind == globExact:
 		return g.pat == name
-	case g.kind == globPath || strings.IndexByte(name, '/') >= 0:
+	case g.kind == globPath || slash:
 		// path.Match: '*' does not match '/', and the other special
 		// characters need its full syntax.
 		ok, err := path.Match(g.pat, name)
 		return err == nil && ok
+	case g.kind == globInfix:
+		return strings.Contains(name, g.mid)
 	}
 	if !strings.HasPrefix(name, g.first) {
 		return false
@@ -535,8 +549,9 @@ func compileGlobs(pats []string) globs {
 // match reports whether name is one of the names or matches one of the
 // patterns. Malformed patterns match nothing.
 func (gs globs) match(name string) bool {
+	slash := strings.IndexByte(name, '/') >= 0
 	for i := range gs {
-		if gs[i].pat == name || gs[i].match(name) {
+		if gs[i].pat == name || gs[i].matchSlash(name, slash) {
 			return true
 		}
 	}

@@ -101,6 +101,7 @@ type toolEntry struct {
 	session toolStats // over the session
 	turn    toolState // over the turn turnNo; stale in other turns
 	turnNo  int
+	purpose string // the purpose of the tool's last call, interned
 }
 
 // findTool returns the entry of a tool among the first maxToolTable, or
@@ -220,9 +221,22 @@ type probe struct {
 func (t *Tracker) inspect(c Call, buf []byte) probe {
 	p := probe{tool: t.tool(c.Tool)}
 	p.rule = &p.tool.rule
-	p.key = callKey{tool: c.Tool, args: hashArgs(c.Args, p.rule.ignore)}
+	// Small flat objects, most arguments, are parsed once for the key, the
+	// query and the argument names.
+	var info canonFlatInfo
+	args, flat := canonFlatHash(c.Args, p.rule.ignore, &info)
+	if !flat {
+		args = hashArgsGeneral(c.Args, p.rule.ignore)
+	}
+	p.key = callKey{tool: c.Tool, args: args}
 	if p.rule.search {
-		if s, ok := topLevelString(c.Args, queryKeys); ok {
+		s, ok := "", false
+		if flat {
+			s, ok = info.query(c.Args, queryKeys)
+		} else {
+			s, ok = topLevelString(c.Args, queryKeys)
+		}
+		if ok {
 			p.query = normalizeQuery(s)
 		}
 	}
@@ -238,7 +252,11 @@ func (t *Tracker) inspect(c Call, buf []byte) probe {
 				p.url = host + path
 			}
 		}
-		p.purpose = appendKeyNames(buf, c.Args)
+		if flat {
+			p.purpose = info.appendNames(buf, c.Args)
+		} else {
+			p.purpose = appendKeyNames(buf, c.Args)
+		}
 	}
 	return p
 }
@@ -265,7 +283,7 @@ func (t *Tracker) check(ctx context.Context, c Call, round uint64) Decision {
 	var buf [128]byte
 	p := t.inspect(c, buf[:0])
 	p.round = round
-	var evs events
+	evs := events{on: t.cfg.hooked}
 	var g *grant
 	if len(p.rule.counters) > 0 {
 		g = t.reserve(ctx, c, p.rule, &evs)
@@ -290,7 +308,7 @@ func (t *Tracker) invalid(c Call, round uint64) Decision {
 	}
 	d.Message = HintMarker + " The call was not executed: it has no tool name. Call one of the tools you were given, by name."
 	now := t.cfg.now()
-	var evs events
+	evs := events{on: t.cfg.hooked}
 	t.mu.Lock()
 	d.Phase = t.turn.phase
 	e := t.appendLocked(c, callKey{}, "", round, now, d)
@@ -323,7 +341,11 @@ func (t *Tracker) decideLocked(c Call, p *probe, round uint64, now time.Time, g 
 
 	purpose := p.query
 	if purpose == "" {
-		purpose = t.intern(p.purpose)
+		// Most calls of a tool name the same arguments as its last call.
+		if purpose = p.tool.purpose; string(p.purpose) != purpose {
+			purpose = t.intern(p.purpose)
+			p.tool.purpose = purpose
+		}
 	}
 	e := t.appendLocked(c, p.key, purpose, round, now, d)
 	if !fired {
@@ -339,6 +361,9 @@ func (t *Tracker) decideLocked(c Call, p *probe, round uint64, now time.Time, g 
 	}
 	if ks.count > 0 || ks.hinted != 0 || ks.seen {
 		ts.putKey(p.key, ks)
+	}
+	if !evs.on {
+		return d
 	}
 	evs.add(Event{Kind: EventDecision, Seq: e.Seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, Decision: d, Phase: d.Phase})
 	if ts.phase != from {
@@ -511,7 +536,7 @@ func (t *Tracker) Record(c Call, o Outcome) Phase {
 	}
 	now := t.cfg.now()
 
-	var evs events
+	evs := events{on: t.cfg.hooked}
 	t.mu.Lock()
 	// The key was computed in ShouldSkip: reuse it when the harness passes
 	// the same arguments slice, instead of hashing them again.
@@ -626,6 +651,9 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 
 	e := t.ledger.get(pc.seq)
 	t.finishEntry(e, c, o, failed, progress, now)
+	if !evs.on {
+		return ts.phase, pc
+	}
 	evs.add(Event{Kind: EventRecord, Seq: pc.seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool,
 		Status: statusOf(failed), NewResult: progress, Duration: now.Sub(pc.at), Phase: ts.phase})
 	if ts.phase != from {
