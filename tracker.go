@@ -324,7 +324,7 @@ func (t *Tracker) decideLocked(c Call, p *probe, round uint64, now time.Time, g 
 	ts := &t.turn
 	tool := t.turnTool(p.tool)
 	st := &p.tool.session
-	ks := ts.keys[p.key]
+	ks, slot := ts.keyState(p.key)
 
 	from := ts.phase
 	d, fired := t.budgetLocked(round)
@@ -359,8 +359,11 @@ func (t *Tracker) decideLocked(c Call, p *probe, round uint64, now time.Time, g 
 		tool.stats.skip(d.Reason)
 		st.skip(d.Reason)
 	}
-	if ks.count > 0 || ks.hinted != 0 || ks.seen {
-		ts.putKey(p.key, ks)
+	if slot >= 0 || ks.count > 0 || ks.hinted != 0 || ks.seen {
+		slot = ts.storeKey(p.key, slot, ks)
+	}
+	if !fired {
+		ts.pending[len(ts.pending)-1].slot = slot
 	}
 	if !evs.on {
 		return d
@@ -577,14 +580,14 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		p.round = round
 		tool := t.turnTool(p.tool)
 		st := &p.tool.session
-		ks := ts.keys[key]
+		ks, slot := ts.keyState(key)
 		purpose := p.query
 		if purpose == "" {
 			purpose = t.intern(p.purpose)
 		}
 		e := t.appendLocked(c, key, purpose, round, now, Decision{Phase: ts.phase})
 		t.reserveLocked(c, &p, round, e.Seq, now, tool, st, &ks)
-		ts.putKey(key, ks)
+		ts.pending[len(ts.pending)-1].slot = ts.storeKey(key, slot, ks)
 		pc, _ = ts.takePending(c.ID, key)
 	}
 
@@ -592,7 +595,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 	r := &entry.rule
 	tool := t.turnTool(entry)
 	st := &entry.session
-	ks := ts.keys[key]
+	ks := &ts.slab[pc.slot]
 	ks.pending--
 
 	progress := false
@@ -604,7 +607,6 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		}
 		ks.seen, ks.last = true, digest
 	}
-	ts.putKey(key, ks)
 
 	// Repeated failures of this tool.
 	if !r.exempt {

@@ -832,3 +832,63 @@ func TestHintCoversItsRound(t *testing.T) {
 	assert.Equal(t, []Verdict{Allow, Allow, Hint, Hint}, got)
 	assert.Equal(t, Abort, tr.ShouldSkip(c).Verdict)
 }
+
+// TestKeyBound runs more distinct calls than maxKeys through one turn:
+// the per-turn key state stays bounded, settled calls seen once are
+// forgotten first, and a call still pending keeps its state.
+func TestKeyBound(t *testing.T) {
+	tr := NewTracker(Policy{MaxCallsPerTurn: -1, SessionLimit: -1, MaxRepeats: 2})
+	repeated := call("read", `{"path":"kept"}`)
+	require.Equal(t, Allow, tr.ShouldSkip(repeated).Verdict)
+	tr.Record(repeated, Outcome{Result: "same"})
+	require.Equal(t, Allow, tr.ShouldSkip(repeated).Verdict)
+	tr.Record(repeated, Outcome{Result: "same"}) // count 2: not forgotten first
+	pending := call("read", `{"path":"pending"}`)
+	require.Equal(t, Allow, tr.ShouldSkip(pending).Verdict)
+
+	for i := 0; i < maxKeys+100; i++ {
+		c := call("read", fmt.Sprintf(`{"path":"f%d"}`, i))
+		require.Equal(t, Allow, tr.ShouldSkip(c).Verdict)
+		tr.Record(c, Outcome{Result: "x"})
+	}
+	tr.mu.Lock()
+	keys, slab := len(tr.turn.keys), len(tr.turn.slab)
+	tr.mu.Unlock()
+	assert.LessOrEqual(t, keys, maxKeys)
+	assert.LessOrEqual(t, slab, maxKeys)
+
+	// The repeated call kept its count: the third identical call is a loop.
+	d := tr.ShouldSkip(repeated)
+	assert.Equal(t, Hint, d.Verdict)
+	assert.Equal(t, ReasonDuplicate, d.Reason)
+	// The pending call's Record still finds its state.
+	tr.Record(pending, Outcome{Result: "late"})
+	tr.mu.Lock()
+	ks, slot := tr.turn.keyState(callKey{tool: "read", args: hashArgs(pending.Args, nil)})
+	tr.mu.Unlock()
+	require.GreaterOrEqual(t, slot, int32(0), "a pending call's key is never forgotten")
+	assert.True(t, ks.seen)
+	assert.Zero(t, ks.pending)
+}
+
+// TestToolBound calls more distinct tool names than a session keeps state
+// for: every call is still checked and recorded, and the per-tool state
+// stays bounded.
+func TestToolBound(t *testing.T) {
+	tr := NewTracker(Policy{MaxCallsPerTurn: -1})
+	n := maxTools + 500
+	for i := 0; i < n; i++ {
+		c := call(fmt.Sprintf("tool_%d", i), `{}`)
+		require.Equal(t, Allow, tr.ShouldSkip(c).Verdict)
+		tr.Record(c, Outcome{Result: "ok"})
+	}
+	tr.toolMu.Lock()
+	kept := int(tr.toolCount.Load()) + len(tr.moreTools)
+	tr.toolMu.Unlock()
+	assert.Equal(t, maxTools, kept)
+	s := tr.Summary()
+	assert.Equal(t, maxTools, len(s.Tools), "the summary lists the tools with kept state")
+	// A kept tool still has its quota.
+	first := call("tool_0", `{"i":1}`)
+	assert.Equal(t, Allow, tr.ShouldSkip(first).Verdict)
+}

@@ -101,6 +101,7 @@ type pendingCall struct {
 	seq      uint64
 	id       string
 	key      callKey
+	slot     int32 // of the key's state in turnState.slab
 	round    uint64
 	at       time.Time
 	// args is the caller's arguments slice (not a copy), so that Record can
@@ -140,7 +141,9 @@ type turnState struct {
 	skipped    int
 	failed     int
 	newResults int
-	keys       map[callKey]keyState
+	keys       map[callKey]int32 // a key's slot in slab
+	slab       []keyState
+	free       []int32 // slots of forgotten keys
 	rounds     map[uint64]*roundState // CountRounds only
 	pending    []pendingCall
 	history    history
@@ -148,7 +151,7 @@ type turnState struct {
 }
 
 func (ts *turnState) init(c *config) {
-	ts.keys = make(map[callKey]keyState)
+	ts.keys = make(map[callKey]int32)
 	if c.unit == CountRounds {
 		ts.rounds = make(map[uint64]*roundState)
 	}
@@ -160,32 +163,64 @@ func (ts *turnState) reset() {
 	ts.phase = PhaseNormal
 	ts.reserved, ts.used, ts.skipped, ts.failed, ts.newResults = 0, 0, 0, 0, 0
 	clear(ts.keys)
+	clear(ts.slab)
+	ts.slab, ts.free = ts.slab[:0], ts.free[:0]
 	clear(ts.rounds)
 	ts.pending = nil
 	ts.history.clear()
 	ts.window.clear()
 }
 
-// putKey stores the state of a key. Past maxKeys distinct calls in one
-// turn it forgets the settled calls seen only once, then, if that freed
-// nothing, every settled call: memory stays bounded, and a forgotten call
-// starts its count over.
-func (ts *turnState) putKey(k callKey, s keyState) {
-	if _, ok := ts.keys[k]; !ok && len(ts.keys) >= maxKeys {
-		for key, st := range ts.keys {
-			if st.pending == 0 && st.count <= 1 && st.hinted == 0 {
-				delete(ts.keys, key)
-			}
-		}
+// keyState returns the state of the key k and its slot in ts.slab, or a
+// zero state and -1 if the turn has none.
+func (ts *turnState) keyState(k callKey) (keyState, int32) {
+	if i, ok := ts.keys[k]; ok {
+		return ts.slab[i], i
+	}
+	return keyState{}, -1
+}
+
+// storeKey stores the state of k in its slot, or in a new slot if slot is
+// -1, and returns the slot. Past maxKeys distinct calls in one turn it
+// forgets the settled calls seen only once, then, if that freed nothing,
+// every settled call: memory stays bounded, and a forgotten call starts its
+// count over. A key with a pending call is never forgotten, so the slot a
+// pending call holds stays valid until its Record.
+func (ts *turnState) storeKey(k callKey, slot int32, s keyState) int32 {
+	if slot >= 0 {
+		ts.slab[slot] = s
+		return slot
+	}
+	if len(ts.keys) >= maxKeys {
+		ts.forget(func(st *keyState) bool { return st.count <= 1 && st.hinted == 0 })
 		if len(ts.keys) >= maxKeys {
-			for key, st := range ts.keys {
-				if st.pending == 0 {
-					delete(ts.keys, key)
-				}
-			}
+			ts.forget(func(*keyState) bool { return true })
 		}
 	}
-	ts.keys[k] = s
+	if n := len(ts.free); n > 0 {
+		slot = ts.free[n-1]
+		ts.free = ts.free[:n-1]
+		ts.slab[slot] = s
+	} else {
+		if cap(ts.slab) == 0 {
+			ts.slab = make([]keyState, 0, 16) // most turns fit without regrowing
+		}
+		slot = int32(len(ts.slab))
+		ts.slab = append(ts.slab, s)
+	}
+	ts.keys[k] = slot
+	return slot
+}
+
+// forget drops the settled keys for which drop reports true.
+func (ts *turnState) forget(drop func(*keyState) bool) {
+	for key, i := range ts.keys {
+		if st := &ts.slab[i]; st.pending == 0 && drop(st) {
+			delete(ts.keys, key)
+			*st = keyState{}
+			ts.free = append(ts.free, i)
+		}
+	}
 }
 
 // keyOf returns the key of a pending call whose arguments are the very
