@@ -143,7 +143,7 @@ type turnState struct {
 	newResults int
 	keys       map[callKey]int32 // a key's slot in slab
 	slab       []keyState
-	free       []int32 // slots of forgotten keys
+	free       []int32                // slots of forgotten keys
 	rounds     map[uint64]*roundState // CountRounds only
 	pending    []pendingCall
 	history    history
