@@ -51,6 +51,9 @@ const (
 	canonCopyMax  = 64      // pieces up to this size are copied rather than referenced
 	canonKeepSize = 8 << 20 // scratch larger than this in total is not pooled
 	canonNumMax   = 21      // integers with up to this many digits are written without exponent
+
+	canonDirectMin = 512  // segments this long are hashed in place
+	canonGatherMax = 8192 // shorter ones are hashed in batches of about this size
 )
 
 // hashArgs returns the hash of a JSON tool-call argument payload such that two
@@ -179,9 +182,12 @@ func canonFlatHash(args []byte, ignore []string, info *canonFlatInfo) (Hash, boo
 	if hi-lo > canonFlatBytes || lo == hi || args[lo] != '{' {
 		return Hash{}, false
 	}
-	var buf [16 + canonFlatBytes]byte
-	b, ok := canonFlat(append(buf[:0], canonPrefixJSON...), args[lo:hi], ignore, info)
-	if !ok {
+	var (
+		buf [16 + canonFlatBytes]byte
+		fs  canonFlatScratch
+	)
+	b, end, ok := canonFlat(append(buf[:0], canonPrefixJSON...), args[lo:hi], 0, canonFlatBytes, ignore, info, &fs)
+	if !ok || end != hi-lo {
 		return Hash{}, false
 	}
 	if info != nil && lo > 0 {
@@ -203,91 +209,84 @@ const (
 	canonFlatBytes   = 480 // bytes of the payload and of its canonical form
 )
 
-// canonFlat appends to dst the canonical form of in, a trimmed JSON object
-// of at most canonFlatMembers members whose keys have no escapes and are
-// distinct, and whose values are strings, numbers, true, false or null. It
-// reports false, having appended nothing of use, for any other payload, and
-// when the form would not fit in cap(dst): parse handles those. It produces
-// exactly the bytes parse does, without its segment lists.
-func canonFlat(dst, in []byte, ignore []string, info *canonFlatInfo) ([]byte, bool) {
-	type member struct {
-		klo, khi int32 // key content in in
-		vlo, vhi int32 // canonical value in vals
-	}
-	var (
-		mems [canonFlatMembers]member
-		vals [canonFlatBytes]byte
-	)
+// canonFlat appends to dst the canonical form of the JSON object at
+// in[start], which must have at most canonFlatMembers members whose keys
+// have no escapes and are distinct, and whose values are strings, numbers,
+// true, false or null; end is the index after the object. It reports false,
+// having appended nothing of use, for any other object, and, if limit is
+// not negative, when the form is longer than limit: parse handles those.
+// It produces exactly the bytes parse does, without its member and segment
+// lists. Top-level members whose key is in ignore are dropped. fs is
+// scratch space, so that callers in a loop do not clear it every time.
+func canonFlat(dst, in []byte, start, limit int, ignore []string, info *canonFlatInfo, fs *canonFlatScratch) (out []byte, end int, ok bool) {
 	n, nv := 0, 0
-	if len(in) < 2 || in[0] != '{' || in[len(in)-1] != '}' {
-		return dst, false
+	mems, vals := &fs.mems, &fs.vals
+	if start >= len(in) || in[start] != '{' {
+		return dst, 0, false
 	}
-	i := canonSkipWS(in, 1)
-	if in[i] == '}' {
-		return append(dst, "{}"...), i == len(in)-1
+	i := canonSkipWS(in, start+1)
+	if i < len(in) && in[i] == '}' {
+		return append(dst, "{}"...), i + 1, limit < 0 || limit >= 2
 	}
+	size := 2
 	for {
 		if i >= len(in) || in[i] != '"' {
-			return dst, false
+			return dst, 0, false
 		}
 		ke, canon, esc := canonScanString(in, i)
 		if ke < 0 || !canon || esc {
-			return dst, false
+			return dst, 0, false
 		}
 		klo, khi := i+1, ke-1
 		if i = canonSkipWS(in, ke); i >= len(in) || in[i] != ':' {
-			return dst, false
+			return dst, 0, false
 		}
 		if i = canonSkipWS(in, i+1); i >= len(in) {
-			return dst, false
+			return dst, 0, false
 		}
-		vlo, vstart := nv, i
+		// The value is kept as written (in[vlo:vhi]) unless it is a number
+		// to rewrite (vals[vlo:vhi]).
+		vstart, vlo, vhi, rewritten := i, i, 0, false
 		switch c := in[i]; {
 		case c == '"':
 			e, canon, _ := canonScanString(in, i)
-			if e < 0 || !canon || nv+e-i > len(vals) {
-				return dst, false
+			if e < 0 || !canon {
+				return dst, 0, false
 			}
-			nv += copy(vals[nv:], in[i:e])
-			i = e
+			vhi = e
 		case c == 't' || c == 'f' || c == 'n':
-			e := canonScanLiteral(in, i)
-			if e < 0 || nv+e-i > len(vals) {
-				return dst, false
+			if vhi = canonScanLiteral(in, i); vhi < 0 {
+				return dst, 0, false
 			}
-			nv += copy(vals[nv:], in[i:e])
-			i = e
 		case c == '-' || canonIsDigit(c):
 			e, simple := canonScanNumber(in, i)
 			if e < 0 {
-				return dst, false
+				return dst, 0, false
 			}
-			num := in[i:e]
-			if simple && canonNumberIsCanonical(num, true) {
-				if nv+len(num) > len(vals) {
-					return dst, false
-				}
-				nv += copy(vals[nv:], num)
-			} else {
+			vhi, i = e, e
+			if num := in[vstart:e]; !simple || !canonNumberIsCanonical(num, true) {
 				// canonAppendNumber's form of an accepted number is at most
 				// a few bytes longer than the number (a sign, a point, an
 				// exponent): leave it room, then check.
 				if nv+len(num)+32 > len(vals) {
-					return dst, false
+					return dst, 0, false
 				}
-				out := canonAppendNumber(vals[nv:nv], num)
-				if len(out) > len(vals)-nv {
-					return dst, false
+				form := canonAppendNumber(vals[nv:nv], num)
+				if len(form) > len(vals)-nv {
+					return dst, 0, false
 				}
-				nv += len(out)
+				vlo, vhi, rewritten = nv, nv+len(form), true
+				nv += len(form)
 			}
-			i = e
 		default:
-			return dst, false // nested, or invalid
+			return dst, 0, false // nested, or invalid
+		}
+		if !rewritten {
+			i = vhi
 		}
 		if info != nil {
 			if info.n == len(info.members) {
-				return dst, false
+				return dst, 0, false
 			}
 			info.members[info.n] = canonFlatMember{int32(klo), int32(khi), int32(vstart), int32(i)}
 			info.n++
@@ -302,59 +301,89 @@ func canonFlat(dst, in []byte, ignore []string, info *canonFlatInfo) ([]byte, bo
 		}
 		if !drop {
 			if n == len(mems) {
-				return dst, false
+				return dst, 0, false
 			}
-			mems[n] = member{int32(klo), int32(khi), int32(vlo), int32(nv)}
+			// Field by field: a composite literal is built on the stack
+			// and copied, which stalls on the store just made.
+			m := &mems[n]
+			m.klo, m.khi, m.vlo, m.vhi, m.rewritten = int32(klo), int32(khi), int32(vlo), int32(vhi), rewritten
 			n++
+			size += len(key) + 4 + vhi - vlo // quotes, colon, comma
 		}
 		if i = canonSkipWS(in, i); i >= len(in) {
-			return dst, false
+			return dst, 0, false
 		}
 		switch in[i] {
 		case ',':
 			i = canonSkipWS(in, i+1)
 			continue
 		case '}':
-			if i != len(in)-1 {
-				return dst, false
-			}
+			end = i + 1
 		default:
-			return dst, false
+			return dst, 0, false
 		}
 		break
 	}
-	// Insertion sort by key; equal keys go to parse, which orders them by
-	// value.
-	for a := 1; a < n; a++ {
+	if limit >= 0 && size-1 > limit {
+		return dst, 0, false
+	}
+	// Insertion sort of the members' order by key; equal keys go to parse,
+	// which orders them by value.
+	var order [canonFlatMembers]uint8
+	for a := 0; a < n; a++ {
+		order[a] = uint8(a)
 		for b := a; b > 0; b-- {
-			c := bytes.Compare(in[mems[b-1].klo:mems[b-1].khi], in[mems[b].klo:mems[b].khi])
+			x, y := &mems[order[b-1]], &mems[order[b]]
+			kx, ky := in[x.klo:x.khi], in[y.klo:y.khi]
+			var c int
+			if len(kx) > 0 && len(ky) > 0 && kx[0] != ky[0] {
+				c = int(kx[0]) - int(ky[0])
+			} else {
+				c = bytes.Compare(kx, ky)
+			}
 			if c == 0 {
-				return dst, false
+				return dst, 0, false
 			}
 			if c < 0 {
 				break
 			}
-			mems[b-1], mems[b] = mems[b], mems[b-1]
+			order[b-1], order[b] = order[b], order[b-1]
 		}
 	}
-	size := 2 + nv
-	for _, m := range mems[:n] {
-		size += int(m.khi-m.klo) + 4 // quotes, colon, comma
-	}
-	if len(dst)+size > cap(dst) {
-		return dst, false
-	}
 	dst = append(dst, '{')
-	for k, m := range mems[:n] {
+	for k, o := range order[:n] {
+		m := &mems[o]
 		if k > 0 {
 			dst = append(dst, ',')
+		}
+		if !m.rewritten && m.vlo == m.khi+2 && in[m.khi+1] == ':' {
+			// Written compactly: `"key":value` is one piece of the input.
+			dst = append(dst, in[m.klo-1:m.vhi]...)
+			continue
 		}
 		dst = append(dst, '"')
 		dst = append(dst, in[m.klo:m.khi]...)
 		dst = append(dst, '"', ':')
-		dst = append(dst, vals[m.vlo:m.vhi]...)
+		if m.rewritten {
+			dst = append(dst, vals[m.vlo:m.vhi]...)
+		} else {
+			dst = append(dst, in[m.vlo:m.vhi]...)
+		}
 	}
-	return append(dst, '}'), true
+	return append(dst, '}'), end, true
+}
+
+// canonFlatScratch is the scratch space of canonFlat.
+type canonFlatScratch struct {
+	mems [canonFlatMembers]canonFlatSlot
+	vals [canonFlatBytes]byte // rewritten numbers
+}
+
+// canonFlatSlot is a member of an object being canonicalized by canonFlat.
+type canonFlatSlot struct {
+	klo, khi  int32 // key content in the input
+	vlo, vhi  int32 // the value in the input, or in vals if rewritten
+	rewritten bool
 }
 
 // canonSeg is a segment of the canonical form, which is built as a linked
@@ -398,6 +427,7 @@ type canonScratch struct {
 	stack []canonFrame
 	asm   []byte
 	keys  []canonKey
+	flat  canonFlatScratch
 }
 
 // canonKey is the previous key of an open container, for isCanonical.
@@ -442,15 +472,26 @@ func (c *canonScratch) hash(in []byte, ignore []string) (Hash, bool) {
 		s := c.segs[l.head]
 		h.Write(in[s.lo:s.hi])
 	default:
+		// Long segments are hashed in place; short ones are gathered
+		// first, as each Write has a cost of its own.
 		asm := c.asm[:0]
 		for i := l.head; ; i = c.segs[i].next {
-			asm = append(asm, c.seg(i)...)
+			if b := c.seg(i); len(b) >= canonDirectMin {
+				if len(asm) > 0 {
+					h.Write(asm)
+					asm = asm[:0]
+				}
+				h.Write(b)
+			} else if asm = append(asm, b...); len(asm) >= canonGatherMax {
+				h.Write(asm)
+				asm = asm[:0]
+			}
 			if i == l.tail {
 				break
 			}
 		}
-		c.asm = asm
 		h.Write(asm)
+		c.asm = asm[:0]
 	}
 	var sum [sha256.Size]byte
 	return Hash(h.Sum(sum[:0])), true
@@ -501,6 +542,17 @@ value:
 		case '{':
 			if len(c.stack) == canonMaxDepth {
 				return false
+			}
+			if len(c.stack) > 0 {
+				// A flat object inside the payload: canonicalized in one
+				// go, without member lists.
+				start := len(c.out)
+				if out, e, ok := canonFlat(c.out, in, i, -1, nil, nil, &c.flat); ok {
+					c.out = out
+					c.extendOut(c.base+int32(start), len(out)-start)
+					i = e
+					break
+				}
 			}
 			c.emitByte('{')
 			c.stack = append(c.stack, canonFrame{

@@ -44,7 +44,7 @@ func canonTestForm(t testing.TB, args []byte, ignore []string) (string, bool) {
 	}
 	// The flat fast path agrees: what it accepts, it writes as parse does.
 	if trimmed := bytes.Trim(args, " \t\r\n"); len(trimmed) <= canonFlatBytes {
-		if flat, ok := canonFlat(make([]byte, 0, canonFlatBytes), trimmed, ignore, nil); ok && string(flat) != form {
+		if flat, end, ok := canonFlat(nil, trimmed, 0, canonFlatBytes, ignore, nil, new(canonFlatScratch)); ok && end == len(trimmed) && string(flat) != form {
 			t.Fatalf("canonFlat wrote %q for %q, canonical form is %q", flat, trimmed, form)
 		}
 	}

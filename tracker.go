@@ -54,12 +54,13 @@ type Tracker struct {
 	round atomic.Uint64 // written by every check: kept off the cache line of tools
 	_     [56]byte
 
-	// The session's first maxToolTable tools are found without a lock:
-	// toolList[:toolCount] is only appended to, under toolMu.
+	// Tools are found without a lock: the session's first maxToolTable in
+	// toolList[:toolCount], which is only appended to, the others in the
+	// copy-on-write map moreTools. toolMu serializes the writers.
 	toolMu    sync.Mutex
 	toolCount atomic.Int32
 	toolList  [maxToolTable]*toolEntry
-	moreTools map[string]*toolEntry // the tools past those, guarded by toolMu
+	moreTools atomic.Pointer[map[string]*toolEntry]
 
 	mu       sync.Mutex
 	turnNo   int
@@ -104,13 +105,15 @@ type toolEntry struct {
 	purpose string // the purpose of the tool's last call, interned
 }
 
-// findTool returns the entry of a tool among the first maxToolTable, or
-// nil.
+// findTool returns the entry of a tool, or nil.
 func (t *Tracker) findTool(name string) *toolEntry {
 	for _, e := range t.toolList[:t.toolCount.Load()] {
 		if e.name == name {
 			return e
 		}
+	}
+	if p := t.moreTools.Load(); p != nil {
+		return (*p)[name]
 	}
 	return nil
 }
@@ -127,19 +130,23 @@ func (t *Tracker) tool(name string) *toolEntry {
 	if e := t.findTool(name); e != nil {
 		return e
 	}
-	if e := t.moreTools[name]; e != nil {
-		return e
-	}
 	e := &toolEntry{name: name, rule: t.cfg.resolve(name)}
-	switch n := t.toolCount.Load(); {
-	case n < maxToolTable:
+	if n := t.toolCount.Load(); n < maxToolTable {
 		t.toolList[n] = e
 		t.toolCount.Store(n + 1) // publishes the entry to findTool
-	case len(t.moreTools) < maxTools-maxToolTable:
-		if t.moreTools == nil {
-			t.moreTools = make(map[string]*toolEntry)
+		return e
+	}
+	var old map[string]*toolEntry
+	if p := t.moreTools.Load(); p != nil {
+		old = *p
+	}
+	if len(old) < maxTools-maxToolTable {
+		m := make(map[string]*toolEntry, len(old)+1)
+		for k, v := range old {
+			m[k] = v
 		}
-		t.moreTools[name] = e
+		m[name] = e
+		t.moreTools.Store(&m)
 	}
 	return e
 }
@@ -171,11 +178,11 @@ func (t *Tracker) turnTools() []*toolEntry {
 	for _, e := range t.toolList[:t.toolCount.Load()] {
 		add(e)
 	}
-	t.toolMu.Lock()
-	for _, e := range t.moreTools {
-		add(e)
+	if p := t.moreTools.Load(); p != nil {
+		for _, e := range *p {
+			add(e)
+		}
 	}
-	t.toolMu.Unlock()
 	sort.Slice(es, func(i, j int) bool { return es[i].name < es[j].name })
 	return es
 }

@@ -882,9 +882,7 @@ func TestToolBound(t *testing.T) {
 		require.Equal(t, Allow, tr.ShouldSkip(c).Verdict)
 		tr.Record(c, Outcome{Result: "ok"})
 	}
-	tr.toolMu.Lock()
-	kept := int(tr.toolCount.Load()) + len(tr.moreTools)
-	tr.toolMu.Unlock()
+	kept := int(tr.toolCount.Load()) + len(*tr.moreTools.Load())
 	assert.Equal(t, maxTools, kept)
 	s := tr.Summary()
 	assert.Equal(t, maxTools, len(s.Tools), "the summary lists the tools with kept state")
