@@ -153,15 +153,23 @@ func simString(b []byte, s string) string {
 // multiple of queryMaxRunes squared: tens of microseconds for two
 // 256-rune keys.
 func querySimilarity(a, b string) float64 {
-	ka := simKeyOf(a)
+	ka, kb := simKeyOf(a), simKey{}
+	if a != b {
+		kb = simKeyOf(b)
+	}
+	return querySimilarityKeys(a, b, &ka, &kb)
+}
+
+// querySimilarityKeys is querySimilarity of a and b, whose keys ka and kb
+// the caller computed (kb is not read when a == b).
+func querySimilarityKeys(a, b string, ka, kb *simKey) float64 {
 	if a == b {
 		if ka.runes > 0 {
 			return 1
 		}
 		return 0
 	}
-	kb := simKeyOf(b)
-	return simScore(&ka, &kb, 0)
+	return simScore(ka, kb, 0)
 }
 
 // simKey is the part of a query that querySimilarity compares.
@@ -555,11 +563,16 @@ type queryEntry struct {
 // word (see querySimilarity) are not recorded: they are similar to nothing.
 func (x *queryIndex) add(q string, round uint64) {
 	q = queryBound(q)
+	x.addKey(q, simKeyOf(q), round)
+}
+
+// addKey is add of a bounded query q (see queryBound) whose key is k.
+func (x *queryIndex) addKey(q string, k simKey, round uint64) {
 	if i, ok := x.at[q]; ok {
 		x.entries[i].round = min(x.entries[i].round, round)
 		return
 	}
-	e := queryEntry{query: q, key: simKeyOf(q), round: round}
+	e := queryEntry{query: q, key: k, round: round}
 	if e.key.runes == 0 {
 		return
 	}
@@ -583,21 +596,30 @@ func (x *queryIndex) add(q string, round uint64) {
 // round never match: they were asked together, as distinct questions. A
 // threshold above 1 or NaN matches nothing.
 func (x *queryIndex) similar(q string, round uint64, threshold float64) bool {
+	if len(x.entries) == 0 {
+		return false
+	}
+	q = queryBound(q)
+	k := simKeyOf(q)
+	return x.similarKey(q, &k, round, threshold)
+}
+
+// similarKey is similar of a bounded query q (see queryBound) whose key is
+// k, which the caller computed once.
+func (x *queryIndex) similarKey(q string, k *simKey, round uint64, threshold float64) bool {
 	n := len(x.entries)
 	if n == 0 {
 		return false
 	}
-	q = queryBound(q)
 	if i, ok := x.at[q]; ok && x.entries[i].round < round && threshold <= 1 {
 		return true
 	}
-	k := simKeyOf(q)
 	if k.runes == 0 {
 		return false
 	}
 	for j := 1; j <= min(queryIndexWindow, n); j++ {
 		e := &x.entries[(x.next-j+n)%n]
-		if e.round < round && simScore(&k, &e.key, threshold) >= threshold {
+		if e.round < round && simScore(k, &e.key, threshold) >= threshold {
 			return true
 		}
 	}

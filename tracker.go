@@ -62,13 +62,12 @@ type Tracker struct {
 	toolList  [maxToolTable]*toolEntry
 	moreTools atomic.Pointer[map[string]*toolEntry]
 
-	mu       sync.Mutex
-	turnNo   int
-	seq      uint64
-	turn     turnState
-	ledger   ledger
-	purposes map[string]string // interned purposes, so repeats do not allocate
-	stale    []pendingCall     // calls allowed in earlier turns, not yet recorded
+	mu     sync.Mutex
+	turnNo int
+	seq    uint64
+	turn   turnState
+	ledger ledger
+	stale  []pendingCall // calls allowed in earlier turns, not yet recorded
 }
 
 // Bounds of the state a hostile stream of tool names, argument shapes or
@@ -76,7 +75,6 @@ type Tracker struct {
 const (
 	maxToolTable = 32   // tools found without a lock; the rest take toolMu
 	maxTools     = 4096 // tools with state kept over the session
-	maxPurposes  = 4096
 	maxPending   = 4096
 	maxStale     = 256
 	maxKeys      = 1 << 16
@@ -221,6 +219,7 @@ type probe struct {
 	rule    *toolRule
 	key     callKey
 	query   string // normalized; search tools only
+	sim     simKey // of query, computed before the lock is taken
 	url     string // host and path; calls whose arguments hold a URL
 	purpose []byte // argument names when there is no query
 }
@@ -245,6 +244,7 @@ func (t *Tracker) inspect(c Call, buf []byte) probe {
 		}
 		if ok {
 			p.query = normalizeQuery(s)
+			p.sim = simKeyOf(p.query)
 		}
 	}
 	if p.query == "" {
@@ -348,9 +348,10 @@ func (t *Tracker) decideLocked(c Call, p *probe, round uint64, now time.Time, g 
 
 	purpose := p.query
 	if purpose == "" {
-		// Most calls of a tool name the same arguments as its last call.
+		// Most calls of a tool name the same arguments as its last call:
+		// they share its string.
 		if purpose = p.tool.purpose; string(p.purpose) != purpose {
-			purpose = t.intern(p.purpose)
+			purpose = string(p.purpose)
 			p.tool.purpose = purpose
 		}
 	}
@@ -435,7 +436,7 @@ func (t *Tracker) rulesLocked(c Call, p *probe, round uint64, tool *toolState, s
 			duplicateMessage(c.Tool, ks.count)), true
 	}
 	if t.cfg.similarOn && p.query != "" && !ks.seen && ks.count == 0 && tool.queries != nil &&
-		tool.queries.similar(p.query, round, t.cfg.threshold) {
+		tool.queries.similarKey(p.query, &p.sim, round, t.cfg.threshold) {
 		return t.fire(c, p, ReasonSimilarQuery, &tool.similarHinted, 1, 1,
 			similarMessage(c.Tool)), true
 	}
@@ -509,11 +510,11 @@ func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Ti
 		if tool.queries == nil {
 			tool.queries = &queryIndex{}
 		}
-		tool.queries.add(p.query, round)
+		tool.queries.addKey(p.query, p.sim, round)
 	}
 	ts.history.push(histItem{key: p.key, seq: seq, exempt: p.rule.exempt})
 	if t.cfg.window > 0 && !p.rule.exempt && (p.query != "" || p.url != "") {
-		ts.window.push(windowItem{key: p.key, seq: seq, round: round, query: p.query, url: p.url})
+		ts.window.push(windowItem{key: p.key, seq: seq, round: round, query: p.query, sim: p.sim, url: p.url})
 	}
 	if len(ts.pending) >= maxPending {
 		ts.pending = append(ts.pending[:0], ts.pending[1:]...)
@@ -590,7 +591,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		ks, slot := ts.keyState(key)
 		purpose := p.query
 		if purpose == "" {
-			purpose = t.intern(p.purpose)
+			purpose = string(p.purpose)
 		}
 		e := t.appendLocked(c, key, purpose, round, now, Decision{Phase: ts.phase})
 		t.reserveLocked(c, &p, round, e.Seq, now, tool, st, &ks)
@@ -724,21 +725,6 @@ func (t *Tracker) appendLocked(c Call, key callKey, purpose string, round uint64
 		e.Args = append(json.RawMessage(nil), c.Args...)
 	}
 	return t.ledger.add(e)
-}
-
-// intern returns purpose as a string, reusing an earlier copy.
-func (t *Tracker) intern(b []byte) string {
-	if s, ok := t.purposes[string(b)]; ok {
-		return s
-	}
-	s := string(b)
-	if t.purposes == nil {
-		t.purposes = make(map[string]string)
-	}
-	if len(t.purposes) < maxPurposes {
-		t.purposes[s] = s
-	}
-	return s
 }
 
 // takeStale finds a call allowed in an earlier turn.

@@ -342,7 +342,8 @@ func (h *history) isCycle(p, n int) bool {
 // window is a ring of the turn's most recent searches (with a query) and
 // fetches (with a URL), for the rolling-window rule.
 type window struct {
-	items []windowItem
+	items []windowItem // allocated at the first push
+	size  int
 	start int
 	n     int
 }
@@ -352,6 +353,7 @@ type windowItem struct {
 	seq      uint64
 	round    uint64
 	query    string // normalized, for searches
+	sim      simKey // of query
 	url      string // host and path, for fetches
 	recorded bool
 	failed   bool
@@ -359,7 +361,7 @@ type windowItem struct {
 	digest   Hash
 }
 
-func (w *window) init(size int) { w.items = make([]windowItem, size) }
+func (w *window) init(size int) { w.size = size }
 
 func (w *window) clear() {
 	clear(w.items)
@@ -367,8 +369,11 @@ func (w *window) clear() {
 }
 
 func (w *window) push(it windowItem) {
-	if len(w.items) == 0 {
+	if w.size == 0 {
 		return
+	}
+	if w.items == nil {
+		w.items = make([]windowItem, w.size)
 	}
 	if w.n < len(w.items) {
 		w.items[(w.start+w.n)%len(w.items)] = it
@@ -424,7 +429,7 @@ func (w *window) count(p *probe, round uint64, threshold float64) int {
 		}
 		switch {
 		case p.query != "":
-			if it.query != "" && querySimilarity(it.query, p.query) >= threshold {
+			if it.query != "" && querySimilarityKeys(it.query, p.query, &it.sim, &p.sim) >= threshold {
 				n++
 			}
 		case it.url == p.url:
