@@ -2145,26 +2145,45 @@ func (m *maskState) lexNoise() {
 	// the end of a match, which is not a word byte).
 	s, i := m.s, m.i
 	var prev uint64 // 0x80 if the byte before the block is a word byte
-	for ; i+8 <= len(s); i += 8 {
+	if i+8 <= len(s) {
 		x := maskLoad8(s, i)
 		hex, digit := maskHex8(x)
-		word := maskWord8(x, digit)
-		// A start with a letter needs eight hex digits (maskMayNoise):
-		// keep it only if the next three bytes are hex digits too, or if
-		// they lie beyond this block.
-		h2 := hex & (hex >> 8)
-		starts := (digit | hex&(h2&(h2>>16)|0x808080<<40)) &^ (word<<8 | prev)
-		prev = word >> 56
-		for starts != 0 {
-			p := i + bits.TrailingZeros64(starts)/8
-			starts &= starts - 1
-			if !maskMayNoise(s, p) {
-				continue
+		for ; i+8 <= len(s); i += 8 {
+			// The next block's classes, computed once: they decide whether
+			// a hex run from the end of this block is long enough.
+			var nx, nhex, ndigit uint64
+			if i+16 <= len(s) {
+				nx = maskLoad8(s, i+8)
+				nhex, ndigit = maskHex8(nx)
 			}
-			if e, ph := m.noise(p); ph != "" {
-				m.i, m.ph, m.skip = p, ph, e
-				return
+			// A start with a letter needs eight hex digits (maskMayNoise):
+			// keep it only if the next three bytes are hex digits too.
+			run4 := hex & (hex>>8 | nhex<<56) & (hex>>16 | nhex<<48) & (hex>>24 | nhex<<40)
+			if i+16 > len(s) {
+				run4 |= hex & (0x808080 << 40) // the rest is read byte by byte
 			}
+			if cand := digit | run4; cand != 0 {
+				word := maskWord8(x, digit)
+				starts := cand &^ (word<<8 | prev)
+				for starts != 0 {
+					p := i + bits.TrailingZeros64(starts)/8
+					starts &= starts - 1
+					if !maskMayNoise(s, p) {
+						continue
+					}
+					if e, ph := m.noise(p); ph != "" {
+						m.i, m.ph, m.skip = p, ph, e
+						return
+					}
+				}
+				prev = word >> 56
+			} else {
+				prev = 0
+				if maskIsWord(s[i+7]) {
+					prev = 0x80
+				}
+			}
+			x, hex, digit = nx, nhex, ndigit
 		}
 	}
 	if i > m.i {
