@@ -137,6 +137,22 @@ func BenchmarkTraceStream(b *testing.B) {
 			}
 		}
 	})
+	// The same with NewTracker timed too: what a harness that opens one
+	// session per episode pays per call.
+	b.Run("toolguard+session", func(b *testing.B) {
+		b.ReportAllocs()
+		var tr *Tracker
+		for i := 0; i < b.N; i++ {
+			j := i % len(stream)
+			if starts[j] || tr == nil {
+				tr = NewTracker(Policy{})
+			}
+			c := stream[j]
+			if tr.ShouldSkip(c.call).Verdict == Allow {
+				tr.Record(c.call, outcomeOf(c))
+			}
+		}
+	})
 	// The reference per-turn tracker in CPython (bench/reference.py) on the
 	// same stream; ns/call is its own timing, without interpreter start-up.
 	b.Run("reference", func(b *testing.B) {
