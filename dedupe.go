@@ -161,6 +161,46 @@ func (info *canonFlatInfo) query(args []byte, keys []string) (string, bool) {
 
 // appendNames is appendKeyNames of the object the info describes.
 func (info *canonFlatInfo) appendNames(dst, args []byte) []byte {
+	// Keys of flat objects are distinct and unescaped: when they are also
+	// short, printable and few, the names are the keys in sorted order.
+	var order [canonNamesMax]uint8
+	plain := info.n <= canonNamesMax
+	for k := 0; plain && k < info.n; k++ {
+		m := &info.members[k]
+		key := args[m.klo:m.khi]
+		if len(key) > canonNameMax {
+			plain = false
+			break
+		}
+		for _, c := range key {
+			if c < 0x20 || c >= 0x7f || c == ',' {
+				plain = false
+				break
+			}
+		}
+		order[k] = uint8(k)
+		for b := k; b > 0; b-- {
+			x, y := &info.members[order[b-1]], &info.members[order[b]]
+			c := bytes.Compare(args[x.klo:x.khi], args[y.klo:y.khi])
+			if c == 0 {
+				plain = false // ignored keys may repeat: the set de-duplicates
+			}
+			if c <= 0 {
+				break
+			}
+			order[b-1], order[b] = order[b], order[b-1]
+		}
+	}
+	if plain {
+		for k, o := range order[:info.n] {
+			if k > 0 {
+				dst = append(dst, ',')
+			}
+			m := &info.members[o]
+			dst = append(dst, args[m.klo:m.khi]...)
+		}
+		return dst
+	}
 	var set canonNameSet
 	for _, m := range info.members[:info.n] {
 		set.add(args[m.klo:m.khi])

@@ -277,7 +277,17 @@ const maxInspect = 64 << 10
 // before argURL parses them: every absolute URL holds "//" (written "\/\/"
 // when escaped).
 func mayHoldURL(args []byte) bool {
-	return bytes.Contains(args, []byte("//")) || bytes.Contains(args, []byte(`\/\/`))
+	for i := 0; ; i++ {
+		k := bytes.IndexByte(args[i:], '/')
+		if k < 0 {
+			return false
+		}
+		i += k
+		if i+1 < len(args) && args[i+1] == '/' ||
+			i > 0 && i+2 < len(args) && args[i-1] == '\\' && args[i+1] == '\\' && args[i+2] == '/' {
+			return true
+		}
+	}
 }
 
 // queryKeys are the argument keys a search query is taken from, in order.

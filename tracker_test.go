@@ -890,3 +890,13 @@ func TestToolBound(t *testing.T) {
 	first := call("tool_0", `{"i":1}`)
 	assert.Equal(t, Allow, tr.ShouldSkip(first).Verdict)
 }
+
+func TestMayHoldURL(t *testing.T) {
+	for _, s := range []string{
+		``, `/`, `//`, `a/b/c`, `{"url":"https://x.org/a"}`, `{"u":"https:\/\/x.org"}`, `\/`, `\/\/`,
+		`/\`, `a/\/`, `x/`, `{"p":"/tmp/a"}`, `{"p":"a\\/b"}`, `//x`, `x//`,
+	} {
+		want := strings.Contains(s, "//") || strings.Contains(s, `\/\/`)
+		assert.Equal(t, want, mayHoldURL([]byte(s)), "%s", s)
+	}
+}
