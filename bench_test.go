@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -223,6 +224,41 @@ func BenchmarkParallel(b *testing.B) {
 				c := calls[n.Add(1)%uint64(len(calls))]
 				tr.ShouldSkip(c)
 				tr.Record(c, Outcome{Result: "ok"})
+			}
+		})
+	})
+	// A control for the machine: the same outside work (hash the
+	// arguments, digest the result) around two lock acquisitions that
+	// update a few shared counters, with no Tracker. It shows how far two
+	// cores sharing one mutex and its cache lines can go at all.
+	control := func(mu *sync.Mutex, shared *[64]uint64, i int) {
+		hashArgs(calls[i%len(calls)].Args, nil)
+		digestResult("ok")
+		mu.Lock()
+		for k := 0; k < 16; k++ {
+			shared[(i+4*k)%64]++
+		}
+		mu.Unlock()
+		mu.Lock()
+		for k := 0; k < 16; k++ {
+			shared[(i+4*k+1)%64]++
+		}
+		mu.Unlock()
+	}
+	b.Run("control-serial", func(b *testing.B) {
+		var mu sync.Mutex
+		var shared [64]uint64
+		for i := 0; i < b.N; i++ {
+			control(&mu, &shared, i)
+		}
+	})
+	b.Run("control-parallel", func(b *testing.B) {
+		var mu sync.Mutex
+		var shared [64]uint64
+		var n atomic.Uint64
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				control(&mu, &shared, int(n.Add(1)))
 			}
 		})
 	})

@@ -522,14 +522,14 @@ func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Ti
 		}
 		tool.queries.addKey(p.query, p.sim, round)
 	}
-	ts.history.push(histItem{key: p.key, seq: seq, exempt: p.rule.exempt})
+	hist := ts.history.push(histItem{key: p.key, seq: seq, exempt: p.rule.exempt})
 	if t.cfg.window > 0 && !p.rule.exempt && (p.query != "" || p.url != "") {
 		ts.window.push(windowItem{key: p.key, seq: seq, round: round, query: p.query, sim: p.sim, url: p.url})
 	}
 	if len(ts.pending) >= maxPending {
 		ts.pending = append(ts.pending[:0], ts.pending[1:]...)
 	}
-	ts.pending = append(ts.pending, pendingCall{seq: seq, id: c.ID, key: p.key, round: round, at: now, args: c.Args})
+	ts.pending = append(ts.pending, pendingCall{seq: seq, id: c.ID, key: p.key, round: round, at: now, args: c.Args, hist: hist})
 }
 
 // Record books the outcome of a call that ShouldSkip allowed and returns
@@ -631,7 +631,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		tool.fail.record(failed, sig, key)
 	}
 
-	ts.history.settle(pc.seq, progress)
+	ts.history.settle(pc.hist, pc.seq, progress)
 	newFact := ts.window.settle(pc.seq, c.Tool, failed, digest)
 	_ = newFact
 

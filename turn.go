@@ -102,6 +102,7 @@ type pendingCall struct {
 	id       string
 	key      callKey
 	slot     int32 // of the key's state in turnState.slab
+	hist     int32 // of the call in turnState.history, -1: none
 	round    uint64
 	at       time.Time
 	// args is the caller's arguments slice (not a copy), so that Record can
@@ -267,17 +268,22 @@ func (h *history) init(size int) { h.items = make([]histItem, size) }
 
 func (h *history) clear() { h.start, h.n = 0, 0 }
 
-func (h *history) push(it histItem) {
+// push adds it as the most recent item and returns its slot in items, or
+// -1 if the history keeps nothing.
+func (h *history) push(it histItem) int32 {
 	if len(h.items) == 0 {
-		return
+		return -1
 	}
 	if h.n < len(h.items) {
-		h.items[(h.start+h.n)%len(h.items)] = it
+		slot := (h.start + h.n) % len(h.items)
+		h.items[slot] = it
 		h.n++
-		return
+		return int32(slot)
 	}
-	h.items[h.start] = it
+	slot := h.start
+	h.items[slot] = it
 	h.start = (h.start + 1) % len(h.items)
+	return int32(slot)
 }
 
 // at returns the i-th most recent item (0: the last one).
@@ -285,11 +291,12 @@ func (h *history) at(i int) *histItem {
 	return &h.items[(h.start+h.n-1-i)%len(h.items)]
 }
 
-func (h *history) settle(seq uint64, progress bool) {
-	for i := 0; i < h.n; i++ {
-		if it := h.at(i); it.seq == seq {
+// settle records whether the call seq, pushed into slot, made progress,
+// unless newer calls pushed it out.
+func (h *history) settle(slot int32, seq uint64, progress bool) {
+	if slot >= 0 && int(slot) < len(h.items) {
+		if it := &h.items[slot]; it.seq == seq {
 			it.progress = progress
-			return
 		}
 	}
 }
