@@ -178,6 +178,15 @@ func BenchmarkTraceStream(b *testing.B) {
 	})
 }
 
+// BenchmarkNewTracker is the cost of opening a session with the default
+// policy, which BenchmarkTraceStream/toolguard leaves out of its timing.
+func BenchmarkNewTracker(b *testing.B) {
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		NewTracker(Policy{})
+	}
+}
+
 // BenchmarkExactPath is ShouldSkip+Record of an allowed call that is not a
 // search: the path most calls take.
 func BenchmarkExactPath(b *testing.B) {

@@ -1,0 +1,145 @@
+// Command table reads the output of the core benchmarks (go test -bench,
+// any -count) on standard input and prints the performance targets as a
+// Markdown table: the median of every benchmark and the ratios the targets
+// are stated in.
+//
+//	go test -run '^$' -bench 'TraceStream|ExactPath|Parallel|Growth|LargeArgs|NewTracker' -count 5 . | tee /tmp/bench.txt
+//	go run ./bench/table < /tmp/bench.txt
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+func main() {
+	res, err := parse(os.Stdin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "table:", err)
+		os.Exit(1)
+	}
+	if len(res) == 0 {
+		fmt.Fprintln(os.Stderr, "table: no benchmark lines on standard input")
+		os.Exit(1)
+	}
+	write(os.Stdout, res)
+}
+
+// result holds every measurement of one benchmark, by unit ("ns/op",
+// "allocs/op", "ns/call", ...).
+type result map[string][]float64
+
+// parse reads benchmark lines such as
+//
+//	BenchmarkTraceStream/floor-2   4014362   293.6 ns/op   110 B/op   1 allocs/op
+//
+// and groups the values by benchmark name (without the -N suffix) and unit.
+func parse(r io.Reader) (map[string]result, error) {
+	res := make(map[string]result)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		name := strings.TrimPrefix(f[0], "Benchmark")
+		if i := strings.LastIndexByte(name, '-'); i > 0 {
+			if _, err := strconv.Atoi(name[i+1:]); err == nil {
+				name = name[:i]
+			}
+		}
+		if res[name] == nil {
+			res[name] = make(result)
+		}
+		// After the iteration count come value/unit pairs.
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				return nil, fmt.Errorf("%q: value %q: %v", f[0], f[i], err)
+			}
+			res[name][f[i+1]] = append(res[name][f[i+1]], v)
+		}
+	}
+	return res, sc.Err()
+}
+
+// median returns the median of the values of name in unit, and whether
+// there are any.
+func median(res map[string]result, name, unit string) (float64, bool) {
+	vs := append([]float64(nil), res[name][unit]...)
+	if len(vs) == 0 {
+		return 0, false
+	}
+	sort.Float64s(vs)
+	if n := len(vs); n%2 == 1 {
+		return vs[n/2], true
+	} else {
+		return (vs[n/2-1] + vs[n/2]) / 2, true
+	}
+}
+
+func write(w io.Writer, res map[string]result) {
+	ns := func(name string) (float64, bool) { return median(res, name, "ns/op") }
+	fmt.Fprintln(w, "| target | measured (medians) | ratio | goal |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	row := func(target, measured, ratio, goal string) {
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", target, measured, ratio, goal)
+	}
+	floor, okF := ns("TraceStream/floor")
+	tg, okT := ns("TraceStream/toolguard")
+	if okF && okT {
+		row("trace stream vs floor", fmt.Sprintf("%s vs %s per call", dur(tg), dur(floor)), times(tg/floor), "≤ 8×")
+	}
+	if s, ok := ns("TraceStream/toolguard+session"); ok && okF {
+		row("trace stream, NewTracker timed too", fmt.Sprintf("%s per call", dur(s)), times(s/floor), "(information)")
+	}
+	if ref, ok := median(res, "TraceStream/reference", "ns/call"); ok && okT {
+		row("CPython reference vs toolguard", fmt.Sprintf("%s vs %s per call", dur(ref), dur(tg)), times(ref/tg)+" faster", "≥ 20×")
+	}
+	if a, ok := median(res, "ExactPath", "allocs/op"); ok {
+		e, _ := ns("ExactPath")
+		row("exact path", fmt.Sprintf("%s, %g allocs", dur(e), a), "", "≤ 2 allocs")
+	}
+	for _, kind := range []string{"search", "distinct", "cycle"} {
+		small, ok1 := ns("Growth/" + kind + "/100")
+		large, ok2 := ns("Growth/" + kind + "/10000")
+		if ok1 && ok2 {
+			row("growth "+kind+" 100 → 10 000", dur(small)+" → "+dur(large), times(large/small), "≤ 2×")
+		}
+	}
+	sha, ok1 := ns("LargeArgs/sha256")
+	big, ok2 := ns("LargeArgs/toolguard")
+	if ok1 && ok2 {
+		row("1 MB argument vs SHA-256", dur(big)+" vs "+dur(sha), times(big/sha), "≈ 3×")
+	}
+	for _, p := range [][2]string{{"serial", "parallel"}, {"serial-trace", "parallel-trace"}, {"control-serial", "control-parallel"}} {
+		s, ok1 := ns("Parallel/" + p[0])
+		q, ok2 := ns("Parallel/" + p[1])
+		if ok1 && ok2 {
+			row("RunParallel "+p[1]+" vs "+p[0], dur(q)+" vs "+dur(s)+" per op", times(s/q)+" throughput", "≥ 1×")
+		}
+	}
+	if n, ok := ns("NewTracker"); ok {
+		a, _ := median(res, "NewTracker", "allocs/op")
+		row("NewTracker", fmt.Sprintf("%s, %g allocs", dur(n), a), "", "(information)")
+	}
+}
+
+// dur formats nanoseconds for the table.
+func dur(ns float64) string {
+	switch {
+	case ns >= 1e6:
+		return fmt.Sprintf("%.2f ms", ns/1e6)
+	case ns >= 1e3:
+		return fmt.Sprintf("%.2f µs", ns/1e3)
+	}
+	return fmt.Sprintf("%.0f ns", ns)
+}
+
+func times(r float64) string { return fmt.Sprintf("%.2f×", r) }
