@@ -178,6 +178,7 @@ type simKey struct {
 	runes   int       // runes in text
 	agree   uint32    // simDestructive groups and simNegation: must match
 	numbers [2]uint64 // two bits, by hash, per word holding a digit (a Bloom filter)
+	words   []string  // the words of text, sorted; nil until prepare
 }
 
 // simKeyOf returns the key of s: the words of s that are not stop words,
@@ -194,6 +195,15 @@ func simKeyOf(s string) simKey {
 	}
 	k.text = simString(out, s)
 	return k
+}
+
+// prepare stores the sorted words of k, for a key that simScore compares
+// many times: simWordsAgree then neither splits nor sorts it again.
+func (k *simKey) prepare() {
+	if k.runes > 0 && k.words == nil {
+		k.words = simSplit(make([]string, 0, strings.Count(k.text, " ")+1), k.text)
+		slices.Sort(k.words)
+	}
 }
 
 // simAppendKey appends the words of s to dst as simKeyOf describes,
@@ -289,43 +299,72 @@ func simScore(a, b *simKey, floor float64) float64 {
 	if 1-float64(simAbs(a.runes-b.runes))/float64(longer) < floor {
 		return 0
 	}
-	if !simWordsAgree(a.text, b.text) {
+	if !simWordsAgree(a, b) {
 		return 0
 	}
 	d := levenshtein.ComputeDistance(a.text, b.text)
 	return 1 - float64(d)/float64(longer)
 }
 
-// simWordsAgree reports whether two keys, words joined by single spaces,
-// may be one question: no word with a digit is in one but not the other,
-// and the words of one that the other lacks are not a substitution: either
-// side has no such words, or all of one side's are close (simClose) to some
-// of the other side's.
-func simWordsAgree(a, b string) bool {
+// simWordsAgree reports whether two keys may be one question: no word with
+// a digit is in one but not the other, and the words of one that the other
+// lacks are not a substitution: either side has no such words, or all of
+// one side's are close (simClose) to some of the other side's.
+func simWordsAgree(a, b *simKey) bool {
+	if a.words == nil || b.words == nil {
+		return simWordsAgreeSplit(a, b)
+	}
+	return simWordsAgreeSorted(a.words, b.words)
+}
+
+// simWordsAgreeSplit is simWordsAgree of keys not prepared: their words are
+// split and sorted on the stack.
+func simWordsAgreeSplit(a, b *simKey) bool {
 	// A key of at most queryMaxRunes runes has at most this many words, so
 	// the arrays hold them all without allocating.
 	const most = queryMaxRunes/2 + 1
-	var wa, wb, onlyA [most]string
-	ta := simSplit(wa[:0], a)
-	tb := simSplit(wb[:0], b)
-	slices.Sort(ta)
-	slices.Sort(tb)
-	ua := simMissing(onlyA[:0], ta, tb)
-	ub := simMissing(tb[:0], tb, ta) // filters tb in place; ta is intact
-	for _, w := range ua {
-		if simHasDigit(w) {
-			return false
+	var sa, sb [most]string
+	wa, wb := a.words, b.words
+	if wa == nil {
+		wa = simSplit(sa[:0], a.text)
+		slices.Sort(wa)
+	}
+	if wb == nil {
+		wb = simSplit(sb[:0], b.text)
+		slices.Sort(wb)
+	}
+	return simWordsAgreeSorted(wa, wb)
+}
+
+// simWordsAgreeSorted is simWordsAgree of two sorted word lists.
+func simWordsAgreeSorted(aw, bw []string) bool {
+	onlyA, onlyB := false, false
+	for _, w := range aw {
+		if !simHas(bw, w) {
+			if simHasDigit(w) {
+				return false
+			}
+			onlyA = true
 		}
 	}
-	for _, w := range ub {
-		if simHasDigit(w) {
-			return false
+	for _, w := range bw {
+		if !simHas(aw, w) {
+			if simHasDigit(w) {
+				return false
+			}
+			onlyB = true
 		}
 	}
-	if len(ua) == 0 || len(ub) == 0 {
+	if !onlyA || !onlyB {
 		return true
 	}
-	return simAllClose(ua, ub) || simAllClose(ub, ua)
+	return simAllClose(aw, bw) || simAllClose(bw, aw)
+}
+
+// simHas reports whether the sorted words hold w.
+func simHas(words []string, w string) bool {
+	_, ok := slices.BinarySearch(words, w)
+	return ok
 }
 
 // simSplit appends the words of s, split at single spaces, to dst.
@@ -338,28 +377,16 @@ func simSplit(dst []string, s string) []string {
 	return dst
 }
 
-// simMissing appends to dst the words of from that are not in other; both
-// are sorted. dst may share from's array: it never gets ahead of the word
-// it reads.
-func simMissing(dst, from, other []string) []string {
-	j := 0
-	for _, w := range from {
-		for j < len(other) && other[j] < w {
-			j++
-		}
-		if j == len(other) || other[j] != w {
-			dst = append(dst, w)
-		}
-	}
-	return dst
-}
-
-// simAllClose reports whether every word of x is close to some word of y.
+// simAllClose reports whether every word of x that y lacks is close to
+// some word of y that x lacks; both are sorted.
 func simAllClose(x, y []string) bool {
 	for _, w := range x {
+		if simHas(y, w) {
+			continue
+		}
 		found := false
 		for _, o := range y {
-			if simClose(w, o) {
+			if !simHas(x, o) && simClose(w, o) {
 				found = true
 				break
 			}

@@ -71,6 +71,19 @@ func FuzzQuerySimilarity(f *testing.F) {
 		check(a, b) // raw input must not break it either
 		na, nb := normalizeQuery(a), normalizeQuery(b)
 		check(na, nb)
+		// Prepared keys, as the Tracker keeps them, score the same.
+		if na != nb {
+			ka, kb := simKeyOf(na), simKeyOf(nb)
+			want := simScore(&ka, &kb, 0)
+			ka.prepare()
+			if got := simScore(&ka, &kb, 0); got != want {
+				t.Fatalf("one prepared key: %v, none: %v for (%q, %q)", got, want, na, nb)
+			}
+			kb.prepare()
+			if got := simScore(&ka, &kb, 0); got != want {
+				t.Fatalf("prepared keys: %v, none: %v for (%q, %q)", got, want, na, nb)
+			}
+		}
 		for _, x := range []string{na, nb} {
 			if x != "" && querySimilarity(x, x) != 1 {
 				t.Fatalf("querySimilarity(%q, itself) = %v, not 1", x, querySimilarity(x, x))

@@ -245,6 +245,7 @@ func (t *Tracker) inspect(c Call, buf []byte) probe {
 		if ok {
 			p.query = normalizeQuery(s)
 			p.sim = simKeyOf(p.query)
+			p.sim.prepare()
 		}
 	}
 	if p.query == "" {
