@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -90,6 +91,14 @@ var DefaultSearchTools = []string{
 	"search", "*search*", "*Search*", "*_query", "query_*", "*_lookup", "lookup*", "Lookup*",
 	"web_fetch_search", "grep", "Grep", "*retrieve*", "*Retrieve*",
 }
+
+// defaultSearchGlobs is DefaultSearchTools as the package declares it,
+// compiled once. It is never modified; a Tracker uses it while
+// DefaultSearchTools still holds the same names.
+var defaultSearchGlobs = struct {
+	src   []string
+	globs globs
+}{slices.Clone(DefaultSearchTools), compileGlobs(DefaultSearchTools)}
 
 // Quota is a set of per-session call limits declared by an agent or by the
 // platform that runs it. Tools maps tool names or path.Match glob patterns
@@ -401,7 +410,11 @@ func newConfig(p Policy) config {
 	if searchTools == nil {
 		searchTools = DefaultSearchTools
 	}
-	c.searchTools = compileGlobs(searchTools)
+	if slices.Equal(searchTools, defaultSearchGlobs.src) {
+		c.searchTools = defaultSearchGlobs.globs // the usual case: compiled once
+	} else {
+		c.searchTools = compileGlobs(searchTools)
+	}
 
 	c.sessionLimit = orDefault(p.SessionLimit, DefaultSessionLimit)
 	c.highCostLimit = orDefault(p.HighCostLimit, DefaultHighCostLimit)

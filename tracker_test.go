@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -899,4 +900,21 @@ func TestMayHoldURL(t *testing.T) {
 		want := strings.Contains(s, "//") || strings.Contains(s, `\/\/`)
 		assert.Equal(t, want, mayHoldURL([]byte(s)), "%s", s)
 	}
+}
+
+// TestDefaultSearchToolsChange checks that a Tracker follows
+// DefaultSearchTools as it is when the Tracker is made, although the
+// declared list is compiled once.
+func TestDefaultSearchToolsChange(t *testing.T) {
+	q := call("ask_docs", `{"query":"how to rotate keys"}`)
+	tr := NewTracker(Policy{})
+	tr.ShouldSkip(q)
+	assert.False(t, tr.tool("ask_docs").rule.search)
+
+	saved := DefaultSearchTools
+	DefaultSearchTools = append(slices.Clone(saved), "ask_*")
+	defer func() { DefaultSearchTools = saved }()
+	tr = NewTracker(Policy{})
+	assert.True(t, tr.tool("ask_docs").rule.search)
+	assert.True(t, tr.tool("web_search").rule.search)
 }
