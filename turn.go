@@ -204,7 +204,7 @@ func (ts *turnState) storeKey(k callKey, slot int32, s keyState) int32 {
 		ts.slab[slot] = s
 	} else {
 		if cap(ts.slab) == 0 {
-			ts.slab = make([]keyState, 0, 16) // most turns fit without regrowing
+			ts.slab = make([]keyState, 0, 8) // most turns fit without regrowing
 		}
 		slot = int32(len(ts.slab))
 		ts.slab = append(ts.slab, s)
