@@ -52,7 +52,9 @@ type failState struct {
 // masked error texts match or they repeat the same call.
 func (f *failState) record(failed bool, sig Hash, key callKey) {
 	if !failed {
-		*f = failState{}
+		if f.count != 0 || f.stage != failCounting || f.hinted != 0 {
+			*f = failState{} // written only when there is something to clear
+		}
 		return
 	}
 	if f.count > 0 && (sig == f.sig || key == f.key) {
