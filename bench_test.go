@@ -236,6 +236,20 @@ func BenchmarkParallel(b *testing.B) {
 			}
 		})
 	})
+	// Sessions in parallel: one Tracker per goroutine, the way a server
+	// runs many agents.
+	b.Run("parallel-sessions", func(b *testing.B) {
+		b.ReportAllocs()
+		var n atomic.Uint64
+		b.RunParallel(func(pb *testing.PB) {
+			tr := NewTracker(policy)
+			for pb.Next() {
+				c := calls[n.Add(1)%uint64(len(calls))]
+				tr.ShouldSkip(c)
+				tr.Record(c, Outcome{Result: "ok"})
+			}
+		})
+	})
 	// A control for the machine: the same outside work (hash the
 	// arguments, digest the result) around two lock acquisitions that
 	// update a few shared counters, with no Tracker. It shows how far two

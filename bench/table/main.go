@@ -77,11 +77,10 @@ func median(res map[string]result, name, unit string) (float64, bool) {
 		return 0, false
 	}
 	sort.Float64s(vs)
-	if n := len(vs); n%2 == 1 {
-		return vs[n/2], true
-	} else {
+	if n := len(vs); n%2 == 0 {
 		return (vs[n/2-1] + vs[n/2]) / 2, true
 	}
+	return vs[len(vs)/2], true
 }
 
 func write(w io.Writer, res map[string]result) {
@@ -118,7 +117,7 @@ func write(w io.Writer, res map[string]result) {
 	if ok1 && ok2 {
 		row("1 MB argument vs SHA-256", dur(big)+" vs "+dur(sha), times(big/sha), "≈ 3×")
 	}
-	for _, p := range [][2]string{{"serial", "parallel"}, {"serial-trace", "parallel-trace"}, {"control-serial", "control-parallel"}} {
+	for _, p := range [][2]string{{"serial", "parallel"}, {"serial-trace", "parallel-trace"}, {"serial", "parallel-sessions"}, {"control-serial", "control-parallel"}} {
 		s, ok1 := ns("Parallel/" + p[0])
 		q, ok2 := ns("Parallel/" + p[1])
 		if ok1 && ok2 {
