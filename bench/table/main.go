@@ -135,6 +135,8 @@ func dur(ns float64) string {
 	switch {
 	case ns >= 1e6:
 		return fmt.Sprintf("%.2f ms", ns/1e6)
+	case ns >= 1e5:
+		return fmt.Sprintf("%.0f µs", ns/1e3)
 	case ns >= 1e3:
 		return fmt.Sprintf("%.2f µs", ns/1e3)
 	}
