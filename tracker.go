@@ -118,7 +118,9 @@ func (t *Tracker) findTool(name string) *toolEntry {
 
 // tool returns the entry of a tool, resolving its policy the first time.
 // Past maxTools tools in one session, a new name gets a fresh entry each
-// time: its calls are checked by the rules that need no per-tool history.
+// time: its calls still count against the budget and shared quotas and are
+// checked for repeats, cycles and the window (keyed by name), but not by
+// the rules that need per-tool counters.
 func (t *Tracker) tool(name string) *toolEntry {
 	if e := t.findTool(name); e != nil {
 		return e
