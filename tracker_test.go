@@ -890,6 +890,15 @@ func TestToolBound(t *testing.T) {
 	// A kept tool still has its quota.
 	first := call("tool_0", `{"i":1}`)
 	assert.Equal(t, Allow, tr.ShouldSkip(first).Verdict)
+	// A tool past the bound is still checked for repeats.
+	extra := call("one_more_tool", `{"q":1}`)
+	for i := 0; i < 2; i++ {
+		require.Equal(t, Allow, tr.ShouldSkip(extra).Verdict)
+		tr.Record(extra, Outcome{Result: "same"})
+	}
+	d := tr.ShouldSkip(extra)
+	assert.Equal(t, Hint, d.Verdict)
+	assert.Equal(t, ReasonDuplicate, d.Reason)
 }
 
 func TestMayHoldURL(t *testing.T) {
