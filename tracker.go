@@ -55,12 +55,13 @@ type Tracker struct {
 	_     [56]byte
 
 	// Tools are found without a lock: the session's first maxToolTable in
-	// toolList[:toolCount], which is only appended to, the others in the
-	// copy-on-write map moreTools. toolMu serializes the writers.
+	// toolList[:toolCount], which is only appended to, the others in
+	// moreTools (name → *toolEntry). toolMu serializes the writers.
 	toolMu    sync.Mutex
 	toolCount atomic.Int32
 	toolList  [maxToolTable]*toolEntry
-	moreTools atomic.Pointer[map[string]*toolEntry]
+	moreTools sync.Map
+	moreCount int // entries in moreTools, guarded by toolMu
 
 	mu     sync.Mutex
 	turnNo int
@@ -73,7 +74,7 @@ type Tracker struct {
 // Bounds of the state a hostile stream of tool names, argument shapes or
 // unfinished calls could otherwise grow without limit.
 const (
-	maxToolTable = 32   // tools found without a lock; the rest take toolMu
+	maxToolTable = 32   // tools in toolList; the rest are in moreTools
 	maxTools     = 4096 // tools with state kept over the session
 	maxPending   = 4096
 	maxStale     = 256
@@ -100,7 +101,7 @@ type toolEntry struct {
 	session toolStats // over the session
 	turn    toolState // over the turn turnNo; stale in other turns
 	turnNo  int
-	purpose string // the purpose of the tool's last call, interned
+	purpose string // the purpose of the tool's last call, shared by its repeats
 }
 
 // findTool returns the entry of a tool, or nil.
@@ -110,8 +111,10 @@ func (t *Tracker) findTool(name string) *toolEntry {
 			return e
 		}
 	}
-	if p := t.moreTools.Load(); p != nil {
-		return (*p)[name]
+	if t.toolCount.Load() == maxToolTable {
+		if e, ok := t.moreTools.Load(name); ok {
+			return e.(*toolEntry)
+		}
 	}
 	return nil
 }
@@ -136,17 +139,9 @@ func (t *Tracker) tool(name string) *toolEntry {
 		t.toolCount.Store(n + 1) // publishes the entry to findTool
 		return e
 	}
-	var old map[string]*toolEntry
-	if p := t.moreTools.Load(); p != nil {
-		old = *p
-	}
-	if len(old) < maxTools-maxToolTable {
-		m := make(map[string]*toolEntry, len(old)+1)
-		for k, v := range old {
-			m[k] = v
-		}
-		m[name] = e
-		t.moreTools.Store(&m)
+	if t.moreCount < maxTools-maxToolTable {
+		t.moreTools.Store(name, e)
+		t.moreCount++
 	}
 	return e
 }
@@ -178,11 +173,10 @@ func (t *Tracker) turnTools() []*toolEntry {
 	for _, e := range t.toolList[:t.toolCount.Load()] {
 		add(e)
 	}
-	if p := t.moreTools.Load(); p != nil {
-		for _, e := range *p {
-			add(e)
-		}
-	}
+	t.moreTools.Range(func(_, e any) bool {
+		add(e.(*toolEntry))
+		return true
+	})
 	sort.Slice(es, func(i, j int) bool { return es[i].name < es[j].name })
 	return es
 }

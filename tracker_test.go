@@ -883,7 +883,9 @@ func TestToolBound(t *testing.T) {
 		require.Equal(t, Allow, tr.ShouldSkip(c).Verdict)
 		tr.Record(c, Outcome{Result: "ok"})
 	}
-	kept := int(tr.toolCount.Load()) + len(*tr.moreTools.Load())
+	tr.toolMu.Lock()
+	kept := int(tr.toolCount.Load()) + tr.moreCount
+	tr.toolMu.Unlock()
 	assert.Equal(t, maxTools, kept)
 	s := tr.Summary()
 	assert.Equal(t, maxTools, len(s.Tools), "the summary lists the tools with kept state")
