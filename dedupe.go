@@ -347,6 +347,10 @@ func canonFlat(dst, in []byte, start, limit int, ignore []string, info *canonFla
 			// and copied, which stalls on the store just made.
 			m := &mems[n]
 			m.klo, m.khi, m.vlo, m.vhi, m.rewritten = int32(klo), int32(khi), int32(vlo), int32(vhi), rewritten
+			m.k0 = -1
+			if klo < khi {
+				m.k0 = int16(in[klo])
+			}
 			n++
 			size += len(key) + 4 + vhi - vlo // quotes, colon, comma
 		}
@@ -374,12 +378,9 @@ func canonFlat(dst, in []byte, start, limit int, ignore []string, info *canonFla
 		order[a] = uint8(a)
 		for b := a; b > 0; b-- {
 			x, y := &mems[order[b-1]], &mems[order[b]]
-			kx, ky := in[x.klo:x.khi], in[y.klo:y.khi]
-			var c int
-			if len(kx) > 0 && len(ky) > 0 && kx[0] != ky[0] {
-				c = int(kx[0]) - int(ky[0])
-			} else {
-				c = bytes.Compare(kx, ky)
+			c := int(x.k0) - int(y.k0) // the first key bytes decide most pairs
+			if c == 0 {
+				c = bytes.Compare(in[x.klo:x.khi], in[y.klo:y.khi])
 			}
 			if c == 0 {
 				return dst, 0, false
@@ -423,6 +424,7 @@ type canonFlatScratch struct {
 type canonFlatSlot struct {
 	klo, khi  int32 // key content in the input
 	vlo, vhi  int32 // the value in the input, or in vals if rewritten
+	k0        int16 // the first key byte, -1 for the empty key
 	rewritten bool
 }
 
