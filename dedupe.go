@@ -212,13 +212,7 @@ func (info *canonFlatInfo) appendNames(dst, args []byte) []byte {
 // canonicalized and hashed on the stack; it reports false for any other
 // payload. If info is not nil, it describes the object on success.
 func canonFlatHash(args []byte, ignore []string, info *canonFlatInfo) (Hash, bool) {
-	lo, hi := 0, len(args)
-	for lo < hi && canonIsSpace(args[lo]) {
-		lo++
-	}
-	for hi > lo && canonIsSpace(args[hi-1]) {
-		hi--
-	}
+	lo, hi := canonTrim(args)
 	if hi-lo > canonFlatBytes || lo == hi || args[lo] != '{' {
 		return Hash{}, false
 	}
@@ -240,8 +234,15 @@ func canonFlatHash(args []byte, ignore []string, info *canonFlatInfo) (Hash, boo
 	return Hash(sum[:16]), true
 }
 
-// canonIsSpace reports whether c is JSON whitespace.
-func canonIsSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+// canonTrim returns the bounds of b without leading and trailing JSON
+// whitespace.
+func canonTrim(b []byte) (lo, hi int) {
+	lo, hi = canonSkipWS(b, 0), len(b)
+	for hi > lo && (b[hi-1] == ' ' || b[hi-1] == '\t' || b[hi-1] == '\n' || b[hi-1] == '\r') {
+		hi--
+	}
+	return lo, hi
+}
 
 // Bounds of the fast path for small flat objects (canonFlat).
 const (
@@ -493,11 +494,7 @@ func (c *canonScratch) release() {
 // valid JSON or exceeds the depth bound.
 func (c *canonScratch) hash(in []byte, ignore []string) (Hash, bool) {
 	c.reset(in)
-	lo := canonSkipWS(in, 0)
-	hi := len(in)
-	for hi > lo && (in[hi-1] == ' ' || in[hi-1] == '\t' || in[hi-1] == '\n' || in[hi-1] == '\r') {
-		hi--
-	}
+	lo, hi := canonTrim(in)
 	if lo < hi && c.isCanonical(in[lo:hi], ignore) {
 		// Fast path: already canonical, hash in place.
 		return canonSum(canonPrefixJSON, in[lo:hi]), true
@@ -2060,15 +2057,6 @@ func maskSum(err bool, s string) Hash {
 	return h
 }
 
-// maskSumBytes is maskSum of b.
-func maskSumBytes(err bool, b []byte) Hash {
-	seeds := &maskSeeds[maskKind(err)]
-	var h Hash
-	binary.LittleEndian.PutUint64(h[:8], maphash.Bytes(seeds[0], b))
-	binary.LittleEndian.PutUint64(h[8:], maphash.Bytes(seeds[1], b))
-	return h
-}
-
 // maskDigest hashes the masked form of s. A result with no noise, the
 // common case, is hashed in place after one scan; otherwise the masked text
 // is produced and hashed chunk by chunk. A maphash.Hash depends only on the
@@ -2083,9 +2071,6 @@ func maskDigest(s string, err bool) Hash {
 	}
 	var buf [maskChunk]byte
 	b := m.fill(buf[:0], len(buf))
-	if m.done {
-		return maskSumBytes(err, b)
-	}
 	seeds := &maskSeeds[maskKind(err)]
 	var h0, h1 maphash.Hash
 	h0.SetSeed(seeds[0])
@@ -2390,25 +2375,18 @@ func (m *maskState) bound(i int) bool {
 }
 
 // digits reports whether s[i:i+n] are n decimal digits.
-func (m *maskState) digits(i, n int) bool {
-	if i+n > len(m.s) {
-		return false
-	}
-	for _, c := range []byte(m.s[i : i+n]) {
-		if !canonIsDigit(c) {
-			return false
-		}
-	}
-	return true
-}
+func (m *maskState) digits(i, n int) bool { return m.all(i, n, maskCDigit) }
 
 // hexes reports whether s[i:i+n] are n hexadecimal digits.
-func (m *maskState) hexes(i, n int) bool {
+func (m *maskState) hexes(i, n int) bool { return m.all(i, n, maskCHex) }
+
+// all reports whether s[i:i+n] are n bytes of the maskClass class.
+func (m *maskState) all(i, n int, class uint8) bool {
 	if i+n > len(m.s) {
 		return false
 	}
 	for _, c := range []byte(m.s[i : i+n]) {
-		if !maskIsHex(c) {
+		if maskClass[c]&class == 0 {
 			return false
 		}
 	}

@@ -331,6 +331,7 @@ type config struct {
 	store         Store
 	sessionID     string
 	shared        []SharedQuota
+	sharedTools   []globs // shared[i].Tools compiled; nil: every tool
 	storeTimeout  time.Duration
 	ttl           time.Duration
 	failOpen      bool
@@ -368,6 +369,7 @@ func newConfig(p Policy) config {
 	for _, q := range p.SharedQuotas {
 		if q.Limit > 0 && q.Name != "" {
 			c.shared = append(c.shared, q)
+			c.sharedTools = append(c.sharedTools, compileGlobs(q.Tools))
 		}
 	}
 	if c.store == nil && len(c.shared) > 0 {
@@ -457,17 +459,6 @@ func orDefault(v, def int) int {
 }
 
 func isPattern(s string) bool { return strings.ContainsAny(s, `*?[\`) }
-
-// matchAny reports whether name matches one of the names or patterns.
-// Malformed patterns match nothing.
-func matchAny(pats []string, name string) bool {
-	for _, p := range pats {
-		if p == name || isPattern(p) && match(p, name) {
-			return true
-		}
-	}
-	return false
-}
 
 // match is path.Match without the error.
 func match(pattern, name string) bool {
@@ -641,8 +632,8 @@ func (c *config) resolve(tool string) toolRule {
 		r.counters = append(r.counters, Counter{Key: "session:" + escapeKey(c.sessionID) + ":" + escapeKey(tool), Limit: r.quota})
 		r.counterOf = append(r.counterOf, r.quotaFrom)
 	}
-	for _, q := range c.shared {
-		if q.Tools != nil && !matchAny(q.Tools, tool) {
+	for i, q := range c.shared {
+		if q.Tools != nil && !c.sharedTools[i].match(tool) {
 			continue
 		}
 		r.counters = append(r.counters, Counter{Key: q.Key(tool), Limit: q.Limit, Window: q.Window})

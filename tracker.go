@@ -526,7 +526,7 @@ func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Ti
 	if len(ts.pending) >= maxPending {
 		ts.pending = append(ts.pending[:0], ts.pending[1:]...)
 	}
-	ts.pending = append(ts.pending, pendingCall{seq: seq, id: c.ID, key: p.key, round: round, at: now, args: c.Args, hist: hist})
+	ts.pending = append(ts.pending, pendingCall{seq: seq, id: c.ID, key: p.key, tool: p.tool, round: round, at: now, args: c.Args, hist: hist})
 }
 
 // Record books the outcome of a call that ShouldSkip allowed and returns
@@ -606,7 +606,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		pc, _ = ts.takePending(c.ID, key)
 	}
 
-	entry := t.tool(c.Tool)
+	entry := pc.tool // found in ShouldSkip: not looked up again
 	r := &entry.rule
 	tool := t.turnTool(entry)
 	st := &entry.session

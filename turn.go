@@ -103,6 +103,7 @@ type pendingCall struct {
 	seq      uint64
 	id       string
 	key      callKey
+	tool     *toolEntry
 	slot     int32 // of the key's state in turnState.slab
 	hist     int32 // of the call in turnState.history, -1: none
 	round    uint64
