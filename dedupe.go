@@ -2166,60 +2166,73 @@ func (m *maskState) drain(dst []byte, limit int) []byte {
 // lexNoise scans for the next noise match from m.i. It leaves m.i at the
 // match and sets m.ph, or leaves m.i at the end of the text.
 func (m *maskState) lexNoise() {
-	// Every noise rule starts at a word start with a hexadecimal digit:
-	// other bytes, and the rest of each word, are skipped by class alone,
-	// eight bytes at a time. m.i itself counts as a word start (it is 0 or
-	// the end of a match, which is not a word byte).
+	// Every noise rule starts at a word start with a hexadecimal digit, and
+	// one that starts with a letter (a UUID or a long hex run, see
+	// maskMayNoise) spans at least 15 bytes of hexadecimal digits and '-'.
+	// So the text is read eight bytes at a time: word starts with a decimal
+	// digit are tried where they are, and a block of hexadecimal digits and
+	// '-' alone, which every such span covers, sends the bytes around it
+	// through lexWords. m.i itself counts as a word start (it is 0 or the
+	// end of a match, which is not a word byte).
 	s, i := m.s, m.i
-	var prev uint64 // 0x80 if the byte before the block is a word byte
-	if i+8 <= len(s) {
+	for i+8 <= len(s) {
 		x := maskLoad8(s, i)
 		hex, digit := maskHex8(x)
-		for ; i+8 <= len(s); i += 8 {
-			// The next block's classes, computed once: they decide whether
-			// a hex run from the end of this block is long enough.
-			var nx, nhex, ndigit uint64
-			if i+16 <= len(s) {
-				nx = maskLoad8(s, i+8)
-				nhex, ndigit = maskHex8(nx)
+		if hex|maskDash8(x) == maskHigh {
+			lo := i
+			for lo > m.i && maskIsHexDash(s[lo-1]) {
+				lo--
 			}
-			// A start with a letter needs eight hex digits (maskMayNoise):
-			// keep it only if the next three bytes are hex digits too.
-			run4 := hex & (hex>>8 | nhex<<56) & (hex>>16 | nhex<<48) & (hex>>24 | nhex<<40)
-			if i+16 > len(s) {
-				run4 |= hex & (0x808080 << 40) // the rest is read byte by byte
+			hi := i + 8
+			for hi < len(s) && maskIsHexDash(s[hi]) {
+				hi++
 			}
-			if cand := digit | run4; cand != 0 {
-				word := maskWord8(x, digit)
-				starts := cand &^ (word<<8 | prev)
-				for starts != 0 {
-					p := i + bits.TrailingZeros64(starts)/8
-					starts &= starts - 1
-					if !maskMayNoise(s, p) {
-						continue
-					}
-					if e, ph := m.noise(p); ph != "" {
-						m.i, m.ph, m.skip = p, ph, e
-						return
-					}
-				}
-				prev = word >> 56
-			} else {
-				prev = 0
-				if maskIsWord(s[i+7]) {
-					prev = 0x80
+			if m.lexWords(lo, hi) {
+				return
+			}
+			// lexWords stopped at the end of a word or of the text.
+			if i = hi; i < len(s) && maskIsWord(s[i-1]) && maskIsWord(s[i]) {
+				for i++; i < len(s) && maskIsWord(s[i]); i++ {
 				}
 			}
-			x, hex, digit = nx, nhex, ndigit
+			continue
 		}
+		if digit != 0 {
+			var prev uint64 // 0x80 if the byte before the block is a word byte
+			if i > m.i && maskIsWord(s[i-1]) {
+				prev = 0x80
+			}
+			starts := digit &^ (maskWord8(x, digit)<<8 | prev)
+			for starts != 0 {
+				p := i + bits.TrailingZeros64(starts)/8
+				starts &= starts - 1
+				if !maskMayNoise(s, p) {
+					continue
+				}
+				if e, ph := m.noise(p); ph != "" {
+					m.i, m.ph, m.skip = p, ph, e
+					return
+				}
+			}
+		}
+		i += 8
 	}
+	if !m.lexWords(i, len(s)) {
+		m.i = len(s)
+	}
+}
+
+// lexWords tries noise at the word starts in s[i:hi], byte by byte; a word
+// that i is inside of (i > m.i) is skipped. It sets the match and reports
+// true if it finds one.
+func (m *maskState) lexWords(i, hi int) bool {
+	s := m.s
 	if i > m.i {
-		// Inside a word: skip its rest.
 		for i < len(s) && maskIsWord(s[i-1]) && maskIsWord(s[i]) {
 			i++
 		}
 	}
-	for i < len(s) {
+	for i < hi {
 		c := maskClass[s[i]]
 		if c&maskCWord == 0 {
 			i++
@@ -2228,13 +2241,13 @@ func (m *maskState) lexNoise() {
 		if c&maskCHex != 0 && maskMayNoise(s, i) {
 			if e, ph := m.noise(i); ph != "" {
 				m.i, m.ph, m.skip = i, ph, e
-				return
+				return true
 			}
 		}
 		for i++; i < len(s) && maskClass[s[i]]&maskCWord != 0; i++ {
 		}
 	}
-	m.i = len(s)
+	return false
 }
 
 // maskMayNoise is a cheap test that rules out most word starts before
@@ -2802,6 +2815,16 @@ func maskWord8(x, digit uint64) uint64 {
 	under := (v + maskOnes*(0x80-'_')) &^ (v + maskOnes*(0x7f-'_'))
 	return (x | digit | az | under) & maskHigh
 }
+
+// maskDash8 returns, for the eight bytes of x, the high bit of byte k set
+// if byte k of x is '-'.
+func maskDash8(x uint64) uint64 {
+	v := x ^ maskOnes*'-' // zero where x is '-'
+	return ^((v&maskLow + maskLow) | v) & maskHigh
+}
+
+// maskIsHexDash reports whether c is a hexadecimal digit or '-'.
+func maskIsHexDash(c byte) bool { return c == '-' || maskIsHex(c) }
 
 // maskIsSpace reports whether c is ASCII whitespace.
 func maskIsSpace(c byte) bool { return maskClass[c]&maskCSpace != 0 }
