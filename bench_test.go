@@ -416,8 +416,10 @@ func TestAllocsExactPath(t *testing.T) {
 		tr.ShouldSkip(c)
 		tr.Record(c, Outcome{Result: "package main"})
 	})
-	if allocs > 2 {
-		t.Fatalf("ShouldSkip+Record allocates %.1f times per allowed call, want at most 2", allocs)
+	// The target is at most two; none is what the code does, and what
+	// this pins.
+	if allocs > 0 {
+		t.Fatalf("ShouldSkip+Record allocates %.1f times per allowed call, want none (target: at most 2)", allocs)
 	}
 }
 

@@ -217,10 +217,13 @@ type probe struct {
 	query   string // normalized; search tools only
 	sim     simKey // of query, computed before the lock is taken
 	url     string // host and path; calls whose arguments hold a URL
-	purpose []byte // argument names when there is no query
 }
 
-func (t *Tracker) inspect(c Call, buf []byte) probe {
+// inspect derives the probe of a call and, when it has no query, appends
+// the call's purpose (its argument names) to buf. The purpose is returned
+// apart from the probe, whose strings outlive the call, so that buf can
+// stay on the caller's stack.
+func (t *Tracker) inspect(c Call, buf []byte) (probe, []byte) {
 	p := probe{tool: t.tool(c.Tool)}
 	p.rule = &p.tool.rule
 	// Small flat objects, most arguments, are parsed once for the key, the
@@ -247,9 +250,8 @@ func (t *Tracker) inspect(c Call, buf []byte) probe {
 	if p.query == "" {
 		if len(c.Args) > maxInspect {
 			// Too large to scan again after hashing: describe by size.
-			p.purpose = strconv.AppendInt(append(buf, "arguments of "...), int64(len(c.Args)), 10)
-			p.purpose = append(p.purpose, " bytes"...)
-			return p
+			buf = strconv.AppendInt(append(buf, "arguments of "...), int64(len(c.Args)), 10)
+			return p, append(buf, " bytes"...)
 		}
 		if t.cfg.window > 0 && !p.rule.exempt && mayHoldURL(c.Args) {
 			if host, path, ok := argURL(c.Args); ok {
@@ -257,12 +259,12 @@ func (t *Tracker) inspect(c Call, buf []byte) probe {
 			}
 		}
 		if flat {
-			p.purpose = info.appendNames(buf, c.Args)
+			buf = info.appendNames(buf, c.Args)
 		} else {
-			p.purpose = appendKeyNames(buf, c.Args)
+			buf = appendKeyNames(buf, c.Args)
 		}
 	}
-	return p
+	return p, buf
 }
 
 // maxInspect is the size above which arguments are hashed but not scanned
@@ -295,7 +297,7 @@ func (t *Tracker) check(ctx context.Context, c Call, round uint64) Decision {
 		return t.invalid(c, round)
 	}
 	var buf [128]byte
-	p := t.inspect(c, buf[:0])
+	p, names := t.inspect(c, buf[:0])
 	p.round = round
 	evs := events{on: t.cfg.hooked}
 	var g *grant
@@ -305,7 +307,7 @@ func (t *Tracker) check(ctx context.Context, c Call, round uint64) Decision {
 	now := t.cfg.now()
 
 	t.mu.Lock()
-	d := t.decideLocked(c, &p, round, now, g, &evs)
+	d := t.decideLocked(c, &p, names, round, now, g, &evs)
 	t.mu.Unlock()
 	if g != nil && g.id != "" && d.Verdict != Allow {
 		t.settle(c, g.id, g.local, false, &evs)
@@ -334,7 +336,8 @@ func (t *Tracker) invalid(c Call, round uint64) Decision {
 }
 
 // decideLocked runs the rules in order and books the decision.
-func (t *Tracker) decideLocked(c Call, p *probe, round uint64, now time.Time, g *grant, evs *events) Decision {
+// names is the call's purpose when it has no query (see inspect).
+func (t *Tracker) decideLocked(c Call, p *probe, names []byte, round uint64, now time.Time, g *grant, evs *events) Decision {
 	ts := &t.turn
 	tool := t.turnTool(p.tool)
 	st := &p.tool.session
@@ -357,8 +360,8 @@ func (t *Tracker) decideLocked(c Call, p *probe, round uint64, now time.Time, g 
 	if purpose == "" {
 		// Most calls of a tool name the same arguments as its last call:
 		// they share its string.
-		if purpose = p.tool.purpose; string(p.purpose) != purpose {
-			purpose = string(p.purpose)
+		if purpose = p.tool.purpose; string(names) != purpose {
+			purpose = string(names)
 			p.tool.purpose = purpose
 		}
 	}
@@ -590,7 +593,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		}
 		// Never checked: book it as allowed, so the turn stays exact.
 		var buf [128]byte
-		p := t.inspect(c, buf[:0])
+		p, names := t.inspect(c, buf[:0])
 		round := t.round.Add(1)
 		p.round = round
 		tool := t.turnTool(p.tool)
@@ -598,7 +601,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		ks, slot := ts.keyState(key)
 		purpose := p.query
 		if purpose == "" {
-			purpose = string(p.purpose)
+			purpose = string(names)
 		}
 		e := t.appendLocked(c, key, purpose, round, now, Decision{Phase: ts.phase})
 		t.reserveLocked(c, &p, round, e.Seq, now, tool, st, &ks)

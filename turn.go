@@ -170,7 +170,8 @@ func (ts *turnState) reset() {
 	clear(ts.slab)
 	ts.slab, ts.free = ts.slab[:0], ts.free[:0]
 	clear(ts.rounds)
-	ts.pending = nil
+	clear(ts.pending) // Reset copied them to the stale calls
+	ts.pending = ts.pending[:0]
 	ts.history.clear()
 	ts.window.clear()
 }
