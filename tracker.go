@@ -210,13 +210,13 @@ func (t *Tracker) ShouldSkipRound(calls []Call) []Decision {
 
 // probe is what the Tracker derives from a call before taking its lock.
 type probe struct {
-	round   uint64
-	tool    *toolEntry
-	rule    *toolRule
-	key     callKey
-	query   string // normalized; search tools only
-	sim     simKey // of query, computed before the lock is taken
-	url     string // host and path; calls whose arguments hold a URL
+	round uint64
+	tool  *toolEntry
+	rule  *toolRule
+	key   callKey
+	query string // normalized; search tools only
+	sim   simKey // of query, computed before the lock is taken
+	url   string // host and path; calls whose arguments hold a URL
 }
 
 // inspect derives the probe of a call and, when it has no query, appends
