@@ -416,12 +416,41 @@ func TestMaskNoise(t *testing.T) {
 		{"2024-05-20T10:00:00Zulu", "2024-05-20T10:00:00Zulu"},
 		{"<time> <dur> <uuid> <hex>", "<time> <dur> <uuid> <hex>"},
 		{"línea 10:00:00 ü", "línea <time> ü"},
+		{"key deadbeefcafebabe0 ok", "key <hex> ok"},
+		{"id abcdef01-abcd-abcd-abcd-abcdefabcdef.", "id <uuid>."},
+		{"----------------- x -abcdefabcdefabcdef-", "----------------- x -<hex>-"},
+		{"xdeadbeefcafebabedeadbeef and fade-face-cafe-bead", "xdeadbeefcafebabedeadbeef and fade-face-cafe-bead"},
 	}
 	for _, c := range cases {
 		got := maskNoise(c.in)
 		assert.Equal(t, c.want, got, c.in)
 		assert.Equal(t, got, maskNoise(got), "idempotent: %q", c.in)
 		assert.Equal(t, maskTestSum(false, got), digestResult(c.in), c.in)
+	}
+}
+
+// TestMaskNoiseOffsets puts matches at every offset from the blocks the
+// scan reads, after plain words, digits or hex text, and at the end.
+func TestMaskNoiseOffsets(t *testing.T) {
+	matches := []struct{ in, ph string }{
+		{"deadbeefcafebabe", maskHex},
+		{"abcdef01-abcd-abcd-abcd-abcdefabcdef", maskUUID},
+		{"0123456789abcdef01234", maskHex},
+		{"2024-05-20T10:00:00Z", maskTime},
+		{"12:30:45", maskTime},
+		{"1.5ms", maskDur},
+	}
+	fills := []string{"", "word ", "a-b ", "12 ", "fade ", "- "}
+	for _, m := range matches {
+		for _, fill := range fills {
+			for n := 0; n < 24; n++ {
+				prefix := strings.Repeat(" ", n) + fill
+				for _, suffix := range []string{"", " tail", "-", ". more text after it"} {
+					in := prefix + m.in + suffix
+					assert.Equal(t, prefix+m.ph+suffix, maskNoise(in), "%q", in)
+				}
+			}
+		}
 	}
 }
 
@@ -1082,7 +1111,11 @@ func TestMaskClasses(t *testing.T) {
 			assert.Equal(t, maskIsHex(c), hex>>(8*k+7)&1 == 1, "hex %#x", c)
 			assert.Equal(t, canonIsDigit(c), digit>>(8*k+7)&1 == 1, "digit %#x", c)
 		}
-		assert.Zero(t, (word|hex|digit)&^0x8080808080808080)
+		dash := maskDash8(x)
+		for k, c := range b {
+			assert.Equal(t, c == '-', dash>>(8*k+7)&1 == 1, "dash %#x", c)
+		}
+		assert.Zero(t, (word|hex|digit|dash)&^0x8080808080808080)
 	}
 }
 
