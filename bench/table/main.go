@@ -1,9 +1,14 @@
 // Command table reads the output of the core benchmarks (go test -bench,
-// any -count) on standard input and prints the performance targets as a
-// Markdown table: the median of every benchmark and the ratios the targets
-// are stated in.
+// any -count, any number of runs) on standard input and prints the
+// performance targets as a Markdown table: the median of every benchmark
+// and the ratios the targets are stated in.
 //
-//	go test -run '^$' -bench 'TraceStream|ExactPath|Parallel|Growth|LargeArgs|NewTracker' -count 5 . | tee /tmp/bench.txt
+// A ratio is taken round by round: the k-th measurement of one benchmark
+// against the k-th of the other, then the median and the range of those.
+// Run the benchmarks in rounds (a loop of -count 1 runs), so that the two
+// sides of a ratio are measured a few seconds apart rather than minutes:
+//
+//	for i in 1 2 3 4 5; do go test -run '^$' -bench 'TraceStream|ExactPath|Parallel|Growth|LargeArgs|NewTracker' -count 1 .; done | tee /tmp/bench.txt
 //	go run ./bench/table < /tmp/bench.txt
 package main
 
@@ -83,9 +88,47 @@ func median(res map[string]result, name, unit string) (float64, bool) {
 	return vs[len(vs)/2], true
 }
 
+// ratio returns the median, the smallest and the largest of the round-by-
+// round ratios num[k]/den[k] of two benchmarks, each in its unit, and the
+// number of rounds; 0 rounds if either has no values.
+func ratio(res map[string]result, num, numUnit, den, denUnit string) (med, lo, hi float64, n int) {
+	a, b := res[num][numUnit], res[den][denUnit]
+	n = min(len(a), len(b))
+	if n == 0 {
+		return 0, 0, 0, 0
+	}
+	rs := make([]float64, 0, n)
+	for k := range n {
+		if b[k] != 0 {
+			rs = append(rs, a[k]/b[k])
+		}
+	}
+	if len(rs) == 0 {
+		return 0, 0, 0, 0
+	}
+	sort.Float64s(rs)
+	n = len(rs)
+	med = rs[n/2]
+	if n%2 == 0 {
+		med = (rs[n/2-1] + rs[n/2]) / 2
+	}
+	return med, rs[0], rs[n-1], n
+}
+
 func write(w io.Writer, res map[string]result) {
 	ns := func(name string) (float64, bool) { return median(res, name, "ns/op") }
-	fmt.Fprintln(w, "| target | measured (medians) | ratio | goal |")
+	// rt formats the round-by-round ratio num/den.
+	rt := func(num, den, numUnit, denUnit string) string {
+		med, lo, hi, n := ratio(res, num, numUnit, den, denUnit)
+		if n == 0 {
+			return ""
+		}
+		if n == 1 {
+			return times(med)
+		}
+		return fmt.Sprintf("%s (%s–%s, %d rounds)", times(med), times(lo), times(hi), n)
+	}
+	fmt.Fprintln(w, "| target | measured (medians) | ratio (median of rounds, range) | goal |")
 	fmt.Fprintln(w, "|---|---|---|---|")
 	row := func(target, measured, ratio, goal string) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", target, measured, ratio, goal)
@@ -93,13 +136,13 @@ func write(w io.Writer, res map[string]result) {
 	floor, okF := ns("TraceStream/floor")
 	tg, okT := ns("TraceStream/toolguard")
 	if okF && okT {
-		row("trace stream vs floor", fmt.Sprintf("%s vs %s per call", dur(tg), dur(floor)), times(tg/floor), "≤ 8×")
+		row("trace stream vs floor", fmt.Sprintf("%s vs %s per call", dur(tg), dur(floor)), rt("TraceStream/toolguard", "TraceStream/floor", "ns/op", "ns/op"), "≤ 8×")
 	}
 	if s, ok := ns("TraceStream/toolguard+session"); ok && okF {
-		row("trace stream, NewTracker timed too", fmt.Sprintf("%s per call", dur(s)), times(s/floor), "(information)")
+		row("trace stream, NewTracker timed too", fmt.Sprintf("%s per call", dur(s)), rt("TraceStream/toolguard+session", "TraceStream/floor", "ns/op", "ns/op"), "(information)")
 	}
 	if ref, ok := median(res, "TraceStream/reference", "ns/call"); ok && okT {
-		row("CPython reference vs toolguard", fmt.Sprintf("%s vs %s per call", dur(ref), dur(tg)), times(ref/tg)+" faster", "≥ 20×")
+		row("CPython reference vs toolguard", fmt.Sprintf("%s vs %s per call", dur(ref), dur(tg)), rt("TraceStream/reference", "TraceStream/toolguard", "ns/call", "ns/op")+" faster", "≥ 20×")
 	}
 	if a, ok := median(res, "ExactPath", "allocs/op"); ok {
 		e, _ := ns("ExactPath")
@@ -109,19 +152,19 @@ func write(w io.Writer, res map[string]result) {
 		small, ok1 := ns("Growth/" + kind + "/100")
 		large, ok2 := ns("Growth/" + kind + "/10000")
 		if ok1 && ok2 {
-			row("growth "+kind+" 100 → 10 000", dur(small)+" → "+dur(large), times(large/small), "≤ 2×")
+			row("growth "+kind+" 100 → 10 000", dur(small)+" → "+dur(large), rt("Growth/"+kind+"/10000", "Growth/"+kind+"/100", "ns/op", "ns/op"), "≤ 2×")
 		}
 	}
 	sha, ok1 := ns("LargeArgs/sha256")
 	big, ok2 := ns("LargeArgs/toolguard")
 	if ok1 && ok2 {
-		row("1 MB argument vs SHA-256", dur(big)+" vs "+dur(sha), times(big/sha), "≈ 3×")
+		row("1 MB argument vs SHA-256", dur(big)+" vs "+dur(sha), rt("LargeArgs/toolguard", "LargeArgs/sha256", "ns/op", "ns/op"), "≈ 3×")
 	}
 	for _, p := range [][2]string{{"serial", "parallel"}, {"serial-trace", "parallel-trace"}, {"serial", "parallel-sessions"}, {"control-serial", "control-parallel"}} {
 		s, ok1 := ns("Parallel/" + p[0])
 		q, ok2 := ns("Parallel/" + p[1])
 		if ok1 && ok2 {
-			row("RunParallel "+p[1]+" vs "+p[0], dur(q)+" vs "+dur(s)+" per op", times(s/q)+" throughput", "≥ 1×")
+			row("RunParallel "+p[1]+" vs "+p[0], dur(q)+" vs "+dur(s)+" per op", rt("Parallel/"+p[0], "Parallel/"+p[1], "ns/op", "ns/op")+" throughput", "≥ 1×")
 		}
 	}
 	if n, ok := ns("NewTracker"); ok {
