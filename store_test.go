@@ -173,3 +173,69 @@ func TestMemoryStoreRetriedReservation(t *testing.T) {
 	require.NoError(t, store.Release(ctx, "same"))
 	assert.Equal(t, 0, store.Count("k"))
 }
+
+// countingStore counts the reservations a Tracker asks for.
+type countingStore struct {
+	*MemoryStore
+	reserves atomic.Int32
+}
+
+func (s *countingStore) Reserve(ctx context.Context, r Reservation) (Grant, error) {
+	s.reserves.Add(1)
+	return s.MemoryStore.Reserve(ctx, r)
+}
+
+// TestSpentBudgetMakesNoReservation checks that a call the spent turn
+// budget refuses does not ask the Store, and that a new turn does.
+func TestSpentBudgetMakesNoReservation(t *testing.T) {
+	store := &countingStore{MemoryStore: NewMemoryStore(nil)}
+	tr := NewTracker(Policy{Store: store, MaxCallsPerTurn: 2,
+		SharedQuotas: []SharedQuota{{Name: "fleet", Tools: []string{"*"}, Limit: 100}}})
+	for i := range 2 {
+		c := call("bash", fmt.Sprintf(`{"c":%d}`, i))
+		require.Equal(t, Allow, tr.ShouldSkip(c).Verdict)
+		tr.Record(c, Outcome{Result: "ok"})
+	}
+	d := tr.ShouldSkip(call("bash", `{"c":9}`))
+	assert.Equal(t, Abort, d.Verdict)
+	assert.Equal(t, ReasonBudget, d.Reason)
+	assert.EqualValues(t, 2, store.reserves.Load(), "the refused call made a reservation")
+	assert.Equal(t, 2, store.Count("quota:fleet"))
+
+	tr.Reset()
+	c := call("bash", `{"c":10}`)
+	require.Equal(t, Allow, tr.ShouldSkip(c).Verdict)
+	tr.Record(c, Outcome{Result: "ok"})
+	assert.EqualValues(t, 3, store.reserves.Load())
+	assert.Equal(t, 3, store.Count("quota:fleet"))
+}
+
+// TestResetBetweenBudgetCheckAndDecision races Reset against calls that
+// find the budget spent: every allowed call must hold a reservation, so the
+// shared count equals the calls allowed.
+func TestResetBetweenBudgetCheckAndDecision(t *testing.T) {
+	store := NewMemoryStore(nil)
+	tr := NewTracker(Policy{Store: store, MaxCallsPerTurn: 1, MaxRepeats: -1,
+		SharedQuotas: []SharedQuota{{Name: "fleet", Tools: []string{"*"}, Limit: 1 << 20}}})
+	var allowed atomic.Int32
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				c := call("bash", fmt.Sprintf(`{"g":%d,"i":%d}`, g, i))
+				if tr.ShouldSkip(c).Verdict == Allow {
+					allowed.Add(1)
+					tr.Record(c, Outcome{Result: "ok"})
+				}
+				if i%3 == 0 {
+					tr.Reset()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Positive(t, allowed.Load())
+	assert.Equal(t, int(allowed.Load()), store.Count("quota:fleet"))
+}

@@ -300,13 +300,27 @@ func (t *Tracker) check(ctx context.Context, c Call, round uint64) Decision {
 	p, names := t.inspect(c, buf[:0])
 	p.round = round
 	evs := events{on: t.cfg.hooked}
+	// A call that the spent turn budget refuses makes no reservation: the
+	// Store is asked only for calls that may run.
 	var g *grant
+	spent := false
 	if len(p.rule.counters) > 0 {
-		g = t.reserve(ctx, c, p.rule, &evs)
+		t.mu.Lock()
+		spent = t.budgetSpentLocked(round)
+		t.mu.Unlock()
+		if !spent {
+			g = t.reserve(ctx, c, p.rule, &evs)
+		}
 	}
 	now := t.cfg.now()
 
 	t.mu.Lock()
+	if spent && !t.budgetSpentLocked(round) {
+		// A Reset came in between: reserve after all.
+		t.mu.Unlock()
+		g = t.reserve(ctx, c, p.rule, &evs)
+		t.mu.Lock()
+	}
 	d := t.decideLocked(c, &p, names, round, now, g, &evs)
 	t.mu.Unlock()
 	if g != nil && g.id != "" && d.Verdict != Allow {
@@ -396,20 +410,30 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, round uint64, now
 // budgetLocked refuses a call when the turn budget is used up.
 func (t *Tracker) budgetLocked(round uint64) (Decision, bool) {
 	ts := &t.turn
-	max := t.cfg.maxCalls
-	if max <= 0 {
+	if !t.budgetSpentLocked(round) {
 		return Decision{}, false
 	}
 	if ts.phase >= PhaseWindDown {
 		return t.budgetDecision(ts.used), true
 	}
-	if t.cfg.unit == CountRounds && ts.rounds[round] != nil {
-		return Decision{}, false // the round already holds its unit
+	return t.budgetDecision(ts.reserved), true
+}
+
+// budgetSpentLocked reports whether the turn budget refuses a call of
+// round: from the wind-down on, or when allowed calls hold every unit (a
+// round that holds its unit under CountRounds may go on).
+func (t *Tracker) budgetSpentLocked(round uint64) bool {
+	ts := &t.turn
+	max := t.cfg.maxCalls
+	switch {
+	case max <= 0:
+		return false
+	case ts.phase >= PhaseWindDown:
+		return true
+	case t.cfg.unit == CountRounds && ts.rounds[round] != nil:
+		return false // the round already holds its unit
 	}
-	if ts.reserved >= max {
-		return t.budgetDecision(ts.reserved), true
-	}
-	return Decision{}, false
+	return ts.reserved >= max
 }
 
 func (t *Tracker) budgetDecision(used int) Decision {
