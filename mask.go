@@ -1,0 +1,932 @@
+package toolguard
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+	"math"
+	"math/bits"
+	"strings"
+	"unicode/utf8"
+)
+
+// maskNoise and maskError run a small left-to-right lexer over the text. At
+// each lexeme start they try their rules in order; a match is replaced by
+// its placeholder, otherwise a word (a run of letters, digits, '_' and
+// non-ASCII bytes; maskError stops it before a digit) or a single other byte
+// is kept. The noise rules must also end before a non-word byte. Lexing
+// never looks back, and no rule except a URL consumes '<' or '>', so a
+// placeholder neither matches again nor changes how the text around it
+// lexes: both functions are idempotent (FuzzMask checks this).
+
+// Placeholders written in place of masked text.
+const (
+	maskTime = "<time>"
+	maskUUID = "<uuid>"
+	maskHex  = "<hex>"
+	maskDur  = "<dur>"
+	maskURL  = "<url>"
+	maskPath = "<path>"
+	maskStr  = "<str>"
+	maskID   = "<id>"
+	maskNum  = "<n>"
+)
+
+// Limits of the masking rules.
+const (
+	maskHexMin    = 16   // digits of a noise hex run
+	maskQuoteMax  = 200  // bytes of quoted text masked by maskError
+	maskChunk     = 2048 // bytes hashed at a time by the digests
+	maskSchemeMax = 32   // bytes of a URL scheme
+)
+
+// maskNoise returns s with volatile noise replaced by placeholders, so that
+// two tool results that differ only by noise mask equal. Masked are:
+//
+//   - timestamps with a time part, "2024-05-20T10:00:00Z",
+//     "2024-05-20T10:00:00.123+02:00", "2024-05-20 10:00:00" → <time>
+//     (a bare date such as 2024-05-20 is content and kept);
+//   - clock times with seconds, "10:00:00", "9:05:03.123", optionally
+//     followed by a zone as in a timestamp → <time>;
+//   - UUIDs, 8-4-4-4-12 hex digits in any case → <uuid>;
+//   - runs of 16 or more hex digits forming a whole word, such as commit
+//     SHAs and trace ids (long decimal numbers included) → <hex>;
+//   - durations: a number, possibly with a fraction, immediately followed by
+//     one of the units ns, us, µs, ms, s, m, h, compounded as in "2m3s" or
+//     "1h2m3.5s" (a fraction only in the last part), or a number followed by
+//     an optional single space and one of ms, s, sec, secs, second, seconds,
+//     millisecond, milliseconds, as in "5 seconds" → <dur>.
+//
+// Each must form whole words: "x10:00:00" and "5min" are kept. maskNoise is
+// idempotent. It returns s itself if nothing is masked.
+func maskNoise(s string) string {
+	m := maskState{s: s}
+	m.lexNoise()
+	if m.ph == "" {
+		return s
+	}
+	return string(m.fill(make([]byte, 0, len(s)+8), math.MaxInt))
+}
+
+// maskError returns the failure text s normalized so that failures that
+// differ only by their particulars mask equal: it lower-cases ASCII letters,
+// collapses runs of whitespace to one space and trims the ends, applies the
+// rules of maskNoise, and also masks:
+//
+//   - quoted strings, '…', "…" and `…` (from a quote to the next quote of
+//     the same kind) whose content is at most 200 bytes → <str>; longer
+//     ones are kept;
+//   - URLs, a scheme followed by "://" up to the next whitespace → <url>;
+//   - paths: tokens of letters, digits and _ - . ~ : + @ % = / \ that
+//     contain a '/' or '\', with trailing '.' and ':' left out, such as
+//     /usr/lib/x.so, ./a/b.py or C:\x\y → <path>;
+//   - ids: tokens of letters, digits, '_' and '-' mixing letters and digits,
+//     such as call_HGn16KZh9o, req-42ab or 1a2b3c4d → <id>;
+//   - numbers, a run of digits with an optional fraction → <n>.
+//
+// For example "open /tmp/a.txt: no such file or directory (line 12)" masks
+// to "open <path>: no such file or directory (line <n>)". maskError is
+// idempotent.
+func maskError(s string) string {
+	m := maskState{s: s, err: true}
+	return string(m.fill(make([]byte, 0, len(s)+8), math.MaxInt))
+}
+
+// digestResult returns the digest of maskNoise(s) (under its own domain
+// prefix), computed in a streaming fashion without allocating.
+//
+// Results need change detection, not collision resistance against an
+// adversary, so the digest is a keyed 128-bit non-cryptographic hash (see
+// maskSum): equal masked texts digest equal, and different ones collide
+// with negligible probability for text not chosen with knowledge of the
+// seeds. The seeds are made once per process, so a digest is only
+// comparable with digests of the same process, which is all the Tracker
+// compares it with; it must never be persisted or shared.
+func digestResult(s string) Hash {
+	return maskDigest(s, false)
+}
+
+// digestError returns the digest of maskError(s) (under its own domain
+// prefix), computed in a streaming fashion without allocating. Like
+// digestResult, it is comparable within one process only.
+func digestError(s string) Hash {
+	return maskDigest(s, true)
+}
+
+// maskSeeds key the result digests (index 0) and the error digests (index
+// 1): two seeds per kind, one per 64-bit half. Separate seeds keep the two
+// kinds of digest apart. They are made once per process and never change.
+var maskSeeds = [2][2]maphash.Seed{
+	{maphash.MakeSeed(), maphash.MakeSeed()},
+	{maphash.MakeSeed(), maphash.MakeSeed()},
+}
+
+// maskKind returns the index of the seeds of a digest kind in maskSeeds.
+func maskKind(err bool) int {
+	if err {
+		return 1
+	}
+	return 0
+}
+
+// maskSum returns the digest of the masked text s in one piece: two maphash
+// sums of s under the seeds of its kind. maskDigest computes the same in a
+// stream.
+func maskSum(err bool, s string) Hash {
+	seeds := &maskSeeds[maskKind(err)]
+	var h Hash
+	binary.LittleEndian.PutUint64(h[:8], maphash.String(seeds[0], s))
+	binary.LittleEndian.PutUint64(h[8:], maphash.String(seeds[1], s))
+	return h
+}
+
+// maskDigest hashes the masked form of s. A result with no noise, the
+// common case, is hashed in place after one scan; otherwise the masked text
+// is produced and hashed chunk by chunk. A maphash.Hash depends only on the
+// concatenation of what is written to it, so neither the chunking nor the
+// path taken changes the digest.
+func maskDigest(s string, err bool) Hash {
+	m := maskState{s: s, err: err}
+	if !err {
+		if m.lexNoise(); m.ph == "" {
+			return maskSum(false, s)
+		}
+	}
+	var buf [maskChunk]byte
+	b := m.fill(buf[:0], len(buf))
+	seeds := &maskSeeds[maskKind(err)]
+	var h0, h1 maphash.Hash
+	h0.SetSeed(seeds[0])
+	h1.SetSeed(seeds[1])
+	for {
+		h0.Write(b)
+		h1.Write(b)
+		if m.done {
+			break
+		}
+		b = m.fill(buf[:0], len(buf))
+	}
+	var h Hash
+	binary.LittleEndian.PutUint64(h[:8], h0.Sum64())
+	binary.LittleEndian.PutUint64(h[8:], h1.Sum64())
+	return h
+}
+
+// maskState is the state of the lexer over one text.
+type maskState struct {
+	s      string
+	err    bool   // error mode: maskError rules
+	v      int    // s[v:i] is kept text not yet written
+	i      int    // next byte to lex
+	ph     string // placeholder to write after s[v:i], replacing s[i:skip]
+	skip   int
+	done   bool
+	space  bool // error mode: whitespace is pending
+	wrote  bool // error mode: something was written
+	noPath int  // error mode: no path token starts before this index
+	noID   int  // error mode: no id token starts before this index
+	noQ    [3]bool
+	sep    int // error mode: index of the next "://" at or after the last URL check, -1 if none, 0 unknown
+}
+
+// fill appends masked text to dst until len(dst) reaches about limit or the
+// text is done.
+func (m *maskState) fill(dst []byte, limit int) []byte {
+	for {
+		if m.v < m.i {
+			if dst = m.drain(dst, limit); m.v < m.i {
+				return dst
+			}
+		}
+		if m.ph != "" {
+			if limit-len(dst) < len(m.ph)+1 {
+				return dst
+			}
+			if m.space && m.wrote {
+				dst = append(dst, ' ')
+			}
+			m.space, m.wrote = false, true
+			dst = append(dst, m.ph...)
+			m.ph = ""
+			m.i, m.v = m.skip, m.skip
+		}
+		if m.i >= len(m.s) {
+			m.done = true
+			return dst
+		}
+		if m.err {
+			m.lexError()
+		} else {
+			m.lexNoise()
+		}
+	}
+}
+
+// drain writes kept text s[v:i] to dst, up to limit.
+func (m *maskState) drain(dst []byte, limit int) []byte {
+	if !m.err {
+		k := min(m.i-m.v, limit-len(dst))
+		dst = append(dst, m.s[m.v:m.v+k]...)
+		m.v += k
+		return dst
+	}
+	for m.v < m.i && len(dst)+2 <= limit {
+		c := m.s[m.v]
+		m.v++
+		if maskIsSpace(c) {
+			m.space = true
+			continue
+		}
+		if m.space && m.wrote {
+			dst = append(dst, ' ')
+		}
+		m.space, m.wrote = false, true
+		dst = append(dst, maskLower(c))
+	}
+	return dst
+}
+
+// lexNoise scans for the next noise match from m.i. It leaves m.i at the
+// match and sets m.ph, or leaves m.i at the end of the text.
+func (m *maskState) lexNoise() {
+	// Every noise rule starts at a word start with a hexadecimal digit, and
+	// one that starts with a letter (a UUID or a long hex run, see
+	// maskMayNoise) spans at least 15 bytes of hexadecimal digits and '-'.
+	// So the text is read eight bytes at a time: word starts with a decimal
+	// digit are tried where they are, and a block of hexadecimal digits and
+	// '-' alone, which every such span covers, sends the bytes around it
+	// through lexWords. m.i itself counts as a word start (it is 0 or the
+	// end of a match, which is not a word byte).
+	s, i := m.s, m.i
+	for i+8 <= len(s) {
+		x := maskLoad8(s, i)
+		hex, digit := maskHex8(x)
+		if hex|maskDash8(x) == maskHigh {
+			lo := i
+			for lo > m.i && maskIsHexDash(s[lo-1]) {
+				lo--
+			}
+			hi := i + 8
+			for hi < len(s) && maskIsHexDash(s[hi]) {
+				hi++
+			}
+			if m.lexWords(lo, hi) {
+				return
+			}
+			// lexWords stopped at the end of a word or of the text.
+			if i = hi; i < len(s) && maskIsWord(s[i-1]) && maskIsWord(s[i]) {
+				for i++; i < len(s) && maskIsWord(s[i]); i++ {
+				}
+			}
+			continue
+		}
+		if digit != 0 {
+			var prev uint64 // 0x80 if the byte before the block is a word byte
+			if i > m.i && maskIsWord(s[i-1]) {
+				prev = 0x80
+			}
+			starts := digit &^ (maskWord8(x, digit)<<8 | prev)
+			for starts != 0 {
+				p := i + bits.TrailingZeros64(starts)/8
+				starts &= starts - 1
+				if !maskMayNoise(s, p) {
+					continue
+				}
+				if e, ph := m.noise(p); ph != "" {
+					m.i, m.ph, m.skip = p, ph, e
+					return
+				}
+			}
+		}
+		i += 8
+	}
+	if !m.lexWords(i, len(s)) {
+		m.i = len(s)
+	}
+}
+
+// lexWords tries noise at the word starts in s[i:hi], byte by byte; a word
+// that i is inside of (i > m.i) is skipped. It sets the match and reports
+// true if it finds one.
+func (m *maskState) lexWords(i, hi int) bool {
+	s := m.s
+	if i > m.i {
+		for i < len(s) && maskIsWord(s[i-1]) && maskIsWord(s[i]) {
+			i++
+		}
+	}
+	for i < hi {
+		c := maskClass[s[i]]
+		if c&maskCWord == 0 {
+			i++
+			continue
+		}
+		if c&maskCHex != 0 && maskMayNoise(s, i) {
+			if e, ph := m.noise(i); ph != "" {
+				m.i, m.ph, m.skip = i, ph, e
+				return true
+			}
+		}
+		for i++; i < len(s) && maskClass[s[i]]&maskCWord != 0; i++ {
+		}
+	}
+	return false
+}
+
+// maskMayNoise is a cheap test that rules out most word starts before
+// noise is tried at i (a hexadecimal digit), in noise mode:
+//
+//   - a match that does not start with a decimal digit is a UUID or a long
+//     hex run, and both start with at least eight hexadecimal digits, so
+//     words such as "a", "be" or "default" are skipped;
+//   - after the decimal digits at i, a match continues with a hex letter
+//     (UUID, hex run), a '-' after 4 or 8 digits (timestamp, UUID), a ':'
+//     after 1 or 2 (clock), or a fraction or a unit (duration), unless the
+//     digits alone form a hex run; so "165," or "05-26" are skipped.
+func maskMayNoise(s string, i int) bool {
+	e := i
+	for e < len(s) && canonIsDigit(s[e]) {
+		e++
+	}
+	n := e - i
+	switch {
+	case n == 0:
+		if i+8 > len(s) {
+			return false
+		}
+		hex, _ := maskHex8(maskLoad8(s, i))
+		return hex == maskHigh
+	case n >= maskHexMin:
+		return true
+	case e == len(s):
+		return false
+	}
+	switch c := s[e]; c {
+	case '-':
+		return n == 4 || n == 8
+	case ':':
+		return n <= 2
+	case ' ':
+		return e+1 < len(s) && (s[e+1] == 'm' || s[e+1] == 's')
+	case '.', 'n', 'u', 'm', 's', 'h', 0xC2, 0xCE:
+		return true
+	default:
+		return maskIsHex(c)
+	}
+}
+
+// lexError lexes one lexeme at m.i: it either extends the kept text or sets
+// m.ph.
+func (m *maskState) lexError() {
+	s, i := m.s, m.i
+	c := s[i]
+	if maskIsSpace(c) {
+		for i++; i < len(s) && maskIsSpace(s[i]); i++ {
+		}
+		m.i = i
+		return
+	}
+	if q := maskQuote(c); q >= 0 {
+		k := -1
+		if !m.noQ[q] {
+			k = strings.IndexByte(s[i+1:], c)
+		}
+		switch end := i + 1 + k; {
+		case k < 0:
+			// No closing quote: none of this kind can close later.
+			m.noQ[q] = true
+			m.i = i + 1
+		case maskCollapsedLen(s[i+1:end]) <= maskQuoteMax:
+			m.ph, m.skip = maskStr, end+1
+		default:
+			m.i = end + 1 // kept whole, not masked inside
+		}
+		return
+	}
+	if e := m.url(i); e > 0 {
+		m.ph, m.skip = maskURL, e
+		return
+	}
+	if i >= m.noPath && maskIsPath(c) {
+		if e := m.path(i); e > 0 {
+			m.ph, m.skip = maskPath, e
+			return
+		}
+	}
+	if !maskIsWord(c) {
+		m.i = i + 1
+		return
+	}
+	if canonIsHex(c) {
+		if e, ph := m.noise(i); ph != "" {
+			m.ph, m.skip = ph, e
+			return
+		}
+	}
+	if i >= m.noID {
+		if e := m.id(i); e > 0 {
+			m.ph, m.skip = maskID, e
+			return
+		}
+	}
+	if canonIsDigit(c) {
+		e := i + 1
+		for e < len(s) && canonIsDigit(s[e]) {
+			e++
+		}
+		if e+1 < len(s) && s[e] == '.' && canonIsDigit(s[e+1]) {
+			for e += 2; e < len(s) && canonIsDigit(s[e]); e++ {
+			}
+		}
+		m.ph, m.skip = maskNum, e
+		return
+	}
+	// A word without digits; apostrophes between letters belong to it.
+	for i++; i < len(s); i++ {
+		if c := s[i]; c == '\'' && i+1 < len(s) && maskIsLetter(s[i+1]) {
+			continue
+		} else if !maskIsWord(c) || canonIsDigit(c) {
+			break
+		}
+	}
+	m.i = i
+}
+
+// at returns s[i], lower-cased in error mode, or 0 beyond the end.
+func (m *maskState) at(i int) byte {
+	if i >= len(m.s) {
+		return 0
+	}
+	c := m.s[i]
+	if m.err {
+		c = maskLower(c)
+	}
+	return c
+}
+
+// bound reports whether a match may end at i: at the end of the text or
+// before a non-word byte.
+func (m *maskState) bound(i int) bool {
+	return i >= len(m.s) || !maskIsWord(m.s[i])
+}
+
+// digits reports whether s[i:i+n] are n decimal digits.
+func (m *maskState) digits(i, n int) bool { return m.all(i, n, maskCDigit) }
+
+// hexes reports whether s[i:i+n] are n hexadecimal digits.
+func (m *maskState) hexes(i, n int) bool { return m.all(i, n, maskCHex) }
+
+// all reports whether s[i:i+n] are n bytes of the maskClass class.
+func (m *maskState) all(i, n int, class uint8) bool {
+	if i+n > len(m.s) {
+		return false
+	}
+	for _, c := range []byte(m.s[i : i+n]) {
+		if maskClass[c]&class == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// noise tries the maskNoise rules at the word start i (a hex digit) and
+// returns the end of the match and its placeholder, or "" if none matches.
+// The length of the hex run at i and the byte after it select the rules
+// that can match at all.
+func (m *maskState) noise(i int) (int, string) {
+	e := i
+	for e < len(m.s) && maskIsHex(m.s[e]) {
+		e++
+	}
+	run, next := e-i, m.at(e)
+	digit := canonIsDigit(m.s[i])
+	if run < maskHexMin {
+		// Most numbers end here: only a '-' (timestamp, UUID), a ':'
+		// (clock), or, after decimal digits, a fraction, a space or a
+		// unit letter (duration) can continue one into a match.
+		switch next {
+		case '-', ':':
+		case '.', ' ', 'n', 'u', 'm', 's', 'h', 0xC2, 0xCE:
+			if !digit {
+				return 0, ""
+			}
+		default:
+			if !digit || run > 1 && !m.digits(i, run) {
+				return 0, ""
+			}
+		}
+	}
+	switch {
+	case next == '-':
+		if run == 4 && digit {
+			if e := m.timestamp(i); e > 0 {
+				return e, maskTime
+			}
+		}
+		if run == 8 {
+			if e := m.uuid(i); e > 0 {
+				return e, maskUUID
+			}
+		}
+	case next == ':':
+		if run <= 2 && digit {
+			if e := m.clock(i, false); e > 0 {
+				return e, maskTime
+			}
+		}
+	}
+	if run >= maskHexMin && m.bound(e) {
+		return e, maskHex
+	}
+	if digit {
+		if e := m.duration(i); e > 0 {
+			return e, maskDur
+		}
+	}
+	return 0, ""
+}
+
+// timestamp matches YYYY-MM-DD[T ]hh:mm:ss[.f][zone] at i.
+func (m *maskState) timestamp(i int) int {
+	if !m.digits(i, 4) || m.at(i+4) != '-' || !m.digits(i+5, 2) || m.at(i+7) != '-' || !m.digits(i+8, 2) {
+		return -1
+	}
+	if c := m.at(i + 10); c != 't' && c != 'T' && c != ' ' {
+		return -1
+	}
+	return m.clock(i+11, true)
+}
+
+// clock matches h:mm:ss[.f][zone] at i (hh if two is set) and returns its
+// end. Of the optional fraction and zone it takes the longest choice that
+// ends before a non-word byte, or returns -1 if none does: taking a shorter
+// choice only when the longer fails keeps masking idempotent whatever
+// follows.
+func (m *maskState) clock(i int, two bool) int {
+	h := i
+	for h-i < 2 && canonIsDigit(m.at(h)) {
+		h++
+	}
+	if h == i || two && h-i != 2 {
+		return -1
+	}
+	if m.at(h) != ':' || !m.digits(h+1, 2) || m.at(h+3) != ':' || !m.digits(h+4, 2) ||
+		m.s[h+1] > '5' || m.s[h+4] > '6' {
+		return -1
+	}
+	secs := h + 6
+	frac := -1
+	if m.at(secs) == '.' && canonIsDigit(m.at(secs+1)) {
+		for frac = secs + 2; canonIsDigit(m.at(frac)); frac++ {
+		}
+	}
+	for _, e := range [...]int{frac, secs} {
+		if e < 0 {
+			continue
+		}
+		// Zones, longest first: ±hh:mm, ±hhmm, ±hh, Z.
+		switch m.at(e) {
+		case 'z', 'Z':
+			if m.bound(e + 1) {
+				return e + 1
+			}
+		case '+', '-':
+			if m.digits(e+1, 2) {
+				if m.at(e+3) == ':' && m.digits(e+4, 2) && m.bound(e+6) {
+					return e + 6
+				}
+				if m.digits(e+3, 2) && m.bound(e+5) {
+					return e + 5
+				}
+				if m.bound(e + 3) {
+					return e + 3
+				}
+			}
+		}
+		if m.bound(e) {
+			return e
+		}
+	}
+	return -1
+}
+
+// uuid matches 8-4-4-4-12 hex digits at i.
+func (m *maskState) uuid(i int) int {
+	for k, n := range [...]int{8, 4, 4, 4, 12} {
+		if k > 0 {
+			if m.at(i) != '-' {
+				return -1
+			}
+			i++
+		}
+		if !m.hexes(i, n) {
+			return -1
+		}
+		i += n
+	}
+	if !m.bound(i) {
+		return -1
+	}
+	return i
+}
+
+// duration matches a duration at i and returns its end.
+func (m *maskState) duration(i int) int {
+	for first := true; ; first = false {
+		k := i
+		for canonIsDigit(m.at(k)) {
+			k++
+		}
+		if k == i {
+			return -1
+		}
+		frac := false
+		if m.at(k) == '.' && canonIsDigit(m.at(k+1)) {
+			frac = true
+			for k += 2; canonIsDigit(m.at(k)); k++ {
+			}
+		}
+		if u := m.unit(k); u > 0 {
+			e := k + u
+			if !frac && canonIsDigit(m.at(e)) {
+				i = e // a compound duration continues
+				continue
+			}
+			if m.bound(e) {
+				return e
+			}
+		}
+		if !first {
+			return -1
+		}
+		if m.at(k) == ' ' {
+			k++
+		}
+		var words []string
+		switch m.at(k) {
+		case 'm':
+			words = maskUnitsM[:]
+		case 's':
+			words = maskUnitsS[:]
+		default:
+			return -1
+		}
+		for _, w := range words {
+			if m.hasUnit(k, w) && m.bound(k+len(w)) {
+				return k + len(w)
+			}
+		}
+		return -1
+	}
+}
+
+// The spelled-out duration units, by first letter, longest first.
+var (
+	maskUnitsM = [...]string{"milliseconds", "millisecond", "ms"}
+	maskUnitsS = [...]string{"seconds", "second", "secs", "sec", "s"}
+)
+
+// unit returns the length of the longest compact duration unit at k (ns, us,
+// µs, μs, ms, s, m, h), or 0.
+func (m *maskState) unit(k int) int {
+	switch c := m.at(k); c {
+	case 'n', 'u':
+		if m.at(k+1) == 's' {
+			return 2
+		}
+	case 0xC2, 0xCE: // µ (U+00B5) and μ (U+03BC)
+		if (c == 0xC2 && m.at(k+1) == 0xB5 || c == 0xCE && m.at(k+1) == 0xBC) && m.at(k+2) == 's' {
+			return 3
+		}
+	case 'm':
+		if m.at(k+1) == 's' {
+			return 2
+		}
+		return 1
+	case 's', 'h':
+		return 1
+	}
+	return 0
+}
+
+// hasUnit reports whether the text at i starts with the unit u.
+func (m *maskState) hasUnit(i int, u string) bool {
+	if i+len(u) > len(m.s) {
+		return false
+	}
+	for j := range len(u) {
+		if m.at(i+j) != u[j] {
+			return false
+		}
+	}
+	return true
+}
+
+// url matches scheme://… up to whitespace at i.
+func (m *maskState) url(i int) int {
+	if !maskIsLetter(m.s[i]) || m.s[i] >= utf8.RuneSelf {
+		return -1
+	}
+	if m.sep >= 0 && m.sep <= i {
+		if k := strings.Index(m.s[i:], "://"); k >= 0 {
+			m.sep = i + k
+		} else {
+			m.sep = -1
+		}
+	}
+	if m.sep < 0 || m.sep-i > maskSchemeMax {
+		return -1
+	}
+	j := i + 1
+	for ; j < len(m.s) && j-i < maskSchemeMax; j++ {
+		c := m.at(j)
+		if !('a' <= c && c <= 'z' || canonIsDigit(c) || c == '+' || c == '.' || c == '-') {
+			break
+		}
+	}
+	if !strings.HasPrefix(m.s[j:], "://") {
+		return -1
+	}
+	e := j + 3
+	for e < len(m.s) && !maskIsSpace(m.s[e]) {
+		e++
+	}
+	return e
+}
+
+// path matches a path token at i; if there is none, no path token starts
+// before the end of this run of path bytes.
+func (m *maskState) path(i int) int {
+	j, slash := i, false
+	for ; j < len(m.s) && maskIsPath(m.s[j]); j++ {
+		if m.s[j] == '/' || m.s[j] == '\\' {
+			slash = true
+		}
+	}
+	if !slash {
+		m.noPath = j
+		return -1
+	}
+	for m.s[j-1] == '.' || m.s[j-1] == ':' {
+		j--
+	}
+	return j
+}
+
+// id matches a token of letters, digits, '_' and '-' that mixes letters and
+// digits at i; if there is none, no id starts before the end of the run.
+func (m *maskState) id(i int) int {
+	j := i
+	letter, digit := false, false
+	for ; j < len(m.s); j++ {
+		switch c := m.s[j]; {
+		case canonIsDigit(c):
+			digit = true
+		case maskIsLetter(c):
+			letter = true
+		case c != '_' && c != '-':
+			goto end
+		}
+	}
+end:
+	if letter && digit {
+		return j
+	}
+	m.noID = j
+	return -1
+}
+
+// maskCollapsedLen returns the length of s with whitespace runs collapsed to
+// one byte.
+func maskCollapsedLen(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if maskIsSpace(s[i]) {
+			for i+1 < len(s) && maskIsSpace(s[i+1]) {
+				i++
+			}
+		}
+		n++
+	}
+	return n
+}
+
+// maskQuote returns the index of the quote c in the set " ' ` or -1.
+func maskQuote(c byte) int {
+	switch c {
+	case '"':
+		return 0
+	case '\'':
+		return 1
+	case '`':
+		return 2
+	}
+	return -1
+}
+
+// Byte classes of the masking lexer, as bits of maskClass.
+const (
+	maskCSpace  = 1 << iota // ASCII whitespace
+	maskCLetter             // ASCII letter or non-ASCII byte
+	maskCDigit              // decimal digit
+	maskCHex                // hexadecimal digit
+	maskCWord               // letter, digit or '_'
+	maskCPath               // may occur in a path token
+)
+
+// maskClass holds the byte classes of every byte. It is computed once and
+// never changes.
+var maskClass = func() (t [256]uint8) {
+	for i := range t {
+		c := byte(i)
+		if c == ' ' || '\t' <= c && c <= '\r' {
+			t[i] |= maskCSpace
+		}
+		if 'a' <= c|0x20 && c|0x20 <= 'z' || c >= utf8.RuneSelf {
+			t[i] |= maskCLetter | maskCWord | maskCPath
+		}
+		if canonIsDigit(c) {
+			t[i] |= maskCDigit | maskCWord | maskCPath
+		}
+		if canonIsHex(c) {
+			t[i] |= maskCHex
+		}
+		switch c {
+		case '_':
+			t[i] |= maskCWord | maskCPath
+		case '/', '\\', '.', '-', '~', ':', '+', '@', '%', '=':
+			t[i] |= maskCPath
+		}
+	}
+	return t
+}()
+
+// maskLoad8 returns the eight bytes of s at i, little-endian.
+func maskLoad8(s string, i int) uint64 {
+	b := s[i : i+8]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+// Per byte, (v + 0x80-lo) &^ (v + 0x7f-hi) has its high bit set when v,
+// below 0x80, is in [lo, hi]: the classifiers below test eight bytes at once
+// this way, written out so that they inline.
+const (
+	maskOnes = 0x0101010101010101
+	maskHigh = 0x8080808080808080
+	maskLow  = 0x7f7f7f7f7f7f7f7f
+)
+
+// maskHex8 classifies the eight bytes of x: byte k of hex has its high bit
+// set if byte k of x is a hexadecimal digit, and byte k of digit if it is a
+// decimal digit; all other bits are clear.
+func maskHex8(x uint64) (hex, digit uint64) {
+	v := x & maskLow
+	digit = (v + maskOnes*(0x80-'0')) &^ (v + maskOnes*(0x7f-'9')) &^ x & maskHigh
+	lv := (x | maskOnes*0x20) & maskLow // ASCII letters lower-cased
+	hex = (digit | (lv+maskOnes*(0x80-'a'))&^(lv+maskOnes*(0x7f-'f'))) &^ x & maskHigh
+	return hex, digit
+}
+
+// maskWord8 returns, for the eight bytes of x whose decimal digits are
+// digit (see maskHex8), the high bit of byte k set if byte k of x is a word
+// byte (maskIsWord).
+func maskWord8(x, digit uint64) uint64 {
+	v := x & maskLow
+	lv := (x | maskOnes*0x20) & maskLow
+	az := (lv + maskOnes*(0x80-'a')) &^ (lv + maskOnes*(0x7f-'z'))
+	under := (v + maskOnes*(0x80-'_')) &^ (v + maskOnes*(0x7f-'_'))
+	return (x | digit | az | under) & maskHigh
+}
+
+// maskDash8 returns, for the eight bytes of x, the high bit of byte k set
+// if byte k of x is '-'.
+func maskDash8(x uint64) uint64 {
+	v := x ^ maskOnes*'-' // zero where x is '-'
+	return ^((v&maskLow + maskLow) | v) & maskHigh
+}
+
+// maskIsHexDash reports whether c is a hexadecimal digit or '-'.
+func maskIsHexDash(c byte) bool { return c == '-' || maskIsHex(c) }
+
+// maskIsSpace reports whether c is ASCII whitespace.
+func maskIsSpace(c byte) bool { return maskClass[c]&maskCSpace != 0 }
+
+// maskIsLetter reports whether c is an ASCII letter or a non-ASCII byte.
+func maskIsLetter(c byte) bool { return maskClass[c]&maskCLetter != 0 }
+
+// maskIsWord reports whether c is a word byte: a letter, digit or '_'.
+func maskIsWord(c byte) bool { return maskClass[c]&maskCWord != 0 }
+
+// maskIsPath reports whether c may occur in a path token.
+func maskIsPath(c byte) bool { return maskClass[c]&maskCPath != 0 }
+
+// maskIsHex reports whether c is a hexadecimal digit.
+func maskIsHex(c byte) bool { return maskClass[c]&maskCHex != 0 }
+
+// maskLower lower-cases an ASCII letter.
+func maskLower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
