@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // traceCall is one recorded call of testdata/traces (see its FORMAT.md).
@@ -137,6 +138,33 @@ func BenchmarkTraceStream(b *testing.B) {
 				tr.Record(c.call, outcomeOf(c))
 			}
 		}
+	})
+	// The primitives every call needs whatever the rules: the canonical
+	// argument key, the masked result digest, the two clock readings and a
+	// map of keys. No Tracker does less; the rest of a call (rules, ledger,
+	// budget, per-tool counters) comes on top.
+	b.Run("primitives", func(b *testing.B) {
+		b.ReportAllocs()
+		m := make(map[callKey]int)
+		sink := 0
+		for i := 0; i < b.N; i++ {
+			j := i % len(stream)
+			if starts[j] {
+				clear(m)
+			}
+			c := stream[j]
+			start := time.Now()
+			k := callKey{tool: c.call.Tool, args: hashArgs(c.call.Args, nil)}
+			m[k]++
+			var d Hash
+			if c.failed {
+				d = digestError(c.result)
+			} else {
+				d = digestResult(c.result)
+			}
+			sink += m[k] + int(d[0]) + int(time.Since(start)&1)
+		}
+		_ = sink
 	})
 	// The same with NewTracker timed too: what a harness that opens one
 	// session per episode pays per call.

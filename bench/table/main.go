@@ -138,6 +138,9 @@ func write(w io.Writer, res map[string]result) {
 	if okF && okT {
 		row("trace stream vs floor", fmt.Sprintf("%s vs %s per call", dur(tg), dur(floor)), rt("TraceStream/toolguard", "TraceStream/floor", "ns/op", "ns/op"), "≤ 8×")
 	}
+	if pr, ok := ns("TraceStream/primitives"); ok && okF {
+		row("trace stream, primitives only (key, digest, clock, map)", fmt.Sprintf("%s per call", dur(pr)), rt("TraceStream/primitives", "TraceStream/floor", "ns/op", "ns/op"), "(information)")
+	}
 	if s, ok := ns("TraceStream/toolguard+session"); ok && okF {
 		row("trace stream, NewTracker timed too", fmt.Sprintf("%s per call", dur(s)), rt("TraceStream/toolguard+session", "TraceStream/floor", "ns/op", "ns/op"), "(information)")
 	}
