@@ -411,6 +411,24 @@ func BenchmarkLargeArgs(b *testing.B) {
 			sha256.Sum256(args)
 		}
 	})
+	// Validating the same bytes and nothing more, for scale: the scan that
+	// canonicalization cannot do without, and encoding/json's validator.
+	b.Run("validate", func(b *testing.B) {
+		b.SetBytes(int64(len(args)))
+		for i := 0; i < b.N; i++ {
+			if canonSkipValue(args, 0) != len(args) {
+				b.Fatal("invalid")
+			}
+		}
+	})
+	b.Run("json.Valid", func(b *testing.B) {
+		b.SetBytes(int64(len(args)))
+		for i := 0; i < b.N; i++ {
+			if !json.Valid(args) {
+				b.Fatal("invalid")
+			}
+		}
+	})
 	b.Run("toolguard", func(b *testing.B) {
 		b.SetBytes(int64(len(args)))
 		b.ReportAllocs()

@@ -163,6 +163,11 @@ func write(w io.Writer, res map[string]result) {
 	if ok1 && ok2 {
 		row("1 MB argument vs SHA-256", dur(big)+" vs "+dur(sha), rt("LargeArgs/toolguard", "LargeArgs/sha256", "ns/op", "ns/op"), "≈ 3×")
 	}
+	for _, v := range []string{"validate", "json.Valid"} {
+		if x, ok := ns("LargeArgs/" + v); ok && ok1 {
+			row("1 MB, "+v+" only vs SHA-256", dur(x)+" vs "+dur(sha), rt("LargeArgs/"+v, "LargeArgs/sha256", "ns/op", "ns/op"), "(information)")
+		}
+	}
 	for _, p := range [][2]string{{"serial", "parallel"}, {"serial-trace", "parallel-trace"}, {"serial", "parallel-sessions"}, {"control-serial", "control-parallel"}} {
 		s, ok1 := ns("Parallel/" + p[0])
 		q, ok2 := ns("Parallel/" + p[1])
