@@ -502,3 +502,51 @@ func TestMemoryBound(t *testing.T) {
 	}
 	runtime.KeepAlive(tr)
 }
+
+// TestMemoryPerSession replays every episode of the traces in a session of
+// its own, keeps all the sessions, and measures the heap they hold: what a
+// server pays per open session.
+func TestMemoryPerSession(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("heap measurement")
+	}
+	episodes := loadTraceStream(t)
+	const rounds = 8 // each episode this many times, for a stable figure
+	trackers := make([]*Tracker, 0, rounds*len(episodes))
+	calls := 0
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range rounds {
+		for _, ep := range episodes {
+			tr := NewTracker(Policy{})
+			for _, c := range ep {
+				if tr.ShouldSkip(c.call).Verdict == Allow {
+					tr.Record(c.call, outcomeOf(c))
+				}
+			}
+			calls += len(ep)
+			trackers = append(trackers, tr)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(len(trackers))
+	t.Logf("%d sessions, %.1f calls each: %.0f bytes of heap per session", len(trackers), float64(calls)/float64(len(trackers)), per)
+	if per > 32<<10 {
+		t.Fatalf("a session holds %.0f bytes, want under 32 KiB", per)
+	}
+	runtime.KeepAlive(trackers)
+
+	// A session opened and not used yet.
+	fresh := make([]*Tracker, len(trackers))
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range fresh {
+		fresh[i] = NewTracker(Policy{})
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	t.Logf("an unused session: %.0f bytes", float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(len(fresh)))
+	runtime.KeepAlive(fresh)
+}
