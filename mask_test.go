@@ -153,7 +153,8 @@ func TestDigestStreamingChunks(t *testing.T) {
 }
 
 func TestMaskLinearTime(t *testing.T) {
-	units := []string{"a.", "1h1.5", "'", "a-", "1_", "f", "ab1://", "x'", "2024-05-20 ", "a/", "\"", "1 "}
+	units := []string{"a.", "1h1.5", "'", "a-", "1_", "f", "ab1://", "x'", "2024-05-20 ", "a/", "\"", "1 ",
+		"-", "0123-", "01234567-", "deadbeef-", "x-deadbeefcafe", "12:"}
 	for _, u := range units {
 		n := (16 << 10) / len(u)
 		assert.Less(t, canonTestScaling(u, n, func(s string) { digestResult(s) }), 100.0, "noise %q", u)
@@ -161,6 +162,8 @@ func TestMaskLinearTime(t *testing.T) {
 	}
 	// Hex runs that fail at their end are scanned once.
 	assert.Less(t, canonTestScaling("f", 8<<10, func(s string) { digestError(s + "g") }), 100.0)
+	assert.Less(t, canonTestScaling("f", 8<<10, func(s string) { digestResult(s + "g") }), 100.0)
+	assert.Less(t, canonTestScaling("0", 8<<10, func(s string) { digestResult("x" + s) }), 100.0)
 }
 
 func TestDigestAllocs(t *testing.T) {
