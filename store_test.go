@@ -239,3 +239,53 @@ func TestResetBetweenBudgetCheckAndDecision(t *testing.T) {
 	assert.Positive(t, allowed.Load())
 	assert.Equal(t, int(allowed.Load()), store.Count("quota:fleet"))
 }
+
+// TestDroppedCallsCommitTheirReservations leaves allowed calls unrecorded
+// across more turns than the Tracker remembers: the reservations of the
+// calls it forgets are committed (allowed calls count), while those it
+// still remembers expire after ReservationTTL as for a crashed replica.
+func TestDroppedCallsCommitTheirReservations(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	store := NewMemoryStore(clock)
+	tr := NewTracker(Policy{Store: store, ReservationTTL: time.Minute, SessionLimit: -1,
+		SharedQuotas: []SharedQuota{{Name: "fleet", Tools: []string{"*"}, Limit: 1 << 20}}})
+	const turns = maxStale + 44
+	for i := range turns {
+		d := tr.ShouldSkip(call("bash", fmt.Sprintf(`{"turn":%d}`, i)))
+		require.Equal(t, Allow, d.Verdict, "turn %d: %s", i, d.Message)
+		tr.Reset() // the call is never recorded
+	}
+	assert.Equal(t, turns, store.Count("quota:fleet"), "committed and live reservations")
+	mu.Lock()
+	now = now.Add(2 * time.Minute)
+	mu.Unlock()
+	assert.Equal(t, turns-maxStale, store.Count("quota:fleet"), "the dropped calls' units were committed")
+
+	// A dropped call recorded late is booked without a second unit.
+	c := call("bash", `{"turn":0}`)
+	tr.Record(c, Outcome{Result: "late"})
+	assert.Equal(t, turns-maxStale, store.Count("quota:fleet"))
+}
+
+// TestPendingOverflowCommitsReservations allows more unrecorded calls in
+// one turn than the Tracker keeps pending: the oldest are dropped and their
+// reservations committed.
+func TestPendingOverflowCommitsReservations(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	store := NewMemoryStore(clock)
+	tr := NewTracker(Policy{Store: store, ReservationTTL: time.Minute, SessionLimit: -1, MaxCallsPerTurn: -1,
+		SharedQuotas: []SharedQuota{{Name: "fleet", Tools: []string{"*"}, Limit: 1 << 20}}})
+	const calls = maxPending + 10
+	for i := range calls {
+		d := tr.ShouldSkip(call("bash", fmt.Sprintf(`{"i":%d}`, i)))
+		require.Equal(t, Allow, d.Verdict, "call %d: %s", i, d.Message)
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Minute)
+	mu.Unlock()
+	assert.Equal(t, calls-maxPending, store.Count("quota:fleet"))
+}

@@ -69,6 +69,9 @@ type Tracker struct {
 	turn   turnState
 	ledger ledger
 	stale  []pendingCall // calls allowed in earlier turns, not yet recorded
+	// orphans are pending calls dropped past maxPending or maxStale that
+	// hold a Store reservation: it is committed after the lock is released.
+	orphans []pendingCall
 }
 
 // Bounds of the state a hostile stream of tool names, argument shapes or
@@ -322,10 +325,12 @@ func (t *Tracker) check(ctx context.Context, c Call, round uint64) Decision {
 		t.mu.Lock()
 	}
 	d := t.decideLocked(c, &p, names, round, now, g, &evs)
+	orphans := t.takeOrphansLocked()
 	t.mu.Unlock()
 	if g != nil && g.id != "" && d.Verdict != Allow {
 		t.settle(c, g.id, g.local, false, &evs)
 	}
+	t.settleOrphans(orphans, &evs)
 	t.emit(&evs)
 	return d
 }
@@ -551,6 +556,7 @@ func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Ti
 		ts.window.push(windowItem{key: p.key, seq: seq, round: round, query: p.query, sim: p.sim, url: p.url})
 	}
 	if len(ts.pending) >= maxPending {
+		t.dropLocked(ts.pending[:1])
 		ts.pending = append(ts.pending[:0], ts.pending[1:]...)
 	}
 	ts.pending = append(ts.pending, pendingCall{seq: seq, id: c.ID, key: p.key, tool: p.tool, round: round, at: now, args: c.Args, hist: hist})
@@ -778,13 +784,48 @@ func (t *Tracker) takeStale(id string, key callKey) (pendingCall, bool) {
 // updates their ledger entries and nothing else.
 func (t *Tracker) Reset() {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.stale = append(t.stale, t.turn.pending...)
-	if len(t.stale) > maxStale {
-		t.stale = append(t.stale[:0], t.stale[len(t.stale)-maxStale:]...)
+	if n := len(t.stale) - maxStale; n > 0 {
+		t.dropLocked(t.stale[:n])
+		t.stale = append(t.stale[:0], t.stale[n:]...)
 	}
 	t.turnNo++
 	t.turn.reset()
+	orphans := t.takeOrphansLocked()
+	t.mu.Unlock()
+	if len(orphans) > 0 {
+		evs := events{on: t.cfg.hooked}
+		t.settleOrphans(orphans, &evs)
+		t.emit(&evs)
+	}
+}
+
+// dropLocked forgets pending calls that were never recorded, keeping those
+// that hold a Store reservation in t.orphans.
+func (t *Tracker) dropLocked(pcs []pendingCall) {
+	for _, pc := range pcs {
+		if pc.resID != "" {
+			t.orphans = append(t.orphans, pendingCall{resID: pc.resID, resLocal: pc.resLocal, id: pc.id, key: pc.key})
+		}
+	}
+}
+
+func (t *Tracker) takeOrphansLocked() []pendingCall {
+	if len(t.orphans) == 0 {
+		return nil
+	}
+	orphans := t.orphans
+	t.orphans = nil
+	return orphans
+}
+
+// settleOrphans commits the reservations of dropped calls, outside the
+// lock: they were allowed, and an allowed call counts against its quotas
+// whether or not it is ever recorded.
+func (t *Tracker) settleOrphans(orphans []pendingCall, evs *events) {
+	for _, pc := range orphans {
+		t.settle(Call{ID: pc.id, Tool: pc.key.tool}, pc.resID, pc.resLocal, true, evs)
+	}
 }
 
 // Ledger returns a copy of the entries in order, at most Policy.LedgerSize
