@@ -288,4 +288,10 @@ func TestPendingOverflowCommitsReservations(t *testing.T) {
 	now = now.Add(2 * time.Minute)
 	mu.Unlock()
 	assert.Equal(t, calls-maxPending, store.Count("quota:fleet"))
+	// The dropped calls no longer hold their keys as pending.
+	ks, slot := tr.turn.keyState(callKey{tool: "bash", args: hashArgs([]byte(`{"i":0}`), nil)})
+	require.GreaterOrEqual(t, slot, int32(0))
+	assert.Zero(t, ks.pending)
+	ks, _ = tr.turn.keyState(callKey{tool: "bash", args: hashArgs([]byte(`{"i":10}`), nil)})
+	assert.Equal(t, 1, ks.pending)
 }

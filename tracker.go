@@ -556,6 +556,10 @@ func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Ti
 		ts.window.push(windowItem{key: p.key, seq: seq, round: round, query: p.query, sim: p.sim, url: p.url})
 	}
 	if len(ts.pending) >= maxPending {
+		// The oldest pending call is given up: its key may be forgotten.
+		if old := ts.pending[0]; old.slot >= 0 && int(old.slot) < len(ts.slab) {
+			ts.slab[old.slot].pending--
+		}
 		t.dropLocked(ts.pending[:1])
 		ts.pending = append(ts.pending[:0], ts.pending[1:]...)
 	}
