@@ -353,7 +353,7 @@ func (h *history) isCycle(p, n int) bool {
 // window is a ring of the turn's most recent searches (with a query) and
 // fetches (with a URL), for the rolling-window rule.
 type window struct {
-	items []windowItem // allocated at the first push
+	items []windowItem // grown to size as the window fills: most turns see few
 	size  int
 	start int
 	n     int
@@ -383,8 +383,11 @@ func (w *window) push(it windowItem) {
 	if w.size == 0 {
 		return
 	}
-	if w.items == nil {
-		w.items = make([]windowItem, w.size)
+	if w.n == len(w.items) && len(w.items) < w.size {
+		// The ring wraps only at its full size, so start is 0 here.
+		items := make([]windowItem, min(max(2*len(w.items), 2), w.size))
+		copy(items, w.items)
+		w.items = items
 	}
 	if w.n < len(w.items) {
 		w.items[(w.start+w.n)%len(w.items)] = it
