@@ -272,11 +272,7 @@ func (m *maskState) lexNoise() {
 			if m.lexWords(lo, hi) {
 				return
 			}
-			// lexWords stopped at the end of a word or of the text.
-			if i = hi; i < len(s) && maskIsWord(s[i-1]) && maskIsWord(s[i]) {
-				for i++; i < len(s) && maskIsWord(s[i]); i++ {
-				}
-			}
+			i = m.pastWord(hi) // a word may run on past the run
 			continue
 		}
 		if digit != 0 {
@@ -309,12 +305,7 @@ func (m *maskState) lexNoise() {
 // true if it finds one.
 func (m *maskState) lexWords(i, hi int) bool {
 	s := m.s
-	if i > m.i {
-		for i < len(s) && maskIsWord(s[i-1]) && maskIsWord(s[i]) {
-			i++
-		}
-	}
-	for i < hi {
+	for i = m.pastWord(i); i < hi; {
 		c := maskClass[s[i]]
 		if c&maskCWord == 0 {
 			i++
@@ -330,6 +321,17 @@ func (m *maskState) lexWords(i, hi int) bool {
 		}
 	}
 	return false
+}
+
+// pastWord returns i, or, if i is inside a word (i > m.i and the bytes at
+// i-1 and i are word bytes), the end of that word.
+func (m *maskState) pastWord(i int) int {
+	if i > m.i {
+		for i < len(m.s) && maskIsWord(m.s[i-1]) && maskIsWord(m.s[i]) {
+			i++
+		}
+	}
+	return i
 }
 
 // maskMayNoise is a cheap test that rules out most word starts before

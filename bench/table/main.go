@@ -82,10 +82,15 @@ func median(res map[string]result, name, unit string) (float64, bool) {
 		return 0, false
 	}
 	sort.Float64s(vs)
+	return sortedMedian(vs), true
+}
+
+// sortedMedian returns the median of vs, sorted and not empty.
+func sortedMedian(vs []float64) float64 {
 	if n := len(vs); n%2 == 0 {
-		return (vs[n/2-1] + vs[n/2]) / 2, true
+		return (vs[n/2-1] + vs[n/2]) / 2
 	}
-	return vs[len(vs)/2], true
+	return vs[len(vs)/2]
 }
 
 // ratio returns the median, the smallest and the largest of the round-by-
@@ -93,12 +98,8 @@ func median(res map[string]result, name, unit string) (float64, bool) {
 // number of rounds; 0 rounds if either has no values.
 func ratio(res map[string]result, num, numUnit, den, denUnit string) (med, lo, hi float64, n int) {
 	a, b := res[num][numUnit], res[den][denUnit]
-	n = min(len(a), len(b))
-	if n == 0 {
-		return 0, 0, 0, 0
-	}
-	rs := make([]float64, 0, n)
-	for k := range n {
+	var rs []float64
+	for k := range min(len(a), len(b)) {
 		if b[k] != 0 {
 			rs = append(rs, a[k]/b[k])
 		}
@@ -107,12 +108,7 @@ func ratio(res map[string]result, num, numUnit, den, denUnit string) (med, lo, h
 		return 0, 0, 0, 0
 	}
 	sort.Float64s(rs)
-	n = len(rs)
-	med = rs[n/2]
-	if n%2 == 0 {
-		med = (rs[n/2-1] + rs[n/2]) / 2
-	}
-	return med, rs[0], rs[n-1], n
+	return sortedMedian(rs), rs[0], rs[len(rs)-1], len(rs)
 }
 
 func write(w io.Writer, res map[string]result) {
