@@ -123,11 +123,11 @@ func ExampleTracker_Summary() {
 		tr.ShouldSkip(c)
 		tr.Record(c, toolguard.Outcome{Err: errors.New(`go: unknown command "tset"`)})
 	}
-	tr.ShouldSkip(call("bash", `{"command":"go tset -run X"}`))
+	tr.ShouldSkip(call("bash", `{"command":"go tset -run=X"}`))
 	fmt.Println(tr.Summary())
 	// Output:
 	// toolguard summary, turn 1: 3 calls executed, 3 failed, 0 with new results, 1 skipped.
 	// Budget: 3 of 10 tool calls used, 7 left (phase normal).
-	// - bash: 3 calls, 3 failed (3 the same way in a row), 0 new results, 1 skipped (repeated_failure 1); session 3 of 30 (rule quota).
+	// - bash: 3 calls, 3 failed (3 the same way in a row), 0 new results, 1 skipped (repeated_failure 1).
 	// Next: Stop retrying 'bash': read its last error, check the interface, path, permission or precondition it needs, and report the blocker if one evidence-backed attempt fails.
 }

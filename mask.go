@@ -2,9 +2,12 @@ package toolguard
 
 import (
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
 	"hash/maphash"
 	"math"
 	"math/bits"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -931,4 +934,80 @@ func maskLower(c byte) byte {
 		return c + 'a' - 'A'
 	}
 	return c
+}
+
+// argsShape returns a call's arguments with their particulars masked: the
+// names and the string values (and numbers) of the JSON arguments, written
+// out and masked by maskError, and cut to queryMaxBytes. "grep -n 'x'
+// ./a.py" and "grep -n 'y' ./b.py" have one shape. Arguments that are not
+// JSON, or larger than maxInspect, are masked as they are. The shape stays
+// in memory for the failure rule (tweaked retries): it is never logged.
+func argsShape(args []byte) string {
+	var v any
+	if len(args) > maxInspect || json.Unmarshal(args, &v) != nil {
+		return cutShape(maskError(string(args[:min(len(args), maxInspect)])))
+	}
+	var b strings.Builder
+	writeShape(&b, v)
+	return cutShape(maskError(b.String()))
+}
+
+// cutShape cuts s to at most queryMaxBytes bytes, on a rune boundary.
+func cutShape(s string) string {
+	if len(s) <= queryMaxBytes {
+		return s
+	}
+	s = s[:queryMaxBytes]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// tweaked reports whether two argument shapes are one call tweaked: the
+// same words but for at most two — a flag added or dropped, one word
+// changed ("npm test" and "npm run test", "make -j4" and "make -B"). The
+// words are compared as multisets, split at white space.
+func tweaked(a, b string) bool {
+	if a == b {
+		return true
+	}
+	x, y := strings.Fields(a), strings.Fields(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	diff := 0
+	for len(x) > 0 && len(y) > 0 && diff <= 2 {
+		switch strings.Compare(x[0], y[0]) {
+		case 0:
+			x, y = x[1:], y[1:]
+		case -1:
+			x, diff = x[1:], diff+1
+		default:
+			y, diff = y[1:], diff+1
+		}
+	}
+	return diff+len(x)+len(y) <= 2
+}
+
+// writeShape writes the names and values of a decoded JSON value, object
+// members in sorted order, separated by spaces.
+func writeShape(b *strings.Builder, v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, k := range sortedKeys(v) {
+			b.WriteString(k)
+			b.WriteString(": ")
+			writeShape(b, v[k])
+			b.WriteByte(' ')
+		}
+	case []any:
+		for _, x := range v {
+			writeShape(b, x)
+			b.WriteByte(' ')
+		}
+	case string:
+		b.WriteString(v)
+	default:
+		fmt.Fprint(b, v)
+	}
 }

@@ -32,6 +32,12 @@ func duplicateMessage(tool string, count int) string {
 		HintMarker, tool, times(count))
 }
 
+func insistMessage(tool string) string {
+	return fmt.Sprintf("%s Tool '%s' was called again with the same arguments after a hint, with nothing changed since. "+
+		"This call was not executed. Stop repeating it: use what you have, change the approach, or answer the user.",
+		HintMarker, tool)
+}
+
 func times(n int) string {
 	switch n {
 	case 1:

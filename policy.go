@@ -60,12 +60,11 @@ func (u Unit) String() string {
 
 // Defaults of the Policy fields. Policy documents where each comes from.
 const (
-	DefaultMaxCallsPerTurn     = 30
+	DefaultMaxCallsPerTurn     = 300
 	DefaultNudgeRatio          = 0.75
 	DefaultMaxRepeats          = 2
 	DefaultMaxFailures         = 3
 	DefaultSimilarityThreshold = 0.75
-	DefaultSessionLimit        = 30
 	DefaultHighCostLimit       = 10
 	DefaultCyclePeriod         = 4
 	DefaultCycleRepeats        = 3
@@ -114,8 +113,11 @@ type Quota struct {
 // malformed glob patterns) fall back to a documented behaviour rather than
 // failing; Validate reports them for callers who prefer an error.
 type Policy struct {
-	// MaxCallsPerTurn is the turn budget. 0 means 30 (an agent runtime's
-	// default); negative means unlimited.
+	// MaxCallsPerTurn is the turn budget. 0 means 300, sized for long coding
+	// turns: a coding agent with one shell tool runs 30–190 commands in a
+	// turn that succeeds, so a 200-command turn meets neither the nudge
+	// (225) nor the wind-down. Negative means unlimited. The "turn-budget"
+	// preset sets an agent runtime's 30.
 	MaxCallsPerTurn int
 	// NudgeRatio is the share of the budget at which the turn enters
 	// PhaseNudge. 0 or NaN means 0.75; a value ≤ 0 or ≥ 1 disables the
@@ -139,6 +141,12 @@ type Policy struct {
 	// SearchTools names the search tools (names or glob patterns). nil
 	// means DefaultSearchTools; an empty non-nil slice means none.
 	SearchTools []string
+	// SimilarIgnoresResults makes the similar-query check result-blind: a
+	// query similar to any earlier one fires, whatever that one returned.
+	// false (the default) fires only after similar queries that brought
+	// nothing new, so a reworded query after a fruitful one is refinement.
+	// The "turn-tracker" preset sets it.
+	SimilarIgnoresResults bool
 	// Action is what the first firing does: ActionHint (zero) or
 	// ActionAbort. Other values mean ActionHint.
 	Action Action
@@ -148,11 +156,13 @@ type Policy struct {
 	Tools map[string]ToolPolicy
 
 	// SessionLimit is the rule default for calls to one tool in a session
-	// (across turns). 0 means 30; negative means no rule default.
+	// (across turns). 0 or negative means none: the zero Policy sets no
+	// per-tool session quota (the "quota-rule" preset sets 30).
 	SessionLimit int
 	// HighCostLimit is the rule default for a high-cost tool (an external,
-	// paid or rate-limited API). 0 means 10; negative means high-cost tools
-	// get SessionLimit.
+	// paid or rate-limited API, named by HighCostTools or
+	// ToolPolicy.HighCost). 0 means 10; negative means high-cost tools get
+	// SessionLimit.
 	HighCostLimit int
 	// HighCostTools names high-cost tools (names or glob patterns), in
 	// addition to ToolPolicy.HighCost. nil means none.
@@ -237,6 +247,15 @@ type ToolPolicy struct {
 	// Search subjects the tool to the similar-query check even when it is
 	// not in Policy.SearchTools.
 	Search bool
+	// NoSearch takes the tool off Policy.SearchTools (or the built-in
+	// list): no similar-query check, and not read-only unless ReadOnly
+	// says so. Search wins when both are set.
+	NoSearch bool
+	// ReadOnly says the tool's calls never change the world (a read, a
+	// lookup, a status check), so their results never count as progress
+	// for other calls: a repeat after them is still a repeat. Search tools
+	// count as read-only. Leaving it false costs firings, never false ones.
+	ReadOnly bool
 	// HighCost marks an external, paid or rate-limited tool: its rule
 	// default session limit is Policy.HighCostLimit.
 	HighCost bool
@@ -313,6 +332,7 @@ type config struct {
 	maxFailures   int // 0: off
 	threshold     float64
 	similarOn     bool
+	similarBlind  bool
 	searchTools   globs
 	action        Action
 	tools         map[string]ToolPolicy
@@ -344,16 +364,17 @@ type config struct {
 
 func newConfig(p Policy) config {
 	c := config{
-		unit:     p.BudgetUnit,
-		action:   p.Action,
-		tools:    p.Tools,
-		highCost: compileGlobs(p.HighCostTools),
-		agent:    p.AgentQuota,
-		platform: p.PlatformQuota,
-		keepRaw:  p.KeepRaw,
-		now:      p.Now,
-		onEvent:  p.OnEvent,
-		logger:   p.Logger,
+		unit:         p.BudgetUnit,
+		action:       p.Action,
+		similarBlind: p.SimilarIgnoresResults,
+		tools:        p.Tools,
+		highCost:     compileGlobs(p.HighCostTools),
+		agent:        p.AgentQuota,
+		platform:     p.PlatformQuota,
+		keepRaw:      p.KeepRaw,
+		now:          p.Now,
+		onEvent:      p.OnEvent,
+		logger:       p.Logger,
 	}
 	if c.unit != CountRounds {
 		c.unit = CountCalls
@@ -418,7 +439,7 @@ func newConfig(p Policy) config {
 		c.searchTools = compileGlobs(searchTools)
 	}
 
-	c.sessionLimit = orDefault(p.SessionLimit, DefaultSessionLimit)
+	c.sessionLimit = max(p.SessionLimit, 0)
 	c.highCostLimit = orDefault(p.HighCostLimit, DefaultHighCostLimit)
 
 	c.cyclePeriod = min(orDefault(p.CyclePeriod, DefaultCyclePeriod), maxCyclePeriod)
@@ -578,6 +599,7 @@ type toolRule struct {
 	maxRepeats int // 0: off
 	exempt     bool
 	search     bool
+	readOnly   bool // search tools too
 	ignore     []string
 	quota      int       // effective session limit; 0: none
 	quotaFrom  string    // "agent", "platform" or "rule"
@@ -599,9 +621,10 @@ func (c *config) resolve(tool string) toolRule {
 		limit:      max(tp.Limit, 0),
 		maxRepeats: c.maxRepeats,
 		exempt:     tp.Exempt,
-		search:     tp.Search || c.searchTools.match(tool),
+		search:     tp.Search || !tp.NoSearch && c.searchTools.match(tool),
 		ignore:     tp.IgnoreArgs,
 	}
+	r.readOnly = tp.ReadOnly || r.search
 	switch {
 	case tp.MaxRepeats > 0:
 		r.maxRepeats = tp.MaxRepeats

@@ -19,7 +19,8 @@ import (
 //     per turn (composio_execute 2; search_knowledge, semantic_search,
 //     search_codebase, smart_query_database, query_database 2; read_file 3;
 //     write_file and list_directory 2; every other tool 3), the second
-//     identical call blocked, similar queries (0.75) for the search tools.
+//     identical call blocked, similar queries (0.75) for the search tools,
+//     result-blind as in the seed.
 //   - "loop-detection": an agent SDK's tool executor: the counter key is
 //     tool + arguments, maxRepeats 3, action hint (the model is told; if it
 //     repeats the hinted call, the call aborts).
@@ -87,6 +88,7 @@ func presetTurnTracker() Policy {
 	p := off()
 	p.MaxRepeats = 1
 	p.SimilarityThreshold = 0.75
+	p.SimilarIgnoresResults = true // the seed's check: any similar query fires
 	search := []string{"search_knowledge", "semantic_search", "search_codebase", "smart_query_database", "query_database"}
 	p.SearchTools = search
 	p.Tools = map[string]ToolPolicy{

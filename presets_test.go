@@ -31,7 +31,7 @@ func TestPresetQuotaRule(t *testing.T) {
 			fail(call("Bash", `{"command":"npm test"}`), "npm ERR! missing script: test (code 1)"),
 			fail(call("Bash", `{"command":"npm run test"}`), "npm ERR! missing script: test (code 1)"),
 			fail(call("Bash", `{"command":"npm test --silent"}`), "npm ERR! missing script: test (code 1)"),
-			hint(call("Bash", `{"command":"npm t"}`), ReasonRepeatedFailure),
+			hint(call("Bash", `{"command":"npm test --verbose"}`), ReasonRepeatedFailure),
 		})
 	})
 	t.Run("broad search churn", func(t *testing.T) {
@@ -165,7 +165,9 @@ func TestPresetLoopDetection(t *testing.T) {
 		assert.ErrorIs(t, d.Err, ErrLoop)
 	})
 	t.Run("different arguments start their own counter", func(t *testing.T) {
-		run(t, NewTracker(preset(t, "loop-detection")), []step{
+		p := preset(t, "loop-detection")
+		p.Tools = map[string]ToolPolicy{"get_weather": {ReadOnly: true}}
+		run(t, NewTracker(p), []step{
 			allow(c, "sunny"), allow(c, "sunny"), allow(call("get_weather", `{"city":"Rome"}`), "rain"), allow(c, "sunny"),
 			hint(c, ReasonDuplicate),
 		})

@@ -26,14 +26,15 @@ func TestMinOfThree(t *testing.T) {
 		{p, "WebFetch", 5, "agent"},
 		{p, "mcp_browser", 4, "platform"},
 		{p, "Read", 20, "agent"},
-		{Policy{}, "Read", 30, "rule"},
+		{Policy{}, "Read", 0, ""}, // the zero Policy sets no session quota
+		{Policy{SessionLimit: 30}, "Read", 30, "rule"},
 		{Policy{HighCostTools: []string{"WebFetch"}}, "WebFetch", 10, "rule"},
 		{Policy{Tools: map[string]ToolPolicy{"pay": {HighCost: true}}}, "pay", 10, "rule"},
-		{Policy{HighCostLimit: -1, HighCostTools: []string{"x"}}, "x", 30, "rule"},
+		{Policy{HighCostLimit: -1, SessionLimit: 30, HighCostTools: []string{"x"}}, "x", 30, "rule"},
 		{Policy{SessionLimit: -1}, "Read", 0, ""},
 		{Policy{SessionLimit: 7, PlatformQuota: &Quota{Default: 9}}, "Read", 7, "rule"},
 		{Policy{PlatformQuota: &Quota{Tools: map[string]int{"a*": 9, "ab*": 12}}}, "abc", 12, "platform"},
-		{Policy{AgentQuota: &Quota{Tools: map[string]int{"Bash": -3}, Default: 4}}, "Bash", 30, "rule"},
+		{Policy{SessionLimit: 30, AgentQuota: &Quota{Tools: map[string]int{"Bash": -3}, Default: 4}}, "Bash", 30, "rule"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.tool+"/"+tt.from, func(t *testing.T) {

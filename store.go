@@ -329,7 +329,7 @@ func (t *Tracker) settle(c Call, id string, local, commit bool, evs *events) {
 }
 
 // storeLocked turns a refused or failed reservation into a decision.
-func (t *Tracker) storeLocked(c Call, p *probe, g *grant, tool *toolState) (Decision, bool) {
+func (t *Tracker) storeLocked(c Call, p *probe, g *grant, tool *toolState, ks *keyState) (Decision, bool) {
 	switch {
 	case g == nil:
 		return Decision{}, false
@@ -349,7 +349,7 @@ func (t *Tracker) storeLocked(c Call, p *probe, g *grant, tool *toolState) (Deci
 		if i < len(g.g.Counts) {
 			n = g.g.Counts[i]
 		}
-		return t.fire(c, p, ReasonToolLimit, &tool.quotaHinted, n, limit,
+		return t.fire(c, p, ks, ReasonToolLimit, &tool.quotaHinted, n, limit,
 			quotaMessage(c.Tool, p.rule.counterOf[i], limit, n, t.turn.used, t.cfg.maxCalls, t.cfg.unit)), true
 	}
 	return Decision{}, false

@@ -361,11 +361,13 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, round uint64, now
 	tool := t.turnTool(p.tool)
 	st := &p.tool.session
 	ks, slot := ts.keyState(p.key)
+	ks.refresh(ts.changes)
+	tool.fail.refresh(ts.changes)
 
 	from := ts.phase
 	d, fired := t.budgetLocked(round)
 	if !fired {
-		d, fired = t.storeLocked(c, p, g, tool)
+		d, fired = t.storeLocked(c, p, g, tool, &ks)
 	}
 	if !fired {
 		d, fired = t.rulesLocked(c, p, round, tool, st, &ks)
@@ -395,6 +397,9 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, round uint64, now
 		ts.skipped++
 		tool.stats.skip(d.Reason)
 		st.skip(d.Reason)
+		// A refused call still counts in the history the cycle rule reads,
+		// so a model that continues a hinted cycle is aborted.
+		ts.history.push(histItem{key: p.key, seq: e.Seq, exempt: p.rule.exempt})
 	}
 	if slot >= 0 || ks.count > 0 || ks.hinted != 0 || ks.seen {
 		slot = ts.storeKey(p.key, slot, ks)
@@ -462,49 +467,53 @@ func (t *Tracker) rulesLocked(c Call, p *probe, round uint64, tool *toolState, s
 	ts := &t.turn
 	r := p.rule
 
+	if ks.hinted != 0 && ks.hinted != p.round && ks.hintBy != ReasonRepeatedFailure {
+		// The hinted call again, with nothing changed since (progress
+		// clears the hint): one escalation per call, whichever rule gave
+		// the hint. After a failure hint one attempt runs (below).
+		return t.fire(c, p, ks, ks.hintBy, &ks.hinted, ks.count, r.maxRepeats, insistMessage(c.Tool)), true
+	}
 	if r.limit > 0 && tool.calls >= r.limit {
-		return t.fire(c, p, ReasonToolLimit, &tool.limitHinted, tool.calls, r.limit,
+		return t.fire(c, p, ks, ReasonToolLimit, &tool.limitHinted, tool.calls, r.limit,
 			turnLimitMessage(c.Tool, r.limit)), true
 	}
 	if r.quota > 0 && st.reserved >= r.quota {
-		return t.fire(c, p, ReasonToolLimit, &tool.quotaHinted, st.reserved, r.quota,
+		return t.fire(c, p, ks, ReasonToolLimit, &tool.quotaHinted, st.reserved, r.quota,
 			quotaMessage(c.Tool, r.quotaFrom, r.quota, st.reserved, ts.used, t.cfg.maxCalls, t.cfg.unit)), true
 	}
 	if r.maxRepeats > 0 && ks.count >= r.maxRepeats {
-		return t.fire(c, p, ReasonDuplicate, &ks.hinted, ks.count, r.maxRepeats,
+		return t.fire(c, p, ks, ReasonDuplicate, &ks.hinted, ks.count, r.maxRepeats,
 			duplicateMessage(c.Tool, ks.count)), true
 	}
 	if t.cfg.similarOn && p.query != "" && !ks.seen && ks.count == 0 && tool.queries != nil &&
 		tool.queries.similarKey(p.query, &p.sim, round, t.cfg.threshold) {
-		return t.fire(c, p, ReasonSimilarQuery, &tool.similarHinted, 1, 1,
+		return t.fire(c, p, ks, ReasonSimilarQuery, &tool.similarHinted, 1, 1,
 			similarMessage(c.Tool)), true
 	}
 	if t.cfg.maxFailures > 0 && !r.exempt {
-		switch f := &tool.fail; f.stage {
-		case failAbortNext:
-			insisted := ^uint64(0) // the attempt failed: abort
-			return t.fire(c, p, ReasonRepeatedFailure, &insisted, f.count, t.cfg.maxFailures,
-				failureMessage(c.Tool, f.count)), true
-		case failCounting:
-			if f.count >= t.cfg.maxFailures {
-				d := t.fire(c, p, ReasonRepeatedFailure, &f.hinted, f.count, t.cfg.maxFailures,
-					failureMessage(c.Tool, f.count))
-				if d.Verdict == Hint {
-					f.stage = failHinted
-				}
-				return d, true
+		f := &tool.fail
+		retries := func() bool { return p.key == f.key || tweaked(argsShape(c.Args), f.shape) }
+		if fire, insisted := f.check(t.cfg.maxFailures, retries); fire {
+			hinted := &f.hinted
+			if insisted {
+				always := ^uint64(0) // the attempt failed the same way: abort
+				hinted = &always
 			}
-		case failHinted:
-			f.stage = failAttempt // the one evidence-backed attempt runs
+			d := t.fire(c, p, ks, ReasonRepeatedFailure, hinted, f.count, t.cfg.maxFailures,
+				failureMessage(c.Tool, f.count))
+			if d.Verdict == Hint {
+				f.stage = failHinted
+			}
+			return d, true
 		}
 	}
 	if !r.exempt {
 		if period, ok := ts.history.continues(p.key, t.cfg.cyclePeriod, t.cfg.cycleRepeats); ok {
-			return t.fire(c, p, ReasonCycle, &ks.hinted, t.cfg.cycleRepeats, t.cfg.cycleRepeats,
+			return t.fire(c, p, ks, ReasonCycle, &ts.cycleHinted, t.cfg.cycleRepeats, t.cfg.cycleRepeats,
 				cycleMessage(c.Tool, period, t.cfg.cycleRepeats)), true
 		}
 		if n := ts.window.count(p, round, t.cfg.threshold); n >= t.cfg.windowLimit {
-			return t.fire(c, p, ReasonChurn, &tool.churnHinted, n, t.cfg.windowLimit,
+			return t.fire(c, p, ks, ReasonChurn, &tool.churnHinted, n, t.cfg.windowLimit,
 				churnMessage(c.Tool, p.query != "", n, t.cfg.window)), true
 		}
 	}
@@ -513,13 +522,16 @@ func (t *Tracker) rulesLocked(c Call, p *probe, round uint64, tool *toolState, s
 
 // fire builds the decision of a rule that fired: a Hint the first time
 // (with ActionHint), an Abort when the model insists or with ActionAbort.
-// hinted holds the round of the earlier hint (0: none): calls of the round
-// that got the hint were sent before the model could read it, so they get
-// the hint too.
-func (t *Tracker) fire(c Call, p *probe, reason Reason, hinted *uint64, count, limit int, msg string) Decision {
+// The model insists when the rule hinted before (hinted holds the round of
+// its hint, 0: none) or when this very call was hinted before, by any rule
+// (ks.hinted): one escalation per call, whichever rule sees it next. Calls
+// of the round that got a hint were sent before the model could read it,
+// so they get the hint too.
+func (t *Tracker) fire(c Call, p *probe, ks *keyState, reason Reason, hinted *uint64, count, limit int, msg string) Decision {
 	d := Decision{Verdict: Abort, Reason: reason, Message: msg}
-	if t.cfg.action == ActionHint && (*hinted == 0 || *hinted == p.round) {
-		*hinted = p.round
+	insists := func(h uint64) bool { return h != 0 && h != p.round }
+	if t.cfg.action == ActionHint && !insists(*hinted) && !insists(ks.hinted) {
+		*hinted, ks.hinted, ks.hintBy = p.round, p.round, reason
 		d.Verdict = Hint
 		return d
 	}
@@ -580,12 +592,14 @@ func (t *Tracker) Record(c Call, o Outcome) Phase {
 	}
 	failed := o.Err != nil
 	var digest, sig Hash
+	var shape string
 	if failed {
 		msg := o.Err.Error()
 		if msg == "" {
 			msg = o.Result
 		}
 		sig = digestError(msg)
+		shape = argsShape(c.Args)
 	} else {
 		digest = digestResult(o.Result)
 	}
@@ -601,7 +615,7 @@ func (t *Tracker) Record(c Call, o Outcome) Phase {
 		key = callKey{tool: c.Tool, args: hashArgs(c.Args, t.tool(c.Tool).rule.ignore)}
 		t.mu.Lock()
 	}
-	phase, pc := t.recordLocked(c, o, key, failed, digest, sig, now, &evs)
+	phase, pc := t.recordLocked(c, o, key, failed, digest, sig, shape, now, &evs)
 	t.mu.Unlock()
 	if pc.resID != "" {
 		t.settle(c, pc.resID, pc.resLocal, true, &evs)
@@ -610,7 +624,7 @@ func (t *Tracker) Record(c Call, o Outcome) Phase {
 	return phase
 }
 
-func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, digest, sig Hash, now time.Time, evs *events) (Phase, pendingCall) {
+func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, digest, sig Hash, shape string, now time.Time, evs *events) (Phase, pendingCall) {
 	ts := &t.turn
 	pc, ok := ts.takePending(c.ID, key)
 	if !ok {
@@ -650,19 +664,27 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 	ks := &ts.slab[pc.slot]
 	ks.pending--
 
-	progress := false
-	if !failed {
-		if !ks.seen || ks.last != digest {
-			progress = true
-			ks.count = 1 + ks.pending
-			ks.hinted = 0
-		}
-		ks.seen, ks.last = true, digest
+	// Progress: the key is new to the turn or its result (for a failure,
+	// its error output) changed. A success that made progress may have
+	// changed the world unless its tool is read-only.
+	res := digest
+	if failed {
+		res = sig
+	}
+	progress := !ks.seen || ks.last != res || ks.failed != failed
+	if progress {
+		ks.count = 1 + ks.pending
+		ks.hinted = 0
+	}
+	ks.seen, ks.last, ks.failed = true, res, failed
+	if progress && !failed && !r.readOnly {
+		ts.changes++
+		ks.changes = ts.changes // its own change is no news to it
 	}
 
 	// Repeated failures of this tool.
 	if !r.exempt {
-		tool.fail.record(failed, sig, key)
+		tool.fail.record(failed, sig, shape, key, ts.changes)
 	}
 
 	ts.history.settle(pc.hist, pc.seq, progress)

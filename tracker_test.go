@@ -93,6 +93,7 @@ func TestExactDuplicates(t *testing.T) {
 	a := call("read", `{"path":"a.go"}`)
 	aReordered := call("read", `{ "path" : "a.go" }`)
 	b := call("read", `{"path":"b.go"}`)
+	readOnly := Policy{Tools: map[string]ToolPolicy{"read": {ReadOnly: true}}}
 	tests := []struct {
 		name   string
 		policy Policy
@@ -101,8 +102,12 @@ func TestExactDuplicates(t *testing.T) {
 		{"third identical call fires with the default MaxRepeats 2", Policy{}, []step{
 			allow(a, "x"), allow(aReordered, "x"), hint(a, ReasonDuplicate),
 		}},
-		{"different arguments count on their own", Policy{}, []step{
+		{"different arguments of a read-only tool count on their own", readOnly, []step{
 			allow(a, "x"), allow(b, "y"), allow(a, "x"), allow(b, "y"), hint(a, ReasonDuplicate), hint(b, ReasonDuplicate),
+		}},
+		{"a call that may have changed the world starts the count over", Policy{}, []step{
+			// b is new and not read-only: a may answer differently after it.
+			allow(a, "x"), allow(a, "x"), allow(b, "y"), allow(a, "x"), allow(a, "x"), hint(a, ReasonDuplicate),
 		}},
 		{"MaxRepeats 1 blocks the second identical call", Policy{MaxRepeats: 1}, []step{
 			allow(a, "x"), hint(a, ReasonDuplicate),
@@ -116,13 +121,16 @@ func TestExactDuplicates(t *testing.T) {
 		{"progress after a repeat restarts the count", Policy{MaxRepeats: 3}, []step{
 			allow(a, "1"), allow(a, "1"), allow(a, "2"), allow(a, "2"), allow(a, "2"), hint(a, ReasonDuplicate),
 		}},
-		{"a failed call is never progress", Policy{MaxFailures: -1}, []step{
-			allow(a, "1"), fail(a, "boom"), hint(a, ReasonDuplicate),
+		{"a failure that reads differently is progress, the same failure is not", Policy{MaxFailures: -1}, []step{
+			allow(a, "1"), fail(a, "boom"), fail(a, "boom"), hint(a, ReasonDuplicate),
+		}},
+		{"a failure is masked like a result", Policy{MaxFailures: -1}, []step{
+			fail(a, "timeout after 1.5s"), fail(a, "timeout after 2.1s"), hint(a, ReasonDuplicate),
 		}},
 		{"hint, then abort when the model insists", Policy{}, []step{
 			allow(a, "x"), allow(a, "x"), hint(a, ReasonDuplicate), abort(a, ReasonDuplicate),
 		}},
-		{"hint, another call, then abort on the hinted call", Policy{}, []step{
+		{"hint, another call, then abort on the hinted call", readOnly, []step{
 			allow(a, "x"), allow(a, "x"), hint(a, ReasonDuplicate), allow(b, "y"), abort(a, ReasonDuplicate),
 		}},
 		{"ActionAbort aborts the first firing", Policy{Action: ActionAbort}, []step{
@@ -217,7 +225,8 @@ func TestCheckOrder(t *testing.T) {
 		hint(q, ReasonDuplicate),
 		hint(call("web_search", `{"query":"fix the bug"}`), ReasonSimilarQuery),
 		allow(call("web_search", `{"query":"weather in paris"}`), "r2"),
-		hint(q, ReasonToolLimit),
+		hint(call("web_search", `{"query":"golang generics"}`), ReasonToolLimit),
+		abort(q, ReasonDuplicate), // hinted before: one escalation per call
 	})
 }
 
@@ -288,24 +297,39 @@ func TestRepeatedFailures(t *testing.T) {
 	run3 := call("bash", `{"command":"pytest -x tests/a.py"}`)
 	diag := call("bash", `{"command":"ls tests"}`)
 	next := call("bash", `{"command":"pip list"}`)
+	retry := call("bash", `{"command":"pytest -v tests/a.py"}`)
+	edit := call("bash", `{"command":"sed -i s/x/y/ tests/a.py"}`)
 	e1 := "exit status 4: file not found: '/work/tests/a.py' (line 12)"
 	e2 := "exit status 4: file not found: '/work/tests/b.py' (line 7)"
 	tests := []struct {
 		name  string
 		steps []step
 	}{
-		{"three equivalent failures, then a hint, one attempt, then abort", []step{
+		{"three equivalent failures, then a hint on the next retry, one attempt, then abort", []step{
 			fail(run1, e1), fail(run2, e2), fail(run3, e1),
-			hint(next, ReasonRepeatedFailure),
+			hint(retry, ReasonRepeatedFailure),
 			fail(diag, e2),
-			abort(next, ReasonRepeatedFailure),
+			abort(retry, ReasonRepeatedFailure),
+			allow(next, "pip 24.0"), // another approach is not a retry
+		}},
+		{"another approach after three failures runs", []step{
+			fail(run1, e1), fail(run2, e2), fail(run3, e1),
+			allow(next, "pip 24.0"),
 		}},
 		{"the evidence-backed attempt may succeed and starts over", []step{
 			fail(run1, e1), fail(run2, e2), fail(run3, e1),
-			hint(next, ReasonRepeatedFailure),
+			hint(retry, ReasonRepeatedFailure),
 			allow(diag, "a.py"),
 			fail(run1, e1), fail(run2, e1),
-			allow(next, "ok"),
+			allow(retry, "ok"),
+		}},
+		{"progress elsewhere starts over: an edit between the runs", []step{
+			fail(run1, e1), fail(run2, e2), allow(edit, "ok"), fail(run3, e1), fail(run1, e1),
+			allow(retry, "ok"),
+		}},
+		{"the same call fails whatever its error text", []step{
+			fail(run1, e1), fail(run1, "segmentation fault"), fail(run1, "killed"),
+			hint(run1, ReasonRepeatedFailure),
 		}},
 		{"a different failure is a new fact", []step{
 			fail(run1, e1), fail(run2, e2),
@@ -334,7 +358,7 @@ func TestRepeatedFailures(t *testing.T) {
 	})
 	t.Run("ActionAbort aborts at once", func(t *testing.T) {
 		run(t, NewTracker(Policy{Action: ActionAbort}), []step{
-			fail(run1, e1), fail(run2, e2), fail(run3, e1), abort(next, ReasonRepeatedFailure),
+			fail(run1, e1), fail(run2, e2), fail(run3, e1), abort(retry, ReasonRepeatedFailure),
 		})
 	})
 	t.Run("exempt tools never count as repeated failures", func(t *testing.T) {
@@ -376,7 +400,7 @@ func TestCycles(t *testing.T) {
 		{"breaking the cycle after the hint is allowed", high, []step{
 			allow(A, "1"), allow(B, "2"), allow(A, "1"), allow(B, "2"), allow(A, "1"), allow(B, "2"), hint(A, ReasonCycle), allow(C, "3"), allow(A, "1"),
 		}},
-		{"with the default MaxRepeats the duplicate rule fires first", Policy{}, []step{
+		{"with the default MaxRepeats the duplicate rule fires first", Policy{Tools: map[string]ToolPolicy{"*": {ReadOnly: true}}}, []step{
 			allow(A, "1"), allow(B, "2"), allow(A, "1"), allow(B, "2"), hint(A, ReasonDuplicate),
 		}},
 		{"CycleRepeats 2 fires earlier", Policy{MaxRepeats: 10, CycleRepeats: 2}, []step{
@@ -472,17 +496,17 @@ func TestBudget(t *testing.T) {
 		assert.Contains(t, d.Err.Error(), "all 4 available tool calls for this turn were used")
 		assert.Equal(t, PhaseExhausted, tr.Phase())
 	})
-	t.Run("the default is 30 calls with a nudge at 22", func(t *testing.T) {
+	t.Run("the default is 300 calls with a nudge at 225", func(t *testing.T) {
 		tr := NewTracker(Policy{})
-		for i := 1; i <= 30; i++ {
+		for i := 1; i <= 300; i++ {
 			require.Equal(t, Allow, tr.ShouldSkip(n(i)).Verdict)
 			p := tr.Record(n(i), Outcome{Result: "r"})
 			switch {
-			case i < 22:
+			case i < 225:
 				require.Equal(t, PhaseNormal, p, i)
-			case i < 30:
+			case i < 300:
 				require.Equal(t, PhaseNudge, p, i)
-				require.Equal(t, fmt.Sprintf("You have used %d of 30 tool calls. Start wrapping up.", i), tr.Guidance().Message)
+				require.Equal(t, fmt.Sprintf("You have used %d of 300 tool calls. Start wrapping up.", i), tr.Guidance().Message)
 			default:
 				require.Equal(t, PhaseWindDown, p)
 			}
@@ -490,7 +514,7 @@ func TestBudget(t *testing.T) {
 		g := tr.Guidance()
 		assert.True(t, g.StripTools)
 		assert.Contains(t, g.Message, "Summarize your work and answer the user's question.")
-		assert.Equal(t, Abort, tr.ShouldSkip(n(31)).Verdict)
+		assert.Equal(t, Abort, tr.ShouldSkip(n(301)).Verdict)
 	})
 	t.Run("parallel calls that would overrun are refused", func(t *testing.T) {
 		tr := NewTracker(Policy{MaxCallsPerTurn: 3})
@@ -662,7 +686,7 @@ func TestBadInput(t *testing.T) {
 		require.Error(t, p.Validate())
 		tr := NewTracker(p)
 		assert.Equal(t, 0.75, tr.cfg.threshold)
-		assert.Equal(t, 22, tr.cfg.nudgeAt)
+		assert.Equal(t, 225, tr.cfg.nudgeAt)
 		assert.Equal(t, ActionHint, tr.cfg.action)
 		assert.Equal(t, maxCyclePeriod, tr.cfg.cyclePeriod)
 		assert.Equal(t, maxWindow, tr.cfg.window)
@@ -838,7 +862,7 @@ func TestHintCoversItsRound(t *testing.T) {
 // the per-turn key state stays bounded, settled calls seen once are
 // forgotten first, and a call still pending keeps its state.
 func TestKeyBound(t *testing.T) {
-	tr := NewTracker(Policy{MaxCallsPerTurn: -1, SessionLimit: -1, MaxRepeats: 2})
+	tr := NewTracker(Policy{MaxCallsPerTurn: -1, MaxRepeats: 2, Tools: map[string]ToolPolicy{"read": {ReadOnly: true}}})
 	repeated := call("read", `{"path":"kept"}`)
 	require.Equal(t, Allow, tr.ShouldSkip(repeated).Verdict)
 	tr.Record(repeated, Outcome{Result: "same"})

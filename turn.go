@@ -13,8 +13,20 @@ type keyState struct {
 	count   int    // identical calls since the key last made progress, pending included
 	pending int    // allowed, not yet recorded
 	hinted  uint64 // the round of a Hint for this key (0: none); a later firing aborts
+	hintBy  Reason // the rule that gave the hint
 	seen    bool   // a result was recorded
-	last    Hash   // digest of the last result (noise masked)
+	failed  bool   // the last result was a failure
+	last    Hash   // digest of the last result or error output (noise masked)
+	changes uint64 // turnState.changes when the key last ran
+}
+
+// refresh starts the key's count over when another call may have changed
+// the world since the key last ran (turnState.changes moved on): a build
+// after an edit, a check after a setting changed, is not a repeat.
+func (ks *keyState) refresh(changes uint64) {
+	if ks.changes != changes {
+		ks.count, ks.hinted, ks.changes = ks.pending, 0, changes
+	}
 }
 
 // toolState is what the turn knows of one tool.
@@ -41,31 +53,62 @@ const (
 )
 
 type failState struct {
-	count  int     // equivalent failures in a row
-	sig    Hash    // masked error text of the last failure
-	key    callKey // the call of the last failure
-	stage  failStage
-	hinted uint64
+	count   int     // equivalent failures in a row
+	sig     Hash    // masked error text of the last failure
+	shape   string  // argsShape of the last failure
+	key     callKey // the call of the last failure
+	changes uint64  // turnState.changes at the last failure
+	stage   failStage
+	hinted  uint64
 }
 
-// record books an outcome of the tool. Failures are equivalent when their
-// masked error texts match or they repeat the same call.
-func (f *failState) record(failed bool, sig Hash, key callKey) {
+// check tells whether the rule fires for the tool's next call, and whether
+// it must abort at once (the evidence-backed attempt failed the same way).
+// Only a retry fires — the same call, or its arguments tweaked
+// (retries reports it): a call of the tool with other arguments is another
+// approach and runs.
+func (f *failState) check(max int, retries func() bool) (fire, insisted bool) {
+	switch f.stage {
+	case failCounting:
+		return f.count >= max && retries(), false
+	case failHinted:
+		f.stage = failAttempt // the one evidence-backed attempt runs
+	case failAttempt:
+	case failAbortNext:
+		return retries(), true
+	}
+	return false, false
+}
+
+// refresh starts over when another call may have changed the world since
+// the last failure: an edit or an install makes the next attempt new.
+func (f *failState) refresh(changes uint64) {
+	if f.count > 0 && f.changes != changes {
+		*f = failState{}
+	}
+}
+
+// record books an outcome of the tool. Failures are equivalent when they
+// repeat the same call, whatever the error text, or when tweaked arguments
+// (see tweaked) fail with the same masked error text — with nothing
+// changed in between (changes is turnState.changes). The attempt after
+// the hint fails the same way with the same masked error text, whatever
+// its arguments.
+func (f *failState) record(failed bool, sig Hash, shape string, key callKey, changes uint64) {
 	if !failed {
-		if f.count != 0 || f.stage != failCounting || f.hinted != 0 {
-			*f = failState{} // written only when there is something to clear
-		}
+		*f = failState{}
 		return
 	}
-	if f.count > 0 && (sig == f.sig || key == f.key) {
+	if f.count > 0 && f.changes == changes && (key == f.key || sig == f.sig && (f.stage == failAttempt || tweaked(shape, f.shape))) {
 		f.count++
 		if f.stage == failAttempt {
 			f.stage = failAbortNext
+			return // the retries it watches stay those before the attempt
 		}
 	} else {
 		*f = failState{count: 1}
 	}
-	f.sig, f.key = sig, key
+	f.sig, f.shape, f.key, f.changes = sig, shape, key, changes
 }
 
 // toolStats are the counters behind the escalation summary.
@@ -139,19 +182,25 @@ type roundState struct {
 
 // turnState is everything Reset clears.
 type turnState struct {
-	phase      Phase
-	reserved   int // budget units held by allowed calls
-	used       int // budget units used by recorded calls
-	skipped    int
-	failed     int
-	newResults int
-	keys       map[callKey]int32 // a key's slot in slab
-	slab       []keyState
-	free       []int32                // slots of forgotten keys
-	rounds     map[uint64]*roundState // CountRounds only
-	pending    []pendingCall
-	history    history
-	window     window
+	phase Phase
+	// changes counts the calls of the turn that made progress of their own
+	// (a key new to the turn, or a known key whose result changed), that
+	// succeeded, and whose tool is not read-only: each may have changed the
+	// world, so every call before it may now answer differently.
+	changes     uint64
+	cycleHinted uint64 // the round of the turn's cycle hint (0: none)
+	reserved    int    // budget units held by allowed calls
+	used        int    // budget units used by recorded calls
+	skipped     int
+	failed      int
+	newResults  int
+	keys        map[callKey]int32 // a key's slot in slab
+	slab        []keyState
+	free        []int32                // slots of forgotten keys
+	rounds      map[uint64]*roundState // CountRounds only
+	pending     []pendingCall
+	history     history
+	window      window
 }
 
 func (ts *turnState) init(c *config) {
@@ -164,7 +213,7 @@ func (ts *turnState) init(c *config) {
 }
 
 func (ts *turnState) reset() {
-	ts.phase = PhaseNormal
+	ts.phase, ts.changes, ts.cycleHinted = PhaseNormal, 0, 0
 	ts.reserved, ts.used, ts.skipped, ts.failed, ts.newResults = 0, 0, 0, 0, 0
 	clear(ts.keys)
 	clear(ts.slab)
