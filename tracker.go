@@ -51,8 +51,7 @@ type Executor func(ctx context.Context, c Call) (string, error)
 // tool calls of a turn. Create it with NewTracker.
 type Tracker struct {
 	cfg   config
-	round atomic.Uint64 // written by every check: kept off the cache line of tools
-	_     [56]byte
+	round atomic.Uint64 // the last round handed out
 
 	// Tools are found without a lock: the session's first maxToolTable in
 	// toolList[:toolCount], which is only appended to, the others in
@@ -192,10 +191,37 @@ func (t *Tracker) ShouldSkip(c Call) Decision {
 	return t.check(context.Background(), c, t.round.Add(1))
 }
 
-// ShouldSkipContext is ShouldSkip with a context for the Store, when the
-// policy has one; without a Store the two are the same.
+// ShouldSkipContext is ShouldSkip with a context: for the Store, when the
+// policy has one, and for the round, when ctx comes from WithRound (the
+// call is then checked in that round, like a call of ShouldSkipRound).
 func (t *Tracker) ShouldSkipContext(ctx context.Context, c Call) Decision {
-	return t.check(ctx, c, t.round.Add(1))
+	return t.check(ctx, c, t.roundOf(ctx))
+}
+
+// WithRound returns a context that makes the calls checked with it one
+// round: the calls that one model response asked for together. Call it
+// once per model response and pass the context to each of its calls, run
+// through Wrap or ShouldSkipContext, in parallel or one after the other:
+// similar queries among them are distinct questions, and with CountRounds
+// they use one budget unit. A context from another Tracker's WithRound
+// counts for nothing here.
+func (t *Tracker) WithRound(ctx context.Context) context.Context {
+	return context.WithValue(ctx, roundKey{}, roundMark{t: t, round: t.round.Add(1)})
+}
+
+type roundKey struct{}
+
+type roundMark struct {
+	t     *Tracker
+	round uint64
+}
+
+// roundOf returns the round WithRound put in ctx for t, or a new round.
+func (t *Tracker) roundOf(ctx context.Context) uint64 {
+	if m, ok := ctx.Value(roundKey{}).(roundMark); ok && m.t == t {
+		return m.round
+	}
+	return t.round.Add(1)
 }
 
 // ShouldSkipRound checks the calls that one model response asked for
@@ -900,6 +926,8 @@ func (t *Tracker) Guidance() Guidance {
 // Wrap returns an Executor that checks every call with t first: a Hint
 // returns the hint text as the tool's result without running next, an
 // Abort returns Decision.Err, and an allowed call runs and is recorded.
+// Each call is its own round unless its context comes from WithRound: give
+// the calls of one model response one such context.
 func (t *Tracker) Wrap(next Executor) Executor {
 	return func(ctx context.Context, c Call) (string, error) {
 		d := t.ShouldSkipContext(ctx, c)
