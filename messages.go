@@ -61,6 +61,13 @@ func failureMessage(tool string, count int) string {
 		HintMarker, tool, count)
 }
 
+func acrossMessage(tool string, turns int) string {
+	return fmt.Sprintf("%s Tool '%s' was called with these arguments in each of the last %d turns and failed the same way every time. "+
+		"This call was not executed. Tell the user what blocks it and what they could change; "+
+		"if something changed since, send the call again and it will run.",
+		HintMarker, tool, turns)
+}
+
 func cycleMessage(tool string, period, repeats int) string {
 	return fmt.Sprintf("%s Tool '%s' would continue a cycle of %d calls that already repeated %d times without new results. "+
 		"This call was not executed. Break the cycle: use what the calls returned, change the approach, or answer the user.",

@@ -209,3 +209,48 @@ func TestWrapRounds(t *testing.T) {
 	l := tr.Ledger()
 	assert.NotEqual(t, l[0].Round, l[len(l)-1].Round)
 }
+
+func TestFailingCallAcrossTurns(t *testing.T) {
+	c := call("cancel_order", `{"order_id":"W123"}`)
+	const e = "Error: order W123 cannot be cancelled: status delivered"
+	t.Run("the same failure in three turns in a row, then a hint that is not escalated", func(t *testing.T) {
+		tr := NewTracker(Policy{})
+		for i := 0; i < 3; i++ {
+			run(t, tr, []step{fail(c, e)})
+			tr.Reset()
+		}
+		run(t, tr, []step{hint(c, ReasonRepeatedFailure), fail(c, e), fail(c, e)})
+		tr.Reset()
+		d := tr.ShouldSkip(c)
+		require.Equal(t, Hint, d.Verdict)
+		assert.Contains(t, d.Message, "in each of the last 4 turns")
+	})
+	t.Run("a success forgets", func(t *testing.T) {
+		tr := NewTracker(Policy{})
+		for _, s := range []step{fail(c, e), fail(c, e), allow(c, "cancelled"), fail(c, e), fail(c, e), fail(c, e)} {
+			run(t, tr, []step{s})
+			tr.Reset()
+		}
+		run(t, tr, []step{hint(c, ReasonRepeatedFailure)})
+	})
+	t.Run("another error or a skipped turn starts over", func(t *testing.T) {
+		tr := NewTracker(Policy{})
+		run(t, tr, []step{fail(c, e)})
+		tr.Reset()
+		run(t, tr, []step{fail(c, "Error: service unavailable")})
+		tr.Reset()
+		run(t, tr, []step{fail(c, e)})
+		tr.Reset()
+		tr.Reset() // a turn without the call
+		run(t, tr, []step{fail(c, e)})
+		tr.Reset()
+		run(t, tr, []step{fail(c, e)})
+	})
+	t.Run("MaxFailures off switches it off", func(t *testing.T) {
+		tr := NewTracker(Policy{MaxFailures: -1})
+		for i := 0; i < 5; i++ {
+			run(t, tr, []step{fail(c, e)})
+			tr.Reset()
+		}
+	})
+}

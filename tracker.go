@@ -68,6 +68,7 @@ type Tracker struct {
 	turn   turnState
 	ledger ledger
 	stale  []pendingCall // calls allowed in earlier turns, not yet recorded
+	across acrossTurns   // identical failures over consecutive turns
 	// orphans are pending calls dropped past maxPending or maxStale that
 	// hold a Store reservation: it is committed after the lock is released.
 	orphans []pendingCall
@@ -533,6 +534,15 @@ func (t *Tracker) rulesLocked(c Call, p *probe, round uint64, tool *toolState, s
 			return d, true
 		}
 	}
+	if t.cfg.maxFailures > 0 && !r.exempt {
+		if n := t.across.check(p.key, t.turnNo, t.cfg.maxFailures); n > 0 {
+			// Not escalated: the new user message may carry a change the
+			// Tracker cannot see, so the call runs if the model sends it again.
+			var once uint64
+			return t.fire(c, p, &keyState{}, ReasonRepeatedFailure, &once, n, t.cfg.maxFailures,
+				acrossMessage(c.Tool, n)), true
+		}
+	}
 	if !r.exempt {
 		if period, ok := ts.history.continues(p.key, t.cfg.cyclePeriod, t.cfg.cycleRepeats); ok {
 			return t.fire(c, p, ks, ReasonCycle, &ts.cycleHinted, t.cfg.cycleRepeats, t.cfg.cycleRepeats,
@@ -708,8 +718,9 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		ks.changes = ts.changes // its own change is no news to it
 	}
 
-	// Repeated failures of this tool.
+	// Repeated failures of this tool, in the turn and across turns.
 	if !r.exempt {
+		t.across.record(key, failed, sig, t.turnNo)
 		tool.fail.record(failed, sig, shape, key, ts.changes)
 	}
 

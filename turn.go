@@ -501,3 +501,62 @@ func (w *window) count(p *probe, round uint64, threshold float64) int {
 	}
 	return n
 }
+
+// acrossTurns remembers, over the session, the calls whose last runs
+// failed the same way (the same masked error text) in consecutive turns.
+// A model that sends the same failing call once per user message is not
+// caught by the per-turn rules; after MaxFailures such turns its call in
+// the next turn gets one hint, which is not escalated: the new user message
+// may carry a change the Tracker cannot see, so the call runs if the model
+// sends it again. A success of the call forgets it.
+type acrossTurns struct {
+	calls map[callKey]*acrossCall
+}
+
+type acrossCall struct {
+	sig    Hash
+	turns  int // consecutive turns, ending with turn, in which it failed with sig
+	turn   int
+	hinted int // the turn of the last hint
+}
+
+// maxAcross bounds the calls remembered; past it the map starts over.
+const maxAcross = 256
+
+func (a *acrossTurns) record(key callKey, failed bool, sig Hash, turn int) {
+	c := a.calls[key]
+	switch {
+	case !failed:
+		if c != nil {
+			delete(a.calls, key)
+		}
+		return
+	case c == nil:
+		if a.calls == nil || len(a.calls) >= maxAcross {
+			a.calls = make(map[callKey]*acrossCall)
+		}
+		c = &acrossCall{}
+		a.calls[key] = c
+	case c.turn == turn:
+		c.sig = sig // the turn's own rules count repeats within it
+		return
+	}
+	if c.turn == turn-1 && c.sig == sig {
+		c.turns++
+	} else {
+		c.turns = 1
+	}
+	c.sig, c.turn = sig, turn
+}
+
+// check returns the number of consecutive earlier turns in which the call
+// failed the same way when it reaches min and the call was not hinted yet
+// in this turn, and 0 otherwise.
+func (a *acrossTurns) check(key callKey, turn, min int) int {
+	c := a.calls[key]
+	if c == nil || c.turn != turn-1 || c.turns < min || c.hinted == turn {
+		return 0
+	}
+	c.hinted = turn
+	return c.turns
+}
