@@ -26,40 +26,50 @@
 //
 // Call Reset when new user input starts a new turn. Tracker.Wrap does all of
 // this around an executor function in one line. Calls that one model response
-// asked for together are checked with ShouldSkipRound.
+// asked for together are one round: check them with ShouldSkipRound, or pass
+// each of them one context from Tracker.WithRound through Wrap.
 //
 // # What fires
 //
 // The rules run in this order; the first that fires decides:
 //
-//   - Budget (ReasonBudget): the turn used Policy.MaxCallsPerTurn calls (30).
+//   - Budget (ReasonBudget): the turn used Policy.MaxCallsPerTurn calls
+//     (300, sized for long coding turns).
 //   - Tool limit (ReasonToolLimit): ToolPolicy.Limit calls of one tool in a
 //     turn, or the tool's session quota: the least of the agent quota, the
-//     platform quota and the rule default (30; 10 for high-cost tools).
+//     platform quota and the rule default (none unless Policy.SessionLimit is
+//     set; 10 for tools marked high-cost).
 //   - Duplicate (ReasonDuplicate): the same tool with the same canonical
 //     arguments ran Policy.MaxRepeats times (2) without progress.
 //   - Similar query (ReasonSimilarQuery): a search tool was asked, in an
-//     earlier round of the turn, a query similar (≥ 0.75) to this one.
-//   - Repeated failure (ReasonRepeatedFailure): the tool failed
-//     Policy.MaxFailures times (3) with the same error once numbers, paths,
-//     quoted strings, URLs and ids are masked.
+//     earlier round of the turn and with its other arguments equal, a query
+//     similar (≥ 0.75) to this one, and similar queries brought nothing new.
+//   - Repeated failure (ReasonRepeatedFailure): the call, or a tweak of it,
+//     failed Policy.MaxFailures times (3) in the same way with nothing
+//     changed in between; or it failed the same way in that many turns in
+//     a row (one hint, not escalated).
 //   - Cycle (ReasonCycle): the call would continue a cycle of 2 to 4 distinct
 //     calls that already repeated 3 times without new results.
 //   - Churn (ReasonChurn): the last 10 calls hold 5 similar searches of one
 //     tool, or 5 fetches of one host and path, that brought no new result.
 //
 // The first firing is a Hint (with ActionHint, the default); if the model
-// sends the hinted call anyway, that call is an Abort with a *LoopError.
+// sends the hinted call again with nothing changed since, whichever rule
+// sees it, that call is an Abort with a *LoopError.
 //
 // # Progress and canonical arguments
 //
 // Two calls are identical when their tools are equal and their arguments
 // are equal as JSON values: keys sorted at every depth, whitespace ignored,
 // numbers compared by value. Arguments that are not JSON are compared as
-// bytes. A repeated call whose result differs from the previous result of
-// the same call made progress and starts its count over, so polling a job
-// whose output changes never fires; differences that are only timestamps,
-// UUIDs, long hex ids or durations are noise, not progress.
+// bytes. A call repeats without progress only if nothing changed since it
+// last ran: its result (for a failure, its error output) is the same, and no
+// other call that may have changed the world — a new call or a changed
+// result, that succeeded, of a tool not marked ToolPolicy.ReadOnly — made
+// progress in between. So polling a job whose output changes never fires,
+// and a build after an edit or a check after a setting changed is new work,
+// while A, B, A, B with unchanged results is a loop. Differences that are
+// only timestamps, UUIDs, long hex ids or durations are noise, not progress.
 //
 // # Turn budget
 //

@@ -48,8 +48,8 @@ var model = []toolguard.Call{
 	call("job_status", `{"job":"build"}`),
 	call("bash", `{"command":"pytset -x"}`), // a failing command retried with tweaks
 	call("bash", `{"command":"pytset -x -q"}`),
-	call("bash", `{"command":"pytset tests/"}`),
-	call("bash", `{"command":"pytset --lf"}`),
+	call("bash", `{"command":"pytset -q"}`),
+	call("bash", `{"command":"pytset --lf -q"}`),
 	call("bash", `{"command":"which pytest"}`), // the one evidence-backed attempt
 	call("read_file", `{"path":"README.md"}`),
 	call("web_search", `{"query":"password reset docs"}`), // past the budget
