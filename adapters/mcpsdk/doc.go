@@ -48,6 +48,19 @@
 // makes a new session for every request: key its trackers yourself with
 // MiddlewareFunc.
 //
+// # Read-only tools
+//
+// A tool whose calls change nothing (a read, a lookup, a status check) can
+// say so with MCP's readOnlyHint annotation (Annotations:
+// &mcp.ToolAnnotations{ReadOnlyHint: true}). ReadOnlyHints copies those
+// hints into a Policy as ToolPolicy.ReadOnly: pass it the *mcp.Tool values
+// given to Server.AddTool or mcp.AddTool before making the Tracker or
+// Sessions. The calls of a read-only tool are no progress for other calls,
+// so a status check that the model repeats between reads is caught as a
+// repeat; without the hint toolguard must assume that a tool in between
+// may have changed what the status check returns. The entries of
+// Policy.Tools that you set are kept.
+//
 // # Turns
 //
 // An MCP server does not see the user's turns: unless something calls
