@@ -247,7 +247,6 @@ func (t *Tracker) inspect(c Call, buf []byte) (probe, []byte) {
 		if ok {
 			p.query = normalizeQuery(s)
 			p.sim = simKeyOf(p.query)
-			p.sim.prepare()
 		}
 	}
 	if p.query == "" {
@@ -475,7 +474,7 @@ func (t *Tracker) rulesLocked(c Call, p *probe, round uint64, tool *toolState, s
 			duplicateMessage(c.Tool, ks.count)), true
 	}
 	if t.cfg.similarOn && p.query != "" && !ks.seen && ks.count == 0 && tool.queries != nil &&
-		tool.queries.similarKey(p.query, &p.sim, round, t.cfg.threshold) {
+		tool.queries.similarKey(p.query, &p.sim, Hash{}, round, t.cfg.threshold, true) {
 		return t.fire(c, p, ReasonSimilarQuery, &tool.similarHinted, 1, 1,
 			similarMessage(c.Tool)), true
 	}
@@ -549,7 +548,7 @@ func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Ti
 		if tool.queries == nil {
 			tool.queries = &queryIndex{}
 		}
-		tool.queries.addKey(p.query, p.sim, round)
+		tool.queries.addKey(p.query, p.sim, Hash{}, round, seq)
 	}
 	hist := ts.history.push(histItem{key: p.key, seq: seq, exempt: p.rule.exempt})
 	if t.cfg.window > 0 && !p.rule.exempt && (p.query != "" || p.url != "") {
@@ -668,6 +667,9 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 	ts.history.settle(pc.hist, pc.seq, progress)
 	newFact := ts.window.settle(pc.seq, c.Tool, failed, digest)
 	_ = newFact
+	if tool.queries != nil {
+		tool.queries.settle(pc.seq, failed, digest)
+	}
 
 	// Statistics.
 	tool.stats.finish(failed, progress)
