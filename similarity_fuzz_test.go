@@ -83,6 +83,13 @@ func FuzzQuerySimilarity(f *testing.F) {
 		}
 		// The cheap bound simScore rules pairs out with is a lower bound.
 		ka, kb := simKeyOf(na), simKeyOf(nb)
+		// The floor simScore takes only saves work: it never changes a
+		// verdict at that floor.
+		for _, floor := range []float64{0.5, simTestThreshold, 0.9} {
+			if full, cut := simScore(&ka, &kb, 0), simScore(&ka, &kb, floor); (full >= floor) != (cut >= floor) {
+				t.Fatalf("at floor %v: %v without it, %v with it, for %q, %q", floor, full, cut, na, nb)
+			}
+		}
 		lb := simHistBound(&ka, &kb)
 		if d := levenshtein.ComputeDistance(ka.text, kb.text); lb > d {
 			t.Fatalf("bound %d above the distance %d of %q, %q", lb, d, ka.text, kb.text)
