@@ -364,20 +364,90 @@ func BenchmarkGrowth(b *testing.B) {
 				calls[i] = kinds[kind](i)
 			}
 			b.Run(fmt.Sprintf("%s/%d", kind, n), func(b *testing.B) {
-				b.ReportAllocs()
-				policy := Policy{MaxCallsPerTurn: -1, SessionLimit: -1, MaxRepeats: -1, Window: -1}
-				tr := NewTracker(policy)
-				for i := 0; i < b.N; i++ {
-					j := i % n
-					if j == 0 {
-						tr.Reset()
-					}
-					tr.ShouldSkip(calls[j])
-					tr.Record(calls[j], Outcome{Result: fmt.Sprint(i)})
-				}
+				growthRun(b, calls, func(i int) string { return fmt.Sprint(i) })
 			})
 		}
 	}
+	// Searches with real words, none similar to another, that all find
+	// nothing new: every earlier query of the turn stays a candidate, and
+	// the similarity checks run on every call without firing.
+	qs := dissimilarQueries(1000)
+	calls := make([]Call, len(qs))
+	for i, q := range qs {
+		calls[i] = call("web_search", fmt.Sprintf(`{"query":%q}`, q))
+	}
+	b.Run(fmt.Sprintf("search-dissimilar/%d", len(calls)), func(b *testing.B) {
+		growthRun(b, calls, func(int) string { return "no results" })
+	})
+}
+
+// growthRun runs calls in turns of len(calls), each recorded with the
+// result result(i); every call must be allowed.
+func growthRun(b *testing.B, calls []Call, result func(i int) string) {
+	b.ReportAllocs()
+	tr := NewTracker(Policy{MaxCallsPerTurn: -1, SessionLimit: -1, MaxRepeats: -1, Window: -1})
+	n := len(calls)
+	for i := 0; i < b.N; i++ {
+		j := i % n
+		if j == 0 {
+			tr.Reset()
+		}
+		if d := tr.ShouldSkip(calls[j]); d.Verdict != Allow {
+			b.Fatalf("call %d %s: %v %v", j, calls[j].Args, d.Verdict, d.Reason)
+		}
+		tr.Record(calls[j], Outcome{Result: result(i)})
+	}
+}
+
+// growthWords are the words dissimilarQueries builds its queries from:
+// common words of searches, no two of them close.
+var growthWords = strings.Fields(`
+	python golang rust java javascript typescript kotlin swift haskell erlang
+	docker kubernetes nginx apache postgres mysql redis kafka rabbitmq elastic
+	linux ubuntu debian windows macos android iphone browser terminal shell
+	install configure upgrade compile debug deploy monitor profile benchmark migrate
+	error warning timeout crash memory leak latency throughput deadlock panic
+	server client proxy gateway router firewall certificate token password cookie
+	database table index query schema cluster replica backup snapshot volume
+	weather forecast paris london tokyo berlin madrid sydney toronto chicago
+	recipe chicken pasta salad bread coffee chocolate vegetarian breakfast dinner
+	history museum painting novel poetry science biology chemistry physics astronomy
+	football tennis marathon cycling swimming hiking climbing skiing surfing yoga
+	hotel flight train ticket airport passport visa luggage beach mountain
+	laptop keyboard tablet battery charger headphones camera printer webcam speaker
+	example tutorial documentation release changelog roadmap license pricing review comparison
+	best cheap fast secure simple modern legacy remote local global`)
+
+// dissimilarQueries returns n queries of three to six real words, in a
+// fixed pseudo-random order, none similar to another.
+func dissimilarQueries(n int) []string {
+	var qs []string
+	state := uint64(1)
+	next := func(k int) int {
+		state = state*6364136223846793005 + 1442695040888963407
+		return int(state>>33) % k
+	}
+	for len(qs) < n {
+		words := make([]string, 3+next(4))
+		for i := range words {
+			words[i] = growthWords[next(len(growthWords))]
+		}
+		q := strings.Join(words, " ")
+		if next(3) == 0 {
+			q = "how to " + q
+		}
+		ok := true
+		for _, o := range qs {
+			if querySimilarity(normalizeQuery(q), normalizeQuery(o)) >= 0.75 {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			qs = append(qs, q)
+		}
+	}
+	return qs
 }
 
 // word returns a distinct pseudo-word for i, so queries differ in letters

@@ -141,22 +141,6 @@ type canonFlatMember struct {
 	vlo, vhi int32
 }
 
-// query is topLevelString of the object the info describes.
-func (info *canonFlatInfo) query(args []byte, keys []string) (string, bool) {
-	for _, k := range keys {
-		for _, m := range info.members[:info.n] {
-			if string(args[m.klo:m.khi]) != k {
-				continue
-			}
-			if val := args[m.vlo:m.vhi]; val[0] == '"' {
-				return canonRawString(val[1 : len(val)-1]), true
-			}
-			break // keys are distinct
-		}
-	}
-	return "", false
-}
-
 // appendNames is appendKeyNames of the object the info describes.
 func (info *canonFlatInfo) appendNames(dst, args []byte) []byte {
 	// Keys of flat objects are distinct and unescaped: when they are also

@@ -1,6 +1,7 @@
 package toolguard
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"unicode"
@@ -22,12 +23,18 @@ import (
 // everything but letters, digits, underscores and single spaces, and cut to
 // queryMaxRunes runes. Two normalized queries are then compared as keys
 // (simKeyOf): their words without stop words (simStopWords; kept when every
-// word is one), with common Latin diacritics folded (simFold). The score
-// (querySimilarity) is 0 when the keys disagree on the destructive verbs
-// (simDestructive) or negations (simNegations) they hold, hold different
-// numbers, or swap a word for an unrelated one (simWordsAgree); otherwise
-// it is the Levenshtein ratio of the keys, 1 - distance/max(length),
-// counted in runes.
+// word is one), with common Latin diacritics folded (simFold), the word
+// after a direction word marked ("usd to eur" holds "to:eur",
+// simDirections), in sorted order, so that word order does not count but
+// direction does. The score (querySimilarity) is 0 when the keys disagree
+// on the destructive verbs (simDestructive) or negations (simNegations)
+// they hold, hold different numbers, or swap a word for an unrelated one
+// (simWordsAgree); otherwise it is the Levenshtein ratio of the keys,
+// 1 - distance/max(length), counted in runes.
+//
+// A queryIndex remembers the queries of one search tool in one turn, with
+// the scope they were asked in (the call's other arguments) and whether
+// they brought a new fact, and finds an earlier similar one.
 
 const (
 	// queryMaxRunes is the cut: normalizeQuery keeps at most this many runes
@@ -120,10 +127,11 @@ func simString(b []byte, s string) string {
 // querySimilarity scores two normalized queries in [0, 1]; it is symmetric.
 //
 // Both queries are reduced to keys (see simKeyOf): stop words dropped
-// unless nothing else is left, common Latin diacritics folded. The score
-// is then
+// unless nothing else is left, common Latin diacritics folded, the word
+// after a direction word marked with it, and the words sorted. The score is
+// then
 //
-//   - 1 for identical queries or keys ("fix bug", "fix the bug");
+//   - 1 for identical queries or keys ("fix bug", "fix the bug", "bug fix");
 //   - 0 when either key is empty: an empty or emoji-only query says
 //     nothing, so it is similar to nothing, not even to itself;
 //   - 0 when the keys hold different sets of destructive verbs
@@ -138,20 +146,26 @@ func simString(b []byte, s string) string {
 //     other side's (see simClose): swapping "paris" for "london" asks about a
 //     different thing, while "kubernets" for "kubernetes" is a typo;
 //   - otherwise the Levenshtein ratio 1 - d/max(len(a), len(b)) of the keys,
-//     counted in runes.
+//     counted in runes, with their words sorted or in the order of the
+//     queries, whichever is higher.
 //
-// Word order counts: the ratio of "usd to eur" and "eur to usd" is low, and
-// so is that of most reordered queries. Inputs that are not normalized are
-// compared as they are, split at white space; they are cut the same way.
+// Word order does not count, since sorted keys are compared: "java null
+// pointer exception fix" is "how to fix null pointer exception java". The
+// keys in query order are compared too, so that a word split in two or a
+// typo that moves a word in the sorted order is still one edit ("user_id
+// column", "user id column"). Direction counts: "usd to eur" and "eur to
+// usd" have the keys "usd to:eur" and "eur to:usd", a substitution of
+// unrelated words. Inputs that are not normalized are compared as they
+// are, split at white space; they are cut the same way.
 //
 // Identical queries cost no allocation. Otherwise each key that differs
 // from its query (a stop word dropped, a letter folded) is one allocation,
-// and each Levenshtein distance (github.com/agnivade/levenshtein) over more
-// than 32 runes two, its rune slices (three on compilers that do not keep
-// its row on the stack). Shorter distances, the usual case for words and
-// often for whole keys, allocate nothing. The work is bounded by a small
-// multiple of queryMaxRunes squared: tens of microseconds for two
-// 256-rune keys.
+// its sorted words another unless they are in order, and each Levenshtein
+// distance (github.com/agnivade/levenshtein) over more than 32 runes two,
+// its rune slices (three on compilers that do not keep its row on the
+// stack). Shorter distances, the usual case for words and often for whole
+// keys, allocate nothing. The work is bounded by a small multiple of
+// queryMaxRunes squared: tens of microseconds for two 256-rune keys.
 func querySimilarity(a, b string) float64 {
 	ka, kb := simKeyOf(a), simKey{}
 	if a != b {
@@ -174,46 +188,74 @@ func querySimilarityKeys(a, b string, ka, kb *simKey) float64 {
 
 // simKey is the part of a query that querySimilarity compares.
 type simKey struct {
-	text    string    // content words, folded, joined by single spaces
-	runes   int       // runes in text
-	agree   uint32    // simDestructive groups and simNegation: must match
-	numbers [2]uint64 // two bits, by hash, per word holding a digit (a Bloom filter)
-	words   []string  // the words of text, sorted; nil until prepare
+	text    string     // content words, folded and marked, joined by single spaces
+	sorted  string     // the words of text, sorted
+	runes   int        // runes in text
+	agree   uint32     // simDestructive groups and simNegation: must match
+	numbers [2]uint64  // two bits, by hash, per word holding a digit (a Bloom filter)
+	hist    [32]uint16 // runes of text, counted by their value modulo 32
 }
+
+// simMaxWords is the most words a key can have: queryMaxRunes runes hold
+// at most this many words and the spaces between them.
+const simMaxWords = queryMaxRunes/2 + 1
 
 // simKeyOf returns the key of s: the words of s that are not stop words,
 // or all of them when all are, with each rune folded by simFold and the
-// words joined by single spaces. Words are runs of runes other than white
-// space; only the first queryMaxRunes runes of s are read, and a word they
-// cut in two is left out unless it is the first. A normalized query is
-// always read whole.
+// word after a direction word marked (simDirections), joined by single
+// spaces, in their order and sorted. Words are runs of runes other than
+// white space; only the first queryMaxRunes runes of s are read, and a
+// word they cut in two is left out unless it is the first. A normalized
+// query is always read whole.
 func simKeyOf(s string) simKey {
-	var buf [queryMaxBytes]byte
-	out, k, words := simAppendKey(buf[:0], s, true)
-	if k.runes == 0 && words > 0 {
-		out, k, _ = simAppendKey(buf[:0], s, false)
+	var buf, out [queryMaxBytes]byte
+	var spans [simMaxWords][2]int
+	text, words, read := simWords(buf[:0], spans[:0], s, true)
+	if len(words) == 0 && read > 0 {
+		text, words, _ = simWords(buf[:0], spans[:0], s, false)
 	}
-	k.text = simString(out, s)
+	var k simKey
+	for _, w := range words {
+		word := text[w[0]:w[1]]
+		bare := word[bytes.IndexByte(word, ':')+1:]
+		k.agree |= simDestructive[string(bare)]
+		if simNegations[string(bare)] {
+			k.agree |= simNegation
+		}
+		if bytes.ContainsFunc(word, unicode.IsDigit) {
+			b0, b1 := simWordBits(word)
+			k.numbers[0] |= b0
+			k.numbers[1] |= b1
+		}
+	}
+	slices.SortFunc(words, func(x, y [2]int) int {
+		return bytes.Compare(text[x[0]:x[1]], text[y[0]:y[1]])
+	})
+	sorted := out[:0]
+	for i, w := range words {
+		if i > 0 {
+			sorted = append(sorted, ' ')
+		}
+		sorted = append(sorted, text[w[0]:w[1]]...)
+	}
+	k.text = simString(text, s)
+	k.sorted = simString(sorted, k.text)
+	for _, r := range k.text {
+		k.hist[r%32]++
+		k.runes++
+	}
 	return k
 }
 
-// prepare stores the sorted words of k, for a key that simScore compares
-// many times: simWordsAgree then neither splits nor sorts it again.
-func (k *simKey) prepare() {
-	if k.runes > 0 && k.words == nil {
-		k.words = simSplit(make([]string, 0, strings.Count(k.text, " ")+1), k.text)
-		slices.Sort(k.words)
-	}
-}
-
-// simAppendKey appends the words of s to dst as simKeyOf describes,
-// skipping stop words if dropStop is set, and returns the extended buffer,
-// the key without its text, and the number of words read, stop words
-// included. With at most queryMaxRunes runes read, it appends at most
-// queryMaxBytes bytes.
-func simAppendKey(dst []byte, s string, dropStop bool) ([]byte, simKey, int) {
-	var k simKey
+// simWords appends the words of s to buf as simKeyOf describes, in the
+// order read and joined by single spaces, skipping stop words if dropStop
+// is set. It returns the extended buffer, where each word is in it, and the
+// number of words read, stop words included. With at most queryMaxRunes
+// runes read, it appends at most queryMaxBytes bytes.
+func simWords(buf []byte, spans [][2]int, s string, dropStop bool) ([]byte, [][2]int, int) {
 	words, read := 0, 0
+	mark := ""         // the mark of a direction word, waiting for its word
+	afterStop := false // the word read last is a stop word
 	for i := 0; i < len(s) && read < queryMaxRunes; {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if unicode.IsSpace(r) {
@@ -221,12 +263,11 @@ func simAppendKey(dst []byte, s string, dropStop bool) ([]byte, simKey, int) {
 			read++
 			continue
 		}
-		mark := len(dst)
-		if mark > 0 {
-			dst = append(dst, ' ')
+		space := len(buf)
+		if space > 0 {
+			buf = append(buf, ' ')
 		}
-		start := len(dst)
-		n, digit := 0, false
+		start := len(buf)
 		for i < len(s) && read < queryMaxRunes {
 			r, size := utf8.DecodeRuneInString(s[i:])
 			if unicode.IsSpace(r) {
@@ -234,36 +275,51 @@ func simAppendKey(dst []byte, s string, dropStop bool) ([]byte, simKey, int) {
 			}
 			i += size
 			read++
-			r = simFold(r)
-			digit = digit || unicode.IsDigit(r)
-			dst = utf8.AppendRune(dst, r)
-			n++
+			buf = utf8.AppendRune(buf, simFold(r))
 		}
 		if words > 0 && i < len(s) && !simSpaceAt(s, i) {
-			dst = dst[:mark] // cut in two by the read limit
+			buf = buf[:space] // cut in two by the read limit
 			break
 		}
 		words++
-		w := dst[start:]
-		if dropStop && simStopWords[string(w)] {
-			dst = dst[:mark]
-			continue
+		w := buf[start:]
+		stop, dir := simStopWords[string(w)], simDirections[string(w)]
+		switch {
+		case dropStop && dir != "" && (string(w) != "to" || !afterStop):
+			mark = dir
+			buf = buf[:space]
+		case dropStop && stop:
+			buf = buf[:space]
+		default:
+			if mark != "" {
+				// Insert the mark before the word.
+				buf = append(buf, mark...)
+				copy(buf[start+len(mark):], buf[start:len(buf)-len(mark)])
+				copy(buf[start:], mark)
+				mark = ""
+			}
+			spans = append(spans, [2]int{start, len(buf)})
 		}
-		k.agree |= simDestructive[string(w)]
-		if simNegations[string(w)] {
-			k.agree |= simNegation
-		}
-		if digit {
-			b0, b1 := simWordBits(w)
-			k.numbers[0] |= b0
-			k.numbers[1] |= b1
-		}
-		k.runes += n
-		if mark > 0 {
-			k.runes++
-		}
+		afterStop = stop
 	}
-	return dst, k, words
+	if w := strings.TrimSuffix(mark, ":"); w != "" && !simStopWords[w] {
+		// A direction word with no word after it to mark is a word.
+		if len(buf) > 0 {
+			buf = append(buf, ' ')
+		}
+		spans = append(spans, [2]int{len(buf), len(buf) + len(w)})
+		buf = append(buf, w...)
+	}
+	return buf, spans, words
+}
+
+// simCutMark splits a key word into its direction mark and the word:
+// "to:eur" into "to" and "eur", "eur" into "" and "eur".
+func simCutMark(w string) (mark, word string) {
+	if i := strings.IndexByte(w, ':'); i >= 0 {
+		return w[:i], w[i+1:]
+	}
+	return "", w
 }
 
 // simSpaceAt reports whether the rune at byte i of s is white space.
@@ -273,16 +329,23 @@ func simSpaceAt(s string, i int) bool {
 }
 
 // simWordBits returns two bits for w, one of 64 each, chosen by its FNV-1a
-// hash. Two equal sets of words have equal unions of bits; two different
-// single numbers collide in both with a chance of 1 in 4096, so the exact
-// word check (simWordsAgree) rarely runs for them.
+// hash, mixed by the finalizer of MurmurHash3 so that every byte moves
+// every bit ("12" and "13" differ in their last byte only). Two equal sets
+// of words have equal unions of bits; two different single numbers collide
+// in both with a chance of 1 in 4096, so the exact word check
+// (simWordsAgree) rarely runs for them.
 func simWordBits(w []byte) (uint64, uint64) {
 	h := uint64(14695981039346656037)
 	for _, c := range w {
 		h ^= uint64(c)
 		h *= 1099511628211
 	}
-	return 1 << (h >> 58), 1 << ((h >> 52) & 63)
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return 1 << (h >> 58), 1 << (h & 63)
 }
 
 // simScore returns the score of two keys as querySimilarity describes it,
@@ -291,80 +354,71 @@ func simScore(a, b *simKey, floor float64) float64 {
 	if a.runes == 0 || b.runes == 0 || a.agree != b.agree || a.numbers != b.numbers {
 		return 0
 	}
-	if a.text == b.text {
+	if a.sorted == b.sorted {
 		return 1
 	}
 	longer := max(a.runes, b.runes)
-	// The distance is at least the difference in length.
-	if 1-float64(simAbs(a.runes-b.runes))/float64(longer) < floor {
+	if 1-float64(simHistBound(a, b))/float64(longer) < floor {
 		return 0
 	}
-	if !simWordsAgree(a, b) {
+	if !simWordsAgree(a.sorted, b.sorted) {
 		return 0
 	}
-	d := levenshtein.ComputeDistance(a.text, b.text)
+	d := levenshtein.ComputeDistance(a.sorted, b.sorted)
+	if a.text != a.sorted || b.text != b.sorted {
+		d = min(d, levenshtein.ComputeDistance(a.text, b.text))
+	}
 	return 1 - float64(d)/float64(longer)
 }
 
-// simWordsAgree reports whether two keys may be one question: no word with
-// a digit is in one but not the other, and the words of one that the other
-// lacks are not a substitution: either side has no such words, or all of
-// one side's are close (simClose) to some of the other side's.
-func simWordsAgree(a, b *simKey) bool {
-	if a.words == nil || b.words == nil {
-		return simWordsAgreeSplit(a, b)
+// simHistBound returns a lower bound on the Levenshtein distance of two
+// keys, in query order or sorted (the same runes either way), from their
+// rune counts by class (hist): the larger of the runes one key has more of
+// and the runes the other has more of, class by class. An insertion adds
+// one rune, a deletion takes one away and a substitution does both, so
+// each edit settles at most one surplus rune of each key. The two
+// surpluses sum to the differences of the counts and differ by the
+// difference in length, which is thus never more than the bound.
+func simHistBound(a, b *simKey) int {
+	sum := 0
+	for i := range a.hist {
+		d := int(a.hist[i]) - int(b.hist[i])
+		sum += max(d, -d)
 	}
-	return simWordsAgreeSorted(a.words, b.words)
+	return (sum + simAbs(a.runes-b.runes)) / 2
 }
 
-// simWordsAgreeSplit is simWordsAgree of keys not prepared: their words are
-// split and sorted on the stack.
-func simWordsAgreeSplit(a, b *simKey) bool {
-	// A key of at most queryMaxRunes runes has at most this many words, so
-	// the arrays hold them all without allocating.
-	const most = queryMaxRunes/2 + 1
-	var sa, sb [most]string
-	wa, wb := a.words, b.words
-	if wa == nil {
-		wa = simSplit(sa[:0], a.text)
-		slices.Sort(wa)
-	}
-	if wb == nil {
-		wb = simSplit(sb[:0], b.text)
-		slices.Sort(wb)
-	}
-	return simWordsAgreeSorted(wa, wb)
-}
-
-// simWordsAgreeSorted is simWordsAgree of two sorted word lists.
-func simWordsAgreeSorted(aw, bw []string) bool {
-	onlyA, onlyB := false, false
-	for _, w := range aw {
-		if !simHas(bw, w) {
-			if simHasDigit(w) {
-				return false
-			}
-			onlyA = true
+// simWordsAgree reports whether two key texts may be one question: no
+// word with a digit is in one but not the other, and the words of one that
+// the other lacks are not a substitution: either side has no such words,
+// or all of one side's are close (simClose) to some of the other side's.
+// The words of a key text are sorted, so one merge finds them.
+func simWordsAgree(a, b string) bool {
+	var sa, sb [simMaxWords]string
+	wa := slices.Compact(simSplit(sa[:0], a))
+	wb := slices.Compact(simSplit(sb[:0], b))
+	// Keep in wa and wb only the words that the other lacks.
+	i, j, na, nb := 0, 0, 0, 0
+	for i < len(wa) || j < len(wb) {
+		switch {
+		case j == len(wb) || i < len(wa) && wa[i] < wb[j]:
+			wa[na] = wa[i]
+			na, i = na+1, i+1
+		case i == len(wa) || wb[j] < wa[i]:
+			wb[nb] = wb[j]
+			nb, j = nb+1, j+1
+		default:
+			i, j = i+1, j+1
 		}
 	}
-	for _, w := range bw {
-		if !simHas(aw, w) {
-			if simHasDigit(w) {
-				return false
-			}
-			onlyB = true
-		}
+	onlyA, onlyB := wa[:na], wb[:nb]
+	if slices.ContainsFunc(onlyA, simHasDigit) || slices.ContainsFunc(onlyB, simHasDigit) {
+		return false
 	}
-	if !onlyA || !onlyB {
+	if na == 0 || nb == 0 {
 		return true
 	}
-	return simAllClose(aw, bw) || simAllClose(bw, aw)
-}
-
-// simHas reports whether the sorted words hold w.
-func simHas(words []string, w string) bool {
-	_, ok := slices.BinarySearch(words, w)
-	return ok
+	return simAllClose(onlyA, onlyB) || simAllClose(onlyB, onlyA)
 }
 
 // simSplit appends the words of s, split at single spaces, to dst.
@@ -377,21 +431,10 @@ func simSplit(dst []string, s string) []string {
 	return dst
 }
 
-// simAllClose reports whether every word of x that y lacks is close to
-// some word of y that x lacks; both are sorted.
+// simAllClose reports whether every word of x is close to some word of y.
 func simAllClose(x, y []string) bool {
 	for _, w := range x {
-		if simHas(y, w) {
-			continue
-		}
-		found := false
-		for _, o := range y {
-			if !simHas(x, o) && simClose(w, o) {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !slices.ContainsFunc(y, func(o string) bool { return simClose(w, o) }) {
 			return false
 		}
 	}
@@ -400,12 +443,7 @@ func simAllClose(x, y []string) bool {
 
 // simHasDigit reports whether w holds a decimal digit.
 func simHasDigit(w string) bool {
-	for _, r := range w {
-		if unicode.IsDigit(r) {
-			return true
-		}
-	}
-	return false
+	return strings.ContainsFunc(w, unicode.IsDigit)
 }
 
 // simSuffixes are the English endings simStem strips, longest first.
@@ -432,7 +470,15 @@ func simStem(w string) string {
 // "golang"); or the longer word has at least five runes and the edit
 // distance of the words is at most a quarter of that ("kubernets",
 // "kubernetes"). "car" and "card", "paris" and "london" are not close.
+// Marked words (see simDirections) are close only with the same mark:
+// "to:londn" and "to:london" are, "to:paris" and "from:paris" or "paris"
+// are not.
 func simClose(x, y string) bool {
+	mx, x := simCutMark(x)
+	my, y := simCutMark(y)
+	if mx != my {
+		return false
+	}
 	sx, sy := simStem(x), simStem(y)
 	if len(sx) > len(sy) {
 		sx, sy = sy, sx
@@ -465,8 +511,9 @@ func simAbs(n int) int {
 // simStopWords are the English words a key leaves out: articles,
 // prepositions, pronouns and auxiliaries that do not change what is
 // searched for. Negations (not, no, without), question words that pick the
-// answer (when, where, who, why, which) and directions (from, into) are not
-// stop words: they change the question.
+// answer (when, where, who, why, which) and directions (see simDirections)
+// are not stop words: they change the question. The one exception, "to",
+// is a stop word where it is not a direction.
 var simStopWords = map[string]bool{
 	"a": true, "about": true, "am": true, "an": true, "and": true,
 	"are": true, "at": true, "be": true, "by": true, "can": true,
@@ -476,6 +523,23 @@ var simStopWords = map[string]bool{
 	"that": true, "the": true, "this": true, "to": true, "was": true,
 	"we": true, "were": true, "what": true, "with": true, "you": true,
 	"your": true,
+}
+
+// simDirections maps each direction word to its mark. A direction word
+// gives the word after it a role, so that swapping the words around it
+// reverses the question: "usd to eur" is not "eur to usd", "flights from
+// paris" not "flights to paris", "python faster than go" not "go faster
+// than python". A direction word is not kept in the key itself: it marks
+// the next word that is not a stop word, "to:eur", "from:paris". Since
+// keys are compared sorted, a marked word keeps its role wherever it
+// stands: "from paris to london" is "to london from paris". "to" is a
+// direction except right after a stop word, where it starts an infinitive
+// ("how to fix"), and is a stop word itself. A direction word with no word
+// after it to mark stays a plain word ("where does it come from"). "vs" is
+// not a direction: "python vs go" asks what "go vs python" asks.
+var simDirections = map[string]string{
+	"to": "to:", "from": "from:", "into": "into:", "onto": "onto:", "than": "than:",
+	"towards": "towards:", "toward": "toward:",
 }
 
 // The groups of destructive verbs (see simDestructive) and the bit for a
@@ -563,82 +627,115 @@ func simFold(r rune) rune {
 }
 
 // queryIndex remembers the normalized queries of one search tool in one
-// turn, each with the round it was first asked in, and answers whether a
-// new query is similar to one from an earlier round.
+// turn, each with its scope (a hash of the call's other arguments), the
+// round it was first asked in and whether it brought a new fact, and
+// answers whether a new query repeats one of them.
 //
 // Its cost per call does not grow with the turn: a new query is looked up
 // exactly among the last queryIndexCap distinct queries, and compared by
-// querySimilarity only with the last queryIndexWindow of them, skipping
-// those whose length alone rules out the threshold. A query asked again is
-// not stored again. The zero value is an empty index ready to use; an index
-// is not safe for concurrent use.
+// simScore only with the last queryIndexWindow of them, most of which the
+// cheap bounds of simScore rule out. A query asked again in the same scope
+// is not stored again. The zero value is an empty index ready to use; an
+// index is not safe for concurrent use.
 type queryIndex struct {
-	at      map[string]int // query → its position in entries
-	entries []queryEntry   // a ring of at most queryIndexCap entries
-	next    int            // where the next entry goes in the ring
+	at      map[queryAt]int // query and scope → position in entries
+	entries []queryEntry    // a ring of at most queryIndexCap entries
+	next    int             // where the next entry goes in the ring
+	results map[Hash]bool   // the digests of the results recorded so far
 }
 
-// queryEntry is one distinct query in a queryIndex.
-type queryEntry struct {
+// queryAt is what a query is looked up by in a queryIndex.
+type queryAt struct {
 	query string
+	scope Hash
+}
+
+// queryEntry is one distinct query, in one scope, of a queryIndex.
+type queryEntry struct {
+	queryAt
 	key   simKey
-	round uint64 // the earliest round the query was added in
+	round uint64 // the earliest round the query was asked in
+	seq   uint64 // the call that asked it last
+	stale bool   // the call seq is settled and brought no new fact
 }
 
-// add records the normalized query q as asked in round. A query seen
-// before keeps its place and the earlier of its rounds. Queries without a
-// word (see querySimilarity) are not recorded: they are similar to nothing.
-func (x *queryIndex) add(q string, round uint64) {
-	q = queryBound(q)
-	x.addKey(q, simKeyOf(q), round)
-}
-
-// addKey is add of a bounded query q (see queryBound) whose key is k.
-func (x *queryIndex) addKey(q string, k simKey, round uint64) {
-	if i, ok := x.at[q]; ok {
-		x.entries[i].round = min(x.entries[i].round, round)
+// addKey records the normalized query q, whose key is k, as asked in
+// round, in scope, by the call seq. A query asked before in the same scope
+// keeps its place and the earlier of its rounds, and waits for the outcome
+// of seq. Queries without a word (see querySimilarity) are not recorded:
+// they are similar to nothing. A q longer than a normalized query can be is
+// normalized first (queryBound), so that the index stays bounded however it
+// is misused.
+func (x *queryIndex) addKey(q string, k simKey, scope Hash, round, seq uint64) {
+	at := queryAt{queryBound(q), scope}
+	if i, ok := x.at[at]; ok {
+		e := &x.entries[i]
+		e.round, e.seq, e.stale = min(e.round, round), seq, false
 		return
 	}
-	e := queryEntry{query: q, key: k, round: round}
-	if e.key.runes == 0 {
+	if k.runes == 0 {
 		return
 	}
+	e := queryEntry{queryAt: at, key: k, round: round, seq: seq}
 	if x.at == nil {
-		x.at = make(map[string]int)
+		x.at = make(map[queryAt]int)
 	}
 	if len(x.entries) < queryIndexCap {
 		x.entries = append(x.entries, e)
 	} else {
-		delete(x.at, x.entries[x.next].query)
+		delete(x.at, x.entries[x.next].queryAt)
 		x.entries[x.next] = e
 	}
-	x.at[q] = x.next
+	x.at[at] = x.next
 	x.next = (x.next + 1) % queryIndexCap
 }
 
-// similar reports whether the normalized query q is similar to a query
-// recorded in a round before round: one with the same text among the last
-// queryIndexCap distinct queries, or one whose querySimilarity with q is at
-// least threshold among the last queryIndexWindow. Queries of the same
-// round never match: they were asked together, as distinct questions. A
-// threshold above 1 or NaN matches nothing.
-func (x *queryIndex) similar(q string, round uint64, threshold float64) bool {
-	if len(x.entries) == 0 {
-		return false
+// settle records the outcome of the call seq: whether it failed, and the
+// digest of its result. The call brought a new fact if it succeeded with a
+// result that no call settled before returned. Until it is settled, a
+// query counts as having brought one. The results of calls that asked no
+// query the index holds, or whose query another call asked again since,
+// are remembered all the same. The index remembers queryIndexCap distinct
+// results; past that it starts over, and a result seen before counts as new
+// again, which can only delay a firing.
+func (x *queryIndex) settle(seq uint64, failed bool, digest Hash) {
+	n := len(x.entries)
+	for j := 1; j <= n; j++ { // the newest first: usually the call just asked
+		if e := &x.entries[(x.next-j+n)%n]; e.seq == seq {
+			e.stale = failed || x.results[digest]
+			break
+		}
 	}
-	q = queryBound(q)
-	k := simKeyOf(q)
-	return x.similarKey(q, &k, round, threshold)
+	if failed {
+		return
+	}
+	if x.results == nil {
+		x.results = make(map[Hash]bool)
+	}
+	if len(x.results) >= queryIndexCap {
+		clear(x.results)
+	}
+	x.results[digest] = true
 }
 
-// similarKey is similar of a bounded query q (see queryBound) whose key is
-// k, which the caller computed once.
-func (x *queryIndex) similarKey(q string, k *simKey, round uint64, threshold float64) bool {
+// similarKey reports whether the normalized query q, whose key k the
+// caller computed once, repeats a query recorded in the same scope in a
+// round before round: one with the same text among the last queryIndexCap
+// distinct queries, or one whose score with q (querySimilarity) is at least
+// threshold among the last queryIndexWindow. Unless blind is set, only a
+// query settled without a new fact counts: a reworded query after one that
+// found something is refinement. Queries of the same round never match:
+// they were asked together, as distinct questions. A threshold above 1 or
+// NaN matches nothing.
+func (x *queryIndex) similarKey(q string, k *simKey, scope Hash, round uint64, threshold float64, blind bool) bool {
 	n := len(x.entries)
-	if n == 0 {
+	if n == 0 || !(threshold <= 1) {
 		return false
 	}
-	if i, ok := x.at[q]; ok && x.entries[i].round < round && threshold <= 1 {
+	counts := func(e *queryEntry) bool {
+		return e.round < round && e.scope == scope && (blind || e.stale)
+	}
+	if i, ok := x.at[queryAt{queryBound(q), scope}]; ok && counts(&x.entries[i]) {
 		return true
 	}
 	if k.runes == 0 {
@@ -646,7 +743,7 @@ func (x *queryIndex) similarKey(q string, k *simKey, round uint64, threshold flo
 	}
 	for j := 1; j <= min(queryIndexWindow, n); j++ {
 		e := &x.entries[(x.next-j+n)%n]
-		if e.round < round && simScore(k, &e.key, threshold) >= threshold {
+		if counts(e) && simScore(k, &e.key, threshold) >= threshold {
 			return true
 		}
 	}
@@ -656,6 +753,7 @@ func (x *queryIndex) similarKey(q string, k *simKey, round uint64, threshold flo
 // reset forgets every query, keeping the memory for reuse.
 func (x *queryIndex) reset() {
 	clear(x.at)
+	clear(x.results)
 	clear(x.entries)
 	x.entries = x.entries[:0]
 	x.next = 0

@@ -1,9 +1,12 @@
 package toolguard
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/agnivade/levenshtein"
 )
 
 // simFuzzSeeds are queries the fuzz tests start from.
@@ -71,18 +74,28 @@ func FuzzQuerySimilarity(f *testing.F) {
 		check(a, b) // raw input must not break it either
 		na, nb := normalizeQuery(a), normalizeQuery(b)
 		check(na, nb)
-		// Prepared keys, as the Tracker keeps them, score the same.
-		if na != nb {
-			ka, kb := simKeyOf(na), simKeyOf(nb)
-			want := simScore(&ka, &kb, 0)
-			ka.prepare()
-			if got := simScore(&ka, &kb, 0); got != want {
-				t.Fatalf("one prepared key: %v, none: %v for (%q, %q)", got, want, na, nb)
+		// Word order does not count: without a direction word, the query
+		// with its words reversed has the same key.
+		if !slices.ContainsFunc(strings.Fields(na), func(w string) bool { return simDirections[w] != "" }) {
+			if ka, kr := simKeyOf(na), simKeyOf(simReverse(na)); ka.sorted != kr.sorted {
+				t.Fatalf("keys of %q and its reverse differ: %q, %q", na, ka.sorted, kr.sorted)
 			}
-			kb.prepare()
-			if got := simScore(&ka, &kb, 0); got != want {
-				t.Fatalf("prepared keys: %v, none: %v for (%q, %q)", got, want, na, nb)
+		}
+		// The cheap bound simScore rules pairs out with is a lower bound.
+		ka, kb := simKeyOf(na), simKeyOf(nb)
+		// The floor simScore takes only saves work: it never changes a
+		// verdict at that floor.
+		for _, floor := range []float64{0.5, simTestThreshold, 0.9} {
+			if full, cut := simScore(&ka, &kb, 0), simScore(&ka, &kb, floor); (full >= floor) != (cut >= floor) {
+				t.Fatalf("at floor %v: %v without it, %v with it, for %q, %q", floor, full, cut, na, nb)
 			}
+		}
+		lb := simHistBound(&ka, &kb)
+		if d := levenshtein.ComputeDistance(ka.text, kb.text); lb > d {
+			t.Fatalf("bound %d above the distance %d of %q, %q", lb, d, ka.text, kb.text)
+		}
+		if d := levenshtein.ComputeDistance(ka.sorted, kb.sorted); lb > d {
+			t.Fatalf("bound %d above the distance %d of %q, %q", lb, d, ka.sorted, kb.sorted)
 		}
 		for _, x := range []string{na, nb} {
 			if x != "" && querySimilarity(x, x) != 1 {
@@ -91,9 +104,16 @@ func FuzzQuerySimilarity(f *testing.F) {
 		}
 		// The index agrees with the score it is built on.
 		var x queryIndex
-		x.add(na, 1)
-		if want := querySimilarity(na, nb) >= simTestThreshold; x.similar(nb, 2, simTestThreshold) != want {
+		indexAdd(&x, na, Hash{}, 1, 1)
+		if want := querySimilarity(na, nb) >= simTestThreshold; indexSimilar(&x, nb, Hash{}, 2, simTestThreshold, true) != want {
 			t.Fatalf("index and querySimilarity disagree on %q, %q", na, nb)
 		}
 	})
+}
+
+// simReverse returns the words of s in reverse order, joined by spaces.
+func simReverse(s string) string {
+	w := strings.Fields(s)
+	slices.Reverse(w)
+	return strings.Join(w, " ")
 }

@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -61,10 +62,31 @@ func TestQuerySimilarityPairs(t *testing.T) {
 		{"error 4041 nginx", "error 4042 nginx", false, "one digit apart is still a different number"},
 		{"release notes v1.2.3", "release notes v1.2.4", false, "a different version"},
 		{"python 3", "python3", false, "numbers compare as whole words"},
-		// Word order.
-		{"pod restart kubernetes", "kubernetes pod restart", false, "reordered words score low"},
+		// Word order does not count; direction does.
+		{"pod restart kubernetes", "kubernetes pod restart", true, "reordered words"},
+		{"java null pointer exception fix", "how to fix null pointer exception java", true, "reordered, stop words added; 'to' after a stop word is no direction"},
+		{"weather in Paris today", "Paris weather today", true, "reordered, a stop word dropped"},
+		{"rust borrow checker error", "borrow checker error in rust", true, "a word moved"},
+		{"error borow checker rust", "rust borrow checker error", true, "reordered, with a typo"},
+		{"from paris to london flights", "flights from paris to london", true, "a direction marks its word wherever it stands"},
+		{"cheap flights to london from paris", "flights from paris to london cheap", true, "both directions kept, the words moved"},
+		{"convert usd to eur", "usd to eur convert", true, "the same direction"},
+		{"python vs go performance", "go vs python performance", true, "'vs' is no direction: both sides play one role"},
 		{"convert usd to eur", "convert eur to usd", false, "reordering can reverse the question"},
 		{"flights from paris to london", "flights from london to paris", false, "reordering can reverse the question"},
+		{"flights to paris", "flights from paris", false, "another direction"},
+		{"flights from paris", "paris flights", false, "a direction on one side only"},
+		{"is python faster than go", "is go faster than python", false, "'than' is a direction"},
+		{"copy files from server to laptop", "copy files to server from laptop", false, "directions swapped"},
+		{"usd to eur", "eur usd to", false, "'to' at the end marks nothing: a word on one side only"},
+		{"weather today in paris", "london weather today", false, "reordered, another city"},
+		{"nginx error 404", "error 500 nginx", false, "reordered, another number"},
+		{"restart pod 3 kubernetes", "kubernetes pod 4 restart", false, "reordered, another number"},
+		{"user account delete", "deactivate user account", false, "reordered, another destructive verb"},
+		{"drop table users", "users table", false, "reordered, a destructive verb dropped"},
+		{"working build not why", "why is my build working", false, "reordered, a negation dropped"},
+		{"where is the mountain Trivor located?", "where is the mountain The Crown located?", false, "another entity"},
+		{"trivor mountain located", "where is the mountain Trivor located?", true, "reordered, a question word added"},
 		// Non-ASCII.
 		{"Café à Paris", "cafe a paris", true, "Latin diacritics fold, and a folded 'a' is a stop word"},
 		{"Straße Berlin", "strasse berlin", false, "'ß' is not folded"},
@@ -106,25 +128,65 @@ func TestQuerySimilarityEdges(t *testing.T) {
 
 func TestSimKeyOf(t *testing.T) {
 	tests := []struct {
-		in, text string
+		in, text, sorted string
 	}{
-		{"how to fix the bug", "fix bug"},
-		{"how to", "how to"}, // all stop words: all kept
-		{"café à paris", "cafe paris"},
-		{"łódź", "lodz"},
-		{"straße", "straße"},
-		{"fix  bug", "fix bug"}, // not normalized: split at white space
-		{"", ""},
+		{"how to fix the bug", "fix bug", "bug fix"},
+		{"how to", "how to", "how to"}, // all stop words: all kept
+		{"café à paris", "cafe paris", "cafe paris"},
+		{"łódź", "lodz", "lodz"},
+		{"straße", "straße", "straße"},
+		{"fix  bug", "fix bug", "bug fix"}, // not normalized: split at white space
+		{"", "", ""},
+		// Directions mark the next word that is not a stop word.
+		{"convert usd to eur", "convert usd to:eur", "convert to:eur usd"},
+		{"flights from the airport to hotel", "flights from:airport to:hotel", "flights from:airport to:hotel"},
+		{"python faster than go", "python faster than:go", "faster python than:go"},
+		{"to london", "to:london", "to:london"},                                 // first: a direction
+		{"how to fix it", "fix it", "fix it"},                                   // after a stop word: an infinitive
+		{"where does it come from", "where it come from", "come from it where"}, // nothing to mark
+		{"usd to", "usd", "usd"},            // nothing to mark, a stop word
+		{"from to eur", "to:eur", "to:eur"}, // the later direction wins
+		{"go vs python", "go vs python", "go python vs"},
 	}
 	for _, tt := range tests {
 		k := simKeyOf(tt.in)
 		assert.Equal(t, tt.text, k.text, "key of %q", tt.in)
+		assert.Equal(t, tt.sorted, k.sorted, "sorted key of %q", tt.in)
 		assert.Equal(t, utf8.RuneCountInString(k.text), k.runes, "runes of %q", tt.in)
 	}
 	assert.Equal(t, simDelete, simKeyOf("deleting old logs").agree)
 	assert.Equal(t, simKill|simNegation, simKeyOf("dont kill it").agree)
+	assert.Equal(t, simDelete, simKeyOf("users to delete").agree, "a marked word is still a verb")
 	assert.NotZero(t, simKeyOf("error 404").numbers)
 	assert.Zero(t, simKeyOf("error four").numbers)
+	assert.NotEqual(t, simKeyOf("5 to 10").numbers, simKeyOf("10 to 5").numbers, "marked numbers")
+	// Numbers one digit apart, last or first, take different bits.
+	for _, p := range [][2]string{{"12", "13"}, {"404", "405"}, {"v1.2.3", "v1.2.4"}, {"2024", "3024"}} {
+		a0, a1 := simWordBits([]byte(p[0]))
+		b0, b1 := simWordBits([]byte(p[1]))
+		assert.False(t, a0 == b0 && a1 == b1, "%q and %q", p[0], p[1])
+	}
+}
+
+func TestSimHistBound(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0},
+		{"abc", "cab", 0},        // a permutation: no bound
+		{"abc", "abd", 1},        // one substitution
+		{"abc", "abcde", 2},      // two insertions
+		{"kitten", "sitting", 3}, // k, e against s, i, g: the distance itself
+		{"aaaa", "b", 4},
+	}
+	for _, tt := range tests {
+		ka, kb := simKeyOf(tt.a), simKeyOf(tt.b)
+		got := simHistBound(&ka, &kb)
+		assert.Equal(t, tt.want, got, "%q %q", tt.a, tt.b)
+		assert.LessOrEqual(t, got, levenshtein.ComputeDistance(tt.a, tt.b), "a lower bound")
+		assert.Equal(t, got, simHistBound(&kb, &ka), "symmetric")
+	}
 }
 
 func TestSimClose(t *testing.T) {
@@ -157,17 +219,23 @@ func TestQuerySimilarityAllocs(t *testing.T) {
 		querySimilarity("kubernetes pod restart", "kubernetes pod restart")
 	}), "identical queries")
 	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		querySimilarity("404 error nginx", "500 error nginx")
+	}), "keys are the queries, rejected by the number check")
+	assert.Equal(t, 2.0, testing.AllocsPerRun(100, func() {
 		querySimilarity("error 404 nginx", "error 500 nginx")
-	}), "rejected by the number check")
-	// Short keys with no stop words: the keys are the queries, and the
-	// Levenshtein rune slices of 32 runes or fewer stay on the stack.
+	}), "sorted keys differ from their queries")
+	// Short keys with no stop words and words in order: the keys are the
+	// queries, and the Levenshtein rune slices of 32 runes or fewer stay on
+	// the stack.
 	assert.Zero(t, testing.AllocsPerRun(100, func() {
 		querySimilarity("kubernetes pod restart", "kubernets pod restart")
 	}), "keys are the queries")
-	// A key without the stop words of its query is a new string.
-	assert.Equal(t, 1.0, testing.AllocsPerRun(100, func() {
+	// A key without the stop words of its query is a new string, and so
+	// are its words sorted when they are out of order: "fix bug" and "bug
+	// fix" for "fix the bug", "bug fix" for "fix bug".
+	assert.Equal(t, 3.0, testing.AllocsPerRun(100, func() {
 		querySimilarity("fix the bug", "fix bug")
-	}), "one key differs from its query")
+	}), "keys that differ from their queries")
 }
 
 func TestNormalizeQuery(t *testing.T) {
@@ -279,76 +347,223 @@ func TestQueryHugeInputs(t *testing.T) {
 	assert.Less(t, elapsed, 50*time.Millisecond, "bounded work")
 }
 
+// indexAdd records the query q, normalized, in x.
+func indexAdd(x *queryIndex, q string, scope Hash, round, seq uint64) {
+	q = normalizeQuery(q)
+	x.addKey(q, simKeyOf(q), scope, round, seq)
+}
+
+// indexSimilar is similarKey of the query q, normalized.
+func indexSimilar(x *queryIndex, q string, scope Hash, round uint64, threshold float64, blind bool) bool {
+	q = normalizeQuery(q)
+	k := simKeyOf(q)
+	return x.similarKey(q, &k, scope, round, threshold, blind)
+}
+
 func TestQueryIndexRounds(t *testing.T) {
 	var x queryIndex
-	assert.False(t, x.similar("fix bug", 1, 0.75), "empty index")
+	var all Hash
+	blind := func(q string, round uint64) bool { return indexSimilar(&x, q, all, round, 0.75, true) }
+	assert.False(t, blind("fix bug", 1), "empty index")
 
-	x.add("fix the bug", 1)
-	assert.False(t, x.similar("fix the bug", 1, 0.75), "same round, same query")
-	assert.False(t, x.similar("fix bug", 1, 0.75), "same round, similar query")
-	assert.False(t, x.similar("fix bug", 0, 0.75), "an entry from a later round")
-	assert.True(t, x.similar("fix the bug", 2, 0.75), "earlier round, same query")
-	assert.True(t, x.similar("fix bug", 2, 0.75), "earlier round, similar query")
-	assert.False(t, x.similar("weather in paris", 2, 0.75), "earlier round, different query")
+	indexAdd(&x, "fix the bug", all, 1, 1)
+	assert.False(t, blind("fix the bug", 1), "same round, same query")
+	assert.False(t, blind("fix bug", 1), "same round, similar query")
+	assert.False(t, blind("fix bug", 0), "an entry from a later round")
+	assert.True(t, blind("fix the bug", 2), "earlier round, same query")
+	assert.True(t, blind("fix bug", 2), "earlier round, similar query")
+	assert.False(t, blind("weather in paris", 2), "earlier round, different query")
 
 	// Adding a query again keeps one entry and its earliest round.
-	x.add("fix the bug", 5)
-	x.add("fix the bug", 0)
+	indexAdd(&x, "fix the bug", all, 5, 2)
+	indexAdd(&x, "fix the bug", all, 0, 3)
 	assert.Len(t, x.entries, 1)
-	assert.True(t, x.similar("fix bug", 1, 0.75))
+	assert.True(t, blind("fix bug", 1))
 
 	// Queries without a word are not recorded and match nothing.
-	x.add("", 1)
+	indexAdd(&x, "", all, 1, 4)
 	assert.Len(t, x.entries, 1)
-	assert.False(t, x.similar("", 9, 0))
+	assert.False(t, indexSimilar(&x, "", all, 9, 0, true))
+}
+
+// TestQueryIndexRules runs the index through steps: queries asked (add),
+// settled with their results (settle), and checked (want), in both modes.
+func TestQueryIndexRules(t *testing.T) {
+	page1, page2 := Hash{1}, Hash{2}
+	type step struct {
+		op     string // "add", "ok", "fail" (settle) or "check"
+		query  string
+		scope  Hash
+		round  uint64
+		seq    uint64 // add: the call; ok, fail: the call settled
+		result string // ok: its result
+		want   bool   // check: similar in the default mode
+		blind  bool   // check: similar in the result-blind mode
+	}
+	add := func(q string, scope Hash, round, seq uint64) step {
+		return step{op: "add", query: q, scope: scope, round: round, seq: seq}
+	}
+	ok := func(seq uint64, result string) step { return step{op: "ok", seq: seq, result: result} }
+	failed := func(seq uint64) step { return step{op: "fail", seq: seq} }
+	check := func(q string, scope Hash, round uint64, want, blind bool) step {
+		return step{op: "check", query: q, scope: scope, round: round, want: want, blind: blind}
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"a reworded query in the same round is a distinct question", []step{
+			add("fix the bug", page1, 1, 1), add("bug fix", page1, 1, 2),
+			ok(1, "nothing"), ok(2, "nothing"), // the second brought nothing new
+			check("fix bug", page1, 1, false, false),
+			check("fix bug", page1, 2, true, true),
+		}},
+		{"the same round never matches, even settled without a new fact", []step{
+			add("java null pointer exception fix", page1, 3, 1), ok(1, "r"),
+			add("null pointer java", page1, 4, 2), ok(2, "r"),
+			check("how to fix null pointer exception java", page1, 3, false, false),
+		}},
+		{"another scope never matches", []step{
+			add("kubernetes pod restart", page1, 1, 1), ok(1, "r"),
+			add("kubernetes restart", page1, 2, 2), ok(2, "r"),
+			check("pod restart kubernetes", page2, 3, false, false),
+			check("kubernetes pod restart", page2, 3, false, false),
+			check("pod restart kubernetes", page1, 3, true, true),
+		}},
+		{"refinement after a new fact is allowed (result-blind: it fires); a third similar query after nothing new fires", []step{
+			add("java null pointer exception fix", page1, 1, 1), ok(1, "stack overflow answer"),
+			check("how to fix null pointer exception java", page1, 2, false, true),
+			add("how to fix null pointer exception java", page1, 2, 2), ok(2, "stack overflow answer"),
+			check("fix java null pointer exception", page1, 3, true, true),
+		}},
+		{"a new fact each time never fires", []step{
+			add("weather in paris today", page1, 1, 1), ok(1, "sunny"),
+			add("paris weather today", page1, 2, 2), ok(2, "sunny, 21°C"),
+			check("today weather paris", page1, 3, false, true),
+		}},
+		{"a result seen before is nothing new, whichever query returned it", []step{
+			add("rust borrow checker error", page1, 1, 1), ok(1, "A"),
+			add("python asyncio timeout", page1, 2, 2), ok(2, "B"),
+			add("borrow checker error rust", page1, 3, 3), ok(3, "B"),
+			check("rust borow checker eror", page1, 4, true, true),
+		}},
+		{"a failed query brought nothing new", []step{
+			add("kubectl get pods", page1, 1, 1), failed(1),
+			check("kubectl get pod", page1, 2, true, true),
+		}},
+		{"a pending query counts as a new fact", []step{
+			add("kubectl get pods", page1, 1, 1),
+			check("kubectl get pod", page1, 2, false, true),
+			check("kubectl get pods", page1, 2, false, true),
+		}},
+		{"a query asked again waits for its new outcome", []step{
+			add("kubectl get pods", page1, 1, 1), ok(1, "r"),
+			add("kubectl get pod", page1, 2, 2), ok(2, "r"),
+			check("kubectl get pods", page1, 3, true, true),
+			add("kubectl get pod", page1, 3, 3),
+			check("get pods kubectl", page1, 4, false, true), // one found something, one waits
+			ok(3, "s"),
+			add("kubectl get pods", page1, 4, 4),
+			check("get pods kubectl", page1, 5, false, true), // both wait or found something
+			ok(4, "r"),
+			check("get pods kubectl", page1, 5, true, true),
+		}},
+		{"a reordered query that reverses a direction is another question", []step{
+			add("convert usd to eur", page1, 1, 1), ok(1, "r"),
+			add("usd to eur convert", page1, 2, 2), ok(2, "r"),
+			check("convert eur to usd", page1, 3, false, false),
+			check("convert usd to eur rate", page1, 3, true, true),
+		}},
+		{"the results of calls without a query count", []step{
+			add("kubectl get pods", page1, 1, 1), ok(1, "r"),
+			ok(99, "s"), failed(98), // no query: their results only
+			check("kubectl get pod", page1, 2, false, true),
+			add("kubectl get pod", page1, 2, 2), ok(2, "s"),
+			check("get pods kubectl", page1, 3, true, true),
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var x queryIndex
+			for i, s := range tt.steps {
+				switch s.op {
+				case "add":
+					indexAdd(&x, s.query, s.scope, s.round, s.seq)
+				case "ok":
+					x.settle(s.seq, false, digestResult(s.result))
+				case "fail":
+					x.settle(s.seq, true, Hash{})
+				case "check":
+					assert.Equal(t, s.want, indexSimilar(&x, s.query, s.scope, s.round, simTestThreshold, false),
+						"step %d: %q in round %d", i, s.query, s.round)
+					assert.Equal(t, s.blind, indexSimilar(&x, s.query, s.scope, s.round, simTestThreshold, true),
+						"step %d, blind: %q in round %d", i, s.query, s.round)
+				}
+			}
+		})
+	}
 }
 
 func TestQueryIndexThreshold(t *testing.T) {
 	var x queryIndex
-	x.add("weather in paris", 1)
-	assert.True(t, x.similar("kubernetes pod restart", 2, 0), "threshold 0: any earlier query")
-	assert.True(t, x.similar("weather in paris", 2, 1), "threshold 1: same key")
-	assert.False(t, x.similar("weather in paris", 2, 1.01), "above 1: nothing")
-	assert.False(t, x.similar("weather in paris", 2, math.NaN()), "NaN: nothing")
+	var all Hash
+	indexAdd(&x, "weather in paris", all, 1, 1)
+	x.settle(1, false, digestResult("rain"))
+	indexAdd(&x, "weather in rome", all, 1, 2)
+	x.settle(2, false, digestResult("rain"))
+	for _, blind := range []bool{false, true} {
+		assert.True(t, indexSimilar(&x, "kubernetes pod restart", all, 2, 0, blind), "threshold 0: any earlier query")
+		assert.True(t, indexSimilar(&x, "weather in rome", all, 2, 1, blind), "threshold 1: same key")
+		assert.False(t, indexSimilar(&x, "weather in rome", all, 2, 1.01, blind), "above 1: nothing")
+		assert.False(t, indexSimilar(&x, "weather in rome", all, 2, math.NaN(), blind), "NaN: nothing")
+	}
 }
 
 func TestQueryIndexReset(t *testing.T) {
 	var x queryIndex
-	x.add("fix bug", 1)
+	var all Hash
+	indexAdd(&x, "fix bug", all, 1, 1)
 	x.reset()
-	assert.False(t, x.similar("fix bug", 2, 0.75))
+	assert.False(t, indexSimilar(&x, "fix bug", all, 2, 0.75, true))
 	assert.Empty(t, x.entries)
 	assert.Empty(t, x.at)
-	x.add("fix bug", 3)
-	assert.True(t, x.similar("fix the bug", 4, 0.75), "usable after reset")
+	indexAdd(&x, "fix bug", all, 3, 2)
+	assert.True(t, indexSimilar(&x, "fix the bug", all, 4, 0.75, true), "usable after reset")
 }
 
 func TestQueryIndexWindow(t *testing.T) {
 	var x queryIndex
-	x.add("kubernetes pod restart", 1)
-	for i := range queryIndexWindow - 1 {
-		x.add(simBenchQuery(i), 1)
+	var all Hash
+	seq := uint64(0)
+	add := func(q string) {
+		seq++
+		indexAdd(&x, q, all, 1, seq)
 	}
-	assert.True(t, x.similar("kubernets pod restart", 2, 0.75), "still in the window")
+	similar := func(q string) bool { return indexSimilar(&x, q, all, 2, 0.75, true) }
+	add("kubernetes pod restart")
+	for i := range queryIndexWindow - 1 {
+		add(simBenchQuery(i))
+	}
+	assert.True(t, similar("kubernets pod restart"), "still in the window")
 
 	// One more distinct query pushes it out of the fuzzy window; it still
 	// matches exactly.
-	x.add(simBenchQuery(queryIndexWindow), 1)
-	assert.False(t, x.similar("kubernets pod restart", 2, 0.75), "out of the window")
-	assert.True(t, x.similar("kubernetes pod restart", 2, 0.75), "exact match beyond the window")
+	add(simBenchQuery(queryIndexWindow))
+	assert.False(t, similar("kubernets pod restart"), "out of the window")
+	assert.True(t, similar("kubernetes pod restart"), "exact match beyond the window")
 
 	// Repeating a query does not move it back into the window.
-	x.add("kubernetes pod restart", 1)
-	assert.False(t, x.similar("kubernets pod restart", 2, 0.75))
+	add("kubernetes pod restart")
+	assert.False(t, similar("kubernets pod restart"))
 
 	// Past queryIndexCap distinct queries, the oldest is forgotten.
 	for i := queryIndexWindow + 1; i < queryIndexCap; i++ {
-		x.add(simBenchQuery(i), 1)
+		add(simBenchQuery(i))
 	}
-	assert.True(t, x.similar("kubernetes pod restart", 2, 0.75), "the oldest of queryIndexCap")
-	x.add(simBenchQuery(queryIndexCap), 1)
-	assert.False(t, x.similar("kubernetes pod restart", 2, 0.75), "forgotten")
-	assert.True(t, x.similar(simBenchQuery(1), 2, 0.75), "the second oldest remains")
+	assert.True(t, similar("kubernetes pod restart"), "the oldest of queryIndexCap")
+	add(simBenchQuery(queryIndexCap))
+	assert.False(t, similar("kubernetes pod restart"), "forgotten")
+	assert.True(t, similar(simBenchQuery(1)), "the second oldest remains")
 	assert.Len(t, x.entries, queryIndexCap)
 	assert.Len(t, x.at, queryIndexCap)
 }
@@ -356,13 +571,14 @@ func TestQueryIndexWindow(t *testing.T) {
 func TestQueryIndexBounded(t *testing.T) {
 	var x queryIndex
 	for i := range 10_000 {
-		x.add(simBenchQuery(i), uint64(i))
+		indexAdd(&x, simBenchQuery(i), Hash{byte(i)}, uint64(i), uint64(i))
 	}
 	assert.Len(t, x.entries, queryIndexCap)
 	assert.Len(t, x.at, queryIndexCap)
 
 	// A query that was never normalized is bounded too.
-	x.add(strings.Repeat("word ", 100_000), 1)
+	q := strings.Repeat("word ", 100_000)
+	x.addKey(q, simKeyOf(q), Hash{}, 1, 10_001)
 	e := x.entries[(x.next-1+queryIndexCap)%queryIndexCap]
 	assert.LessOrEqual(t, len(e.query), queryMaxBytes)
 }
@@ -404,7 +620,7 @@ func simBenchQuery(i int) string {
 func simBenchIndex(b *testing.B, n int) {
 	var x queryIndex
 	for i := range n {
-		x.add(simBenchQuery(i), 1)
+		indexAdd(&x, simBenchQuery(i), Hash{}, 1, uint64(i))
 	}
 	const probes = 4096
 	queries := make([]string, probes)
@@ -415,10 +631,11 @@ func simBenchIndex(b *testing.B, n int) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		q := queries[i%probes]
-		if x.similar(q, 2, simTestThreshold) {
+		k := simKeyOf(q)
+		if x.similarKey(q, &k, Hash{}, 2, simTestThreshold, true) {
 			b.Fatalf("%q: unexpected match", q)
 		}
-		x.add(q, 2)
+		x.addKey(q, k, Hash{}, 2, uint64(n+i))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -246,6 +247,7 @@ type probe struct {
 	key   callKey
 	query string // normalized; search tools only
 	sim   simKey // of query, computed before the lock is taken
+	scope Hash   // of the arguments other than the query
 	url   string // host and path; calls whose arguments hold a URL
 }
 
@@ -265,16 +267,14 @@ func (t *Tracker) inspect(c Call, buf []byte) (probe, []byte) {
 	}
 	p.key = callKey{tool: c.Tool, args: args}
 	if p.rule.search {
-		s, ok := "", false
-		if flat {
-			s, ok = info.query(c.Args, queryKeys)
-		} else {
-			s, ok = topLevelString(c.Args, queryKeys)
-		}
-		if ok {
-			p.query = normalizeQuery(s)
-			p.sim = simKeyOf(p.query)
-			p.sim.prepare()
+		for _, k := range queryKeys {
+			if s, ok := topLevelString(c.Args, []string{k}); ok {
+				p.query = normalizeQuery(s)
+				p.sim = simKeyOf(p.query)
+				// The other arguments: page 2, another path, is a new question.
+				p.scope = hashArgs(c.Args, append(slices.Clip(p.rule.ignore), k))
+				break
+			}
 		}
 	}
 	if p.query == "" {
@@ -513,7 +513,7 @@ func (t *Tracker) rulesLocked(c Call, p *probe, round uint64, tool *toolState, s
 			duplicateMessage(c.Tool, ks.count)), true
 	}
 	if t.cfg.similarOn && p.query != "" && !ks.seen && ks.count == 0 && tool.queries != nil &&
-		tool.queries.similarKey(p.query, &p.sim, round, t.cfg.threshold) {
+		tool.queries.similarKey(p.query, &p.sim, p.scope, round, t.cfg.threshold, t.cfg.similarBlind) {
 		return t.fire(c, p, ks, ReasonSimilarQuery, &tool.similarHinted, 1, 1,
 			similarMessage(c.Tool)), true
 	}
@@ -597,7 +597,7 @@ func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Ti
 		if tool.queries == nil {
 			tool.queries = &queryIndex{}
 		}
-		tool.queries.addKey(p.query, p.sim, round)
+		tool.queries.addKey(p.query, p.sim, p.scope, round, seq)
 	}
 	hist := ts.history.push(histItem{key: p.key, seq: seq, exempt: p.rule.exempt})
 	if t.cfg.window > 0 && !p.rule.exempt && (p.query != "" || p.url != "") {
@@ -727,6 +727,9 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 	ts.history.settle(pc.hist, pc.seq, progress)
 	newFact := ts.window.settle(pc.seq, c.Tool, failed, digest)
 	_ = newFact
+	if tool.queries != nil {
+		tool.queries.settle(pc.seq, failed, digest)
+	}
 
 	// Statistics.
 	tool.stats.finish(failed, progress)

@@ -218,7 +218,7 @@ func TestToolLimitPerTurn(t *testing.T) {
 
 func TestCheckOrder(t *testing.T) {
 	// Per-turn limit first, then identical, then similar.
-	p := Policy{MaxRepeats: 1, Tools: map[string]ToolPolicy{"web_search": {Limit: 2}}}
+	p := Policy{MaxRepeats: 1, SimilarIgnoresResults: true, Tools: map[string]ToolPolicy{"web_search": {Limit: 2}}}
 	q := call("web_search", `{"query":"fix bug"}`)
 	run(t, NewTracker(p), []step{
 		allow(q, "r"),
@@ -237,54 +237,105 @@ func TestSimilarQueries(t *testing.T) {
 	d := call("web_search", `{"query":"weather in london"}`)
 	del := call("db_query", `{"q":"delete user"}`)
 	deact := call("db_query", `{"q":"deactivate user"}`)
-	t.Run("similar query from an earlier round fires", func(t *testing.T) {
-		run(t, NewTracker(Policy{}), []step{
+	blind := Policy{SimilarIgnoresResults: true}
+	t.Run("result-blind: a similar query from an earlier round fires", func(t *testing.T) {
+		run(t, NewTracker(blind), []step{
 			allow(a, "r"), hint(b, ReasonSimilarQuery),
 		})
 	})
-	t.Run("another similar query after the hint aborts", func(t *testing.T) {
+	t.Run("a reworded query after a fruitful one is refinement", func(t *testing.T) {
 		run(t, NewTracker(Policy{}), []step{
+			allow(call("web_search", `{"query":"Chariots of Fire true story"}`), "a film of 1981"),
+			allow(call("web_search", `{"query":"Chariots of Fire true story runners"}`), "Harold Abrahams and Eric Liddell"),
+		})
+	})
+	t.Run("a similar query after similar ones that brought nothing new fires", func(t *testing.T) {
+		run(t, NewTracker(Policy{}), []step{
+			allow(call("web_search", `{"query":"fix bug"}`), "r"),
+			allow(call("web_search", `{"query":"fix the bug"}`), "r"),
+			hint(call("web_search", `{"query":"fix a bug"}`), ReasonSimilarQuery),
+			abort(call("web_search", `{"query":"Fix the bugs!"}`), ReasonSimilarQuery),
+		})
+	})
+	t.Run("another similar query after the hint aborts", func(t *testing.T) {
+		run(t, NewTracker(blind), []step{
 			allow(call("web_search", `{"query":"fix bug"}`), "r"),
 			hint(call("web_search", `{"query":"fix the bug"}`), ReasonSimilarQuery),
 			abort(call("web_search", `{"query":"Fix the bug!"}`), ReasonSimilarQuery),
 		})
 	})
 	t.Run("different questions do not fire", func(t *testing.T) {
-		run(t, NewTracker(Policy{}), []step{allow(c, "r"), allow(d, "r"), allow(del, "r"), allow(deact, "r")})
+		run(t, NewTracker(blind), []step{allow(c, "r"), allow(d, "r"), allow(del, "r"), allow(deact, "r")})
+	})
+	t.Run("word order does not matter", func(t *testing.T) {
+		run(t, NewTracker(blind), []step{
+			allow(call("web_search", `{"query":"how to fix null pointer exception java"}`), "r"),
+			hint(call("web_search", `{"query":"java null pointer exception fix"}`), ReasonSimilarQuery),
+		})
+		run(t, NewTracker(blind), []step{
+			allow(call("web_search", `{"query":"weather in Paris today"}`), "r"),
+			hint(call("web_search", `{"query":"Paris weather today"}`), ReasonSimilarQuery),
+		})
+	})
+	t.Run("another page, offset or scope is a new question", func(t *testing.T) {
+		q := func(args string) Call { return call("web_search", args) }
+		run(t, NewTracker(Policy{}), []step{
+			allow(q(`{"query":"golang generics tutorial"}`), "r"),
+			allow(q(`{"query":"golang generics tutorial","page":2}`), "r"),
+			allow(q(`{"query":"golang generics tutorial","page":3}`), "r"),
+			allow(q(`{"query":"golang generics tutorial","page":4}`), "r"),
+		})
+		run(t, NewTracker(blind), []step{
+			allow(call("search_code", `{"query":"ctx.TODO()","path":"pkg/api"}`), "r"),
+			allow(call("search_code", `{"query":"ctx.TODO()","path":"pkg/store"}`), "r"),
+			allow(call("search_code", `{"query":"ctx TODO","path":"pkg/cmd"}`), "r"),
+			hint(call("search_code", `{"query":"ctx TODO","path":"pkg/api"}`), ReasonSimilarQuery),
+		})
 	})
 	t.Run("similar queries inside one round are distinct questions", func(t *testing.T) {
 		s1, s2 := allow(a, "r"), allow(b, "r")
 		s1.round, s2.round = 1, 1
-		run(t, NewTracker(Policy{}), []step{s1, s2, hint(call("web_search", `{"query":"how do I reset my password"}`), ReasonSimilarQuery)})
+		run(t, NewTracker(blind), []step{s1, s2, hint(call("web_search", `{"query":"how do I reset my password"}`), ReasonSimilarQuery)})
 	})
 	t.Run("only search tools", func(t *testing.T) {
-		run(t, NewTracker(Policy{}), []step{
+		run(t, NewTracker(blind), []step{
 			allow(call("send_email", `{"text":"fix bug"}`), "ok"),
 			allow(call("send_email", `{"text":"fix the bug"}`), "ok"),
 		})
 	})
-	t.Run("ToolPolicy.Search and SearchTools opt tools in", func(t *testing.T) {
-		run(t, NewTracker(Policy{SearchTools: []string{"ask_*"}, Tools: map[string]ToolPolicy{"kb": {Search: true}}}), []step{
+	t.Run("ToolPolicy.Search and SearchTools opt tools in, NoSearch takes one out", func(t *testing.T) {
+		p := blind
+		p.SearchTools = []string{"ask_*"}
+		p.Tools = map[string]ToolPolicy{"kb": {Search: true}, "ask_human": {NoSearch: true}}
+		run(t, NewTracker(p), []step{
 			allow(call("ask_docs", `{"question":"fix bug"}`), "r"),
 			hint(call("ask_docs", `{"question":"fix the bug"}`), ReasonSimilarQuery),
 			allow(call("kb", `{"prompt":"fix bug"}`), "r"),
 			hint(call("kb", `{"prompt":"fix the bug"}`), ReasonSimilarQuery),
 			allow(call("web_search", `{"query":"fix bug"}`), "r"),
 			allow(call("web_search", `{"query":"fix the bug"}`), "r"),
+			allow(call("ask_human", `{"question":"fix bug"}`), "r"),
+			allow(call("ask_human", `{"question":"fix the bug"}`), "r"),
+		})
+		p = blind
+		p.Tools = map[string]ToolPolicy{"web_search": {NoSearch: true}}
+		run(t, NewTracker(p), []step{
+			allow(call("web_search", `{"query":"fix bug"}`), "r"),
+			allow(call("web_search", `{"query":"fix the bug"}`), "r"),
 		})
 	})
 	t.Run("the query comes from the first key in order", func(t *testing.T) {
-		run(t, NewTracker(Policy{}), []step{
+		run(t, NewTracker(blind), []step{
 			allow(call("web_search", `{"text":"alpha beta","query":"fix bug"}`), "r"),
-			hint(call("web_search", `{"query":"fix the bug","text":"something else entirely"}`), ReasonSimilarQuery),
+			hint(call("web_search", `{"query":"fix the bug","text":"alpha beta"}`), ReasonSimilarQuery),
 		})
 	})
 	t.Run("a threshold out of range switches the check off", func(t *testing.T) {
-		run(t, NewTracker(Policy{SimilarityThreshold: 1.5}), []step{allow(a, "r"), allow(b, "r")})
-		run(t, NewTracker(Policy{SimilarityThreshold: -1}), []step{allow(a, "r"), allow(b, "r")})
+		run(t, NewTracker(Policy{SimilarityThreshold: 1.5, SimilarIgnoresResults: true}), []step{allow(a, "r"), allow(b, "r")})
+		run(t, NewTracker(Policy{SimilarityThreshold: -1, SimilarIgnoresResults: true}), []step{allow(a, "r"), allow(b, "r")})
 	})
 	t.Run("the message", func(t *testing.T) {
-		tr := NewTracker(Policy{})
+		tr := NewTracker(blind)
 		tr.ShouldSkip(a)
 		tr.Record(a, Outcome{Result: "r"})
 		assert.Contains(t, tr.ShouldSkip(b).Message, "Tool 'web_search' was already executed with a similar query")

@@ -40,7 +40,8 @@ func tools(_ context.Context, c toolguard.Call) (string, error) {
 // model is what a looping model asks for, call after call.
 var model = []toolguard.Call{
 	call("web_search", `{"query":"How do I reset my password?"}`),
-	call("web_search", `{"query":"how do i reset my password"}`), // the same search reworded
+	call("web_search", `{"query":"how do i reset my password"}`), // reworded: refinement, it runs
+	call("web_search", `{"query":"password reset how"}`),         // the same again after nothing new
 	call("job_status", `{"job":"build"}`),                        // polling: the output changes
 	call("job_status", `{"job":"build"}`),
 	call("job_status", `{"job":"build"}`),
