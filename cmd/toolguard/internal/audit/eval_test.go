@@ -428,7 +428,7 @@ func (ev *evaluation) tables() string {
 		if b.Len() > 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "#### %s: %d successful, %d failed, %d stuck episodes\n\n", s.title, f0.Successes, f0.Failures, f0.Stuck)
+		fmt.Fprintf(&b, "### %s: %d successful, %d failed, %d stuck episodes\n\n", s.title, f0.Successes, f0.Failures, f0.Stuck)
 		head := "| detector | false alarms on successes | failures stopped | calls saved on failed episodes | stuck episodes caught |"
 		rule := "|---|---|---|---|---|"
 		if s.old {
