@@ -420,6 +420,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte("[\n{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\"}]}\n]"))
+	f.Add([]byte(`{"calls":[{"turn":0,"user_turn":0,"tool":"a"},{"turn":0,"user_turn":1,"tool":"a"},{"turn":2,"user_turn":1,"tool":"b"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, eps, err := Parse("fuzz", data)
 		if err != nil {
@@ -429,6 +430,11 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		for i := range eps {
+			for j, c := range eps[i].Calls {
+				if c.Turn < 1 || (j > 0 && c.Turn < eps[i].Calls[j-1].Turn) {
+					t.Errorf("call %d: turn %d after %v", j, c.Turn, eps[i].Calls[:j])
+				}
+			}
 			ds := Replay(toolguard.Policy{}, &eps[i])
 			if len(ds) != len(eps[i].Calls) {
 				t.Errorf("%d decisions for %d calls", len(ds), len(eps[i].Calls))
