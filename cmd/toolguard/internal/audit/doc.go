@@ -18,8 +18,8 @@
 //
 // Replay runs the calls of one Episode through a new Tracker: the calls of
 // one model response are checked together with ShouldSkipRound, an allowed
-// call is recorded with its recorded result, and a new user message resets
-// the turn. A skipped call is not recorded, but the replay goes on with the
+// call is recorded with its recorded result, and a new user message (in the
+// episode format, a change of user_turn) resets the turn. A skipped call is not recorded, but the replay goes on with the
 // next recorded call, so the report shows every rule that would have fired.
 //
 // # Reports

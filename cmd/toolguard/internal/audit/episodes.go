@@ -9,17 +9,24 @@ import (
 
 // episodeCall is one call of the episode format (testdata/traces/FORMAT.md).
 type episodeCall struct {
-	Turn    *int            `json:"turn"`
-	ID      json.RawMessage `json:"id"`
-	Tool    *string         `json:"tool"`
-	Args    json.RawMessage `json:"args"`
-	Result  *string         `json:"result"`
-	IsError *bool           `json:"is_error"`
+	Turn     *int            `json:"turn"`
+	UserTurn *int            `json:"user_turn"`
+	ID       json.RawMessage `json:"id"`
+	Tool     *string         `json:"tool"`
+	Args     json.RawMessage `json:"args"`
+	Result   *string         `json:"result"`
+	IsError  *bool           `json:"is_error"`
 }
 
-// parseEpisode reads one line of the episode format. The episode is one
-// user turn; calls that share "turn" (one model response) are one round. A
-// call without "turn" is a round of its own.
+// maxUserTurn bounds user_turn, so that Call.Turn (user_turn + 1) cannot
+// overflow; no transcript has a billion user messages.
+const maxUserTurn = 1_000_000_000
+
+// parseEpisode reads one line of the episode format. Consecutive calls that
+// share "turn" (one model response) and "user_turn" are one round; a call
+// without "turn" is a round of its own. "user_turn" (0-based, optional)
+// becomes Call.Turn (1-based): either every call of the episode has one,
+// never decreasing, or none has, and the episode is one user turn.
 func parseEpisode(keys map[string]json.RawMessage) (Episode, error) {
 	var ep Episode
 	name, err := idString(keys["episode"], "episode")
@@ -38,7 +45,9 @@ func parseEpisode(keys map[string]json.RawMessage) (Episode, error) {
 	}
 	ep.Calls = make([]Call, 0, len(calls))
 	round := 0
-	var prev *int // the turn of the previous call
+	var prev *int     // the turn of the previous call
+	userTurn := 0     // the user_turn of the previous call
+	withUser := false // whether the first call has user_turn
 	for i, raw := range calls {
 		path := fmt.Sprintf("calls[%d]", i)
 		var c episodeCall
@@ -48,15 +57,25 @@ func parseEpisode(keys map[string]json.RawMessage) (Episode, error) {
 		if c.Tool == nil || *c.Tool == "" {
 			return ep, fmt.Errorf("%s.tool: missing or empty", path)
 		}
-		if c.Turn == nil || prev == nil || *c.Turn != *prev {
+		if i == 0 {
+			withUser = c.UserTurn != nil
+		}
+		newUser, err := checkUserTurn(c.UserTurn, withUser, userTurn, path)
+		if err != nil {
+			return ep, err
+		}
+		if c.Turn == nil || prev == nil || *c.Turn != *prev || newUser {
 			round++
 		}
 		prev = c.Turn
+		if c.UserTurn != nil {
+			userTurn = *c.UserTurn
+		}
 		id, err := idString(c.ID, path+".id")
 		if err != nil {
 			return ep, err
 		}
-		call := Call{Round: round, Turn: 1, ID: id, Tool: *c.Tool}
+		call := Call{Round: round, Turn: userTurn + 1, ID: id, Tool: *c.Tool}
 		if len(c.Args) > 0 && string(c.Args) != "null" {
 			call.Args = c.Args
 		}
@@ -67,6 +86,28 @@ func parseEpisode(keys map[string]json.RawMessage) (Episode, error) {
 		ep.Calls = append(ep.Calls, call)
 	}
 	return ep, nil
+}
+
+// checkUserTurn checks the user_turn u of the call at path against the
+// calls before it, whose last user_turn is prev, and reports whether it
+// starts a new user turn. withUser is whether the episode's first call has
+// one: the field is on every call of an episode or on none.
+func checkUserTurn(u *int, withUser bool, prev int, path string) (bool, error) {
+	switch {
+	case u == nil && withUser:
+		return false, errors.New(path + ".user_turn: missing, but the episode's first call has one (give it on every call or on none)")
+	case u == nil:
+		return false, nil
+	case !withUser:
+		return false, errors.New(path + ".user_turn: present, but the episode's first call has none (give it on every call or on none)")
+	case *u < 0:
+		return false, fmt.Errorf("%s.user_turn: %d is negative (want a 0-based index)", path, *u)
+	case *u > maxUserTurn:
+		return false, fmt.Errorf("%s.user_turn: %d is too large (at most %d)", path, *u, maxUserTurn)
+	case *u < prev:
+		return false, fmt.Errorf("%s.user_turn: %d after %d (user turns never go back)", path, *u, prev)
+	}
+	return *u != prev, nil
 }
 
 // idString reads an identifier that sources give as a string or a number.

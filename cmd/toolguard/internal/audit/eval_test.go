@@ -2,31 +2,77 @@ package audit
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolguard/toolguard"
 )
 
 // The evaluation replays the bundled real traces (testdata/traces at the
-// repository root) and compares toolguard's default policy and presets with
-// the published rules of four peer detectors. docs/evaluation.md explains
-// the definitions; the table it shows is the one this test logs.
+// repository root) as a harness would — audit.Replay: a new Tracker per
+// episode, Reset where user_turn changes, the calls of one model response as
+// one round — and compares toolguard's zero Policy and presets with the
+// published rules of four peer detectors. docs/evaluation.md explains the
+// definitions; its tables are the ones this test logs and pins (pinnedFile).
 
 const tracesDir = "../../../../testdata/traces"
 
-// evalEpisode is an episode with its canonical calls.
-type evalEpisode struct {
-	ep    Episode
-	keys  []string // tool + canonical arguments
-	pairs []string // key + recorded result (and failure flag)
+// pinnedFile holds the evaluation's tables as measured with the core at
+// the time of pinning: the one place with the expected figures. A change
+// in the core that moves any figure fails TestEvaluation; -update rewrites
+// the file with the new tables.
+const pinnedFile = "../../testdata/evaluation.md"
+
+var update = flag.Bool("update", false, "TestEvaluation: rewrite "+pinnedFile+" with the measured tables")
+
+// olderFiles are the seven trace files of the first data set, on which the
+// old loop measure is kept for comparison.
+var olderFiles = map[string]bool{
+	"mini-swe-agent.jsonl":           true,
+	"openhands.jsonl":                true,
+	"react_webshop.jsonl":            true,
+	"reflexion_hotpotqa-react.jsonl": true,
+	"swe-agent.jsonl":                true,
+	"tau-bench_gpt-4o-airline.jsonl": true,
+	"toolbench_dfsdt-examples.jsonl": true,
 }
 
-func loadEvalEpisodes(t *testing.T) []evalEpisode {
+// evalEpisode is an episode with its canonical calls.
+type evalEpisode struct {
+	file    string // the trace file's base name
+	ep      Episode
+	keys    []string // tool + canonical arguments
+	results []string // failure flag + recorded result
+	pairs   []string // key + result
+	failed  []bool
+	turns   []int // the user turn of each call, 1-based
+}
+
+func (e *evalEpisode) id() string { return e.file + " " + e.ep.Name }
+
+// newEvalEpisode derives the canonical calls of ep.
+func newEvalEpisode(file string, ep Episode) evalEpisode {
+	e := evalEpisode{file: file, ep: ep}
+	for _, c := range ep.Calls {
+		k := canonicalCall(c)
+		r := fmt.Sprintf("%t\x00%s", c.Failed, c.Result)
+		e.keys = append(e.keys, k)
+		e.results = append(e.results, r)
+		e.pairs = append(e.pairs, k+"\x00"+r)
+		e.failed = append(e.failed, c.Failed)
+		e.turns = append(e.turns, c.Turn)
+	}
+	return e
+}
+
+func loadEvalEpisodes(t testing.TB) []evalEpisode {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(tracesDir, "*.jsonl"))
 	if err != nil || len(files) == 0 {
@@ -47,13 +93,7 @@ func loadEvalEpisodes(t *testing.T) []evalEpisode {
 			t.Fatalf("%s: format %s, want episodes", f, format)
 		}
 		for _, ep := range eps {
-			ee := evalEpisode{ep: ep}
-			for _, c := range ep.Calls {
-				k := canonicalCall(c)
-				ee.keys = append(ee.keys, k)
-				ee.pairs = append(ee.pairs, fmt.Sprintf("%s\x00%t\x00%s", k, c.Failed, c.Result))
-			}
-			out = append(out, ee)
+			out = append(out, newEvalEpisode(filepath.Base(f), ep))
 		}
 	}
 	return out
@@ -70,9 +110,89 @@ func canonicalCall(c Call) string {
 	return c.Tool + "\x00" + string(b)
 }
 
-// isLoop: some canonical call occurs 3 or more times, or four consecutive
-// calls form A,B,A,B with A ≠ B.
-func isLoop(keys []string) bool {
+// userTurns splits [0, n) into the index ranges of the user turns.
+func userTurns(turns []int) [][2]int {
+	var out [][2]int
+	for start := 0; start < len(turns); {
+		end := start + 1
+		for end < len(turns) && turns[end] == turns[start] {
+			end++
+		}
+		out = append(out, [2]int{start, end})
+		start = end
+	}
+	return out
+}
+
+// isStuck is the definition of a stuck stretch, independent of toolguard's
+// code: within one user turn,
+//
+//   - some call (key) returns the same result (failure flag and text) 3 or
+//     more times with no call in between that made progress of its own: a
+//     call that succeeded and whose key was new in the user turn or whose
+//     result differed from that key's previous result in the user turn; or
+//   - four consecutive calls form A,B,A,B (A ≠ B) with A's two results
+//     equal and B's two results equal.
+func isStuck(e *evalEpisode) bool {
+	for _, r := range userTurns(e.turns) {
+		if stuckRepeat(e, r[0], r[1]) || stuckAlternation(e, r[0], r[1]) {
+			return true
+		}
+	}
+	return false
+}
+
+func stuckRepeat(e *evalEpisode, from, to int) bool {
+	type run struct{ n, epoch int }
+	last := map[string]string{} // key → its previous result in the user turn
+	runs := map[string]*run{}   // key + result → occurrences since the last progress
+	epoch := 0                  // progress calls so far
+	for i := from; i < to; i++ {
+		k, res := e.keys[i], e.results[i]
+		r := runs[e.pairs[i]]
+		if r == nil || r.epoch != epoch {
+			r = &run{}
+			runs[e.pairs[i]] = r
+		}
+		if r.n++; r.n >= 3 {
+			return true
+		}
+		if prev, seen := last[k]; !e.failed[i] && (!seen || prev != res) {
+			epoch++
+		}
+		r.epoch = epoch // its own progress is not "in between"
+		last[k] = res
+	}
+	return false
+}
+
+func stuckAlternation(e *evalEpisode, from, to int) bool {
+	for i := from; i+3 < to; i++ {
+		if e.keys[i] != e.keys[i+1] && e.pairs[i] == e.pairs[i+2] && e.pairs[i+1] == e.pairs[i+3] {
+			return true
+		}
+	}
+	return false
+}
+
+// repeatsResult reports whether some call returns the same result n or
+// more times in one user turn, whatever happened in between.
+func repeatsResult(e *evalEpisode, n int) bool {
+	for _, r := range userTurns(e.turns) {
+		count := map[string]int{}
+		for i := r[0]; i < r[1]; i++ {
+			if count[e.pairs[i]]++; count[e.pairs[i]] >= n {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isOldLoop is the loop measure of the first evaluation, over the whole
+// episode: some canonical call occurs 3 or more times, or four consecutive
+// calls form A,B,A,B with A ≠ B (results not compared).
+func isOldLoop(keys []string) bool {
 	n := map[string]int{}
 	for _, k := range keys {
 		if n[k]++; n[k] >= 3 {
@@ -87,309 +207,378 @@ func isLoop(keys []string) bool {
 	return false
 }
 
-// A detector reports whether it fired in an episode and how many calls had
-// been executed when it first did.
-type detector struct {
-	name string
-	run  func(*evalEpisode) (fired bool, executed int)
+// stop is where a detector first stopped an episode: executed is the number
+// of recorded calls that ran before the stop (the first call it refused is
+// executed+1).
+type stop struct {
+	fired    bool
+	executed int
 }
 
-// toolguardDetector replays with a policy; the call that fires is not
-// executed, so the calls executed are those before it.
+// A detector replays one episode.
+type detector struct {
+	name string
+	run  func(*evalEpisode) stop
+}
+
+// toolguardDetector replays with a policy, as toolguard audit does. The
+// call that fires (hint or abort) is not executed.
 func toolguardDetector(name string, p toolguard.Policy) detector {
-	return detector{name: name, run: func(e *evalEpisode) (bool, int) {
+	return detector{name: name, run: func(e *evalEpisode) stop {
 		for _, d := range Replay(p, &e.ep) {
 			if d.Fired() {
-				return true, d.Index - 1
+				return stop{true, d.Index - 1}
 			}
 		}
-		return false, 0
+		return stop{}
 	}}
 }
 
-// The peers' published rules, as small reference functions.
-var peers = []detector{
+// peerFunc is a peer's rule over one sequence of calls (e.keys, e.pairs):
+// whether it fired and how many calls had run when it stopped the agent.
+type peerFunc func(*evalEpisode) (bool, int)
+
+// perUserTurn runs a peer rule on each user turn on its own: its state
+// starts afresh at new user input, as toolguard's Reset does.
+func perUserTurn(name string, f peerFunc) detector {
+	return detector{name: name, run: func(e *evalEpisode) stop {
+		for _, r := range userTurns(e.turns) {
+			seg := &evalEpisode{keys: e.keys[r[0]:r[1]], pairs: e.pairs[r[0]:r[1]]}
+			if fired, n := f(seg); fired {
+				return stop{true, r[0] + n}
+			}
+		}
+		return stop{}
+	}}
+}
+
+// wholeEpisode runs a peer rule over the whole episode, across user turns.
+func wholeEpisode(name string, f peerFunc) detector {
+	return detector{name: name, run: func(e *evalEpisode) stop {
+		fired, n := f(e)
+		return stop{fired, n}
+	}}
+}
+
+// The peers' published rules, as small reference functions
+// (peers_test.go); P1..P4 in docs/evaluation.md.
+var peerRules = []struct {
+	name string
+	f    peerFunc
+}{
 	{"peer P1", peerP1},
 	{"peer P2", peerP2},
 	{"peer P3", peerP3},
 	{"peer P4", peerP4},
 }
 
-// peerP1: 5 identical calls in a row, or a cycle of 1-5 calls repeated 5
-// times; the completing call is blocked (not executed).
-func peerP1(e *evalEpisode) (bool, int) {
-	k := e.keys
-	for i := range k {
-		for period := 1; period <= 5; period++ {
-			n := 5 * period
-			if i+1 < n {
-				continue
-			}
-			ok := true
-			for j := i - n + 1 + period; j <= i && ok; j++ {
-				ok = k[j] == k[j-period]
-			}
-			if ok {
-				return true, i
-			}
-		}
-	}
-	return false, 0
-}
-
-// peerP2: the 4th identical call in a row is blocked.
-func peerP2(e *evalEpisode) (bool, int) {
-	if i, ok := runOf(e.keys, 4); ok {
-		return true, i
-	}
-	return false, 0
-}
-
-// peerP3: 4 identical call-and-result pairs in a row, or an A,B
-// alternation (of call-and-result pairs) over the last 6 calls; it stops
-// the agent after the completing call ran.
-func peerP3(e *evalEpisode) (bool, int) {
-	p := e.pairs
-	run, _ := runOf(p, 4)
-	for i := range p {
-		if i == run && run >= 0 {
-			return true, i + 1
-		}
-		if i >= 5 && p[i] != p[i-1] &&
-			p[i] == p[i-2] && p[i] == p[i-4] && p[i-1] == p[i-3] && p[i-1] == p[i-5] {
-			return true, i + 1
-		}
-	}
-	return false, 0
-}
-
-// peerP4: a warning at the 3rd identical call in a row; the call runs.
-func peerP4(e *evalEpisode) (bool, int) {
-	if i, ok := runOf(e.keys, 3); ok {
-		return true, i + 1
-	}
-	return false, 0
-}
-
-// runOf returns the index of the first element that completes a run of n
-// equal elements, and -1, false when there is none.
-func runOf(k []string, n int) (int, bool) {
-	run := 0
-	for i := range k {
-		if i > 0 && k[i] == k[i-1] {
-			run++
-		} else {
-			run = 1
-		}
-		if run == n {
-			return i, true
-		}
-	}
-	return -1, false
-}
-
-// evalRow is one detector's figures.
-type evalRow struct {
-	Detector    string
-	FalseAlarms int     // success episodes in which it fired
-	Caught      int     // loop episodes in which it fired
-	Median      float64 // median calls executed at the first firing, over the caught loop episodes
-	MedianAll   float64 // the same over all loop episodes, an episode never stopped counting all its calls
-}
-
-type evalResult struct {
-	row      evalRow
-	missed   []string       // loop episodes not caught
-	falsePos []string       // success episodes with a firing
-	executed map[string]int // loop episode → calls executed at the first firing, caught ones only
-}
-
-func evaluate(d detector, eps []evalEpisode) evalResult {
-	res := evalResult{row: evalRow{Detector: d.name}, executed: map[string]int{}}
-	var caught, all []int
-	for i := range eps {
-		e := &eps[i]
-		fired, n := d.run(e)
-		id := e.ep.File + " " + e.ep.Name
-		switch {
-		case e.ep.Label == "success" && fired:
-			res.row.FalseAlarms++
-			res.falsePos = append(res.falsePos, id)
-		case e.ep.Label == "failure" && isLoop(e.keys):
-			if fired {
-				res.row.Caught++
-				caught = append(caught, n)
-				all = append(all, n)
-				res.executed[id] = n
-			} else {
-				res.missed = append(res.missed, id)
-				all = append(all, len(e.keys))
-			}
-		}
-	}
-	res.row.Median = median(caught)
-	res.row.MedianAll = median(all)
-	return res
-}
-
-// pairRow compares the defaults with one peer on the loop episodes both
-// caught.
-type pairRow struct {
-	Peer                  string
-	Both                  int
-	Toolguard, PeerMedian float64
-	Earlier, Same, Later  int // episodes where toolguard stopped earlier, at the same call, later
-}
-
-func compare(def, peer evalResult) pairRow {
-	r := pairRow{Peer: peer.row.Detector}
-	var a, b []int
-	for id, n := range peer.executed {
-		m, ok := def.executed[id]
-		if !ok {
-			continue
-		}
-		r.Both++
-		a, b = append(a, m), append(b, n)
-		switch {
-		case m < n:
-			r.Earlier++
-		case m == n:
-			r.Same++
-		default:
-			r.Later++
-		}
-	}
-	r.Toolguard, r.PeerMedian = median(a), median(b)
-	return r
-}
-
-func median(xs []int) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]int(nil), xs...)
-	sort.Ints(s)
-	m := len(s) / 2
-	if len(s)%2 == 1 {
-		return float64(s[m])
-	}
-	return float64(s[m-1]+s[m]) / 2
-}
-
-func evalDetectors() []detector {
-	ds := []detector{toolguardDetector("toolguard defaults", toolguard.Policy{})}
+// evalDetectors are the rows of the tables: the zero Policy, every preset,
+// the four peers replayed per user turn.
+func evalDetectors(t testing.TB) []detector {
+	ds := []detector{toolguardDetector("toolguard zero Policy", toolguard.Policy{})}
 	for _, name := range toolguard.PresetNames() {
 		p, err := toolguard.Preset(name)
 		if err != nil {
-			panic(err)
+			t.Fatal(err)
 		}
 		ds = append(ds, toolguardDetector("toolguard preset "+name, p))
 	}
-	return append(ds, peers...)
+	for _, p := range peerRules {
+		ds = append(ds, perUserTurn(p.name, p.f))
+	}
+	return ds
 }
 
-// pinnedEval holds the measured figures. A change in the core that moves
-// any of them fails this test; if the change is intended, replace this
-// table with the one the failure prints (and docs/evaluation.md with the
-// logged table).
-var pinnedEval = []evalRow{
-	{"toolguard defaults", 0, 35, 5, 5},
-	{"toolguard preset loop-detection", 0, 27, 6, 7},
-	{"toolguard preset loop-detection-abort", 0, 35, 5, 5},
-	{"toolguard preset quota-rule", 0, 35, 5, 5},
-	{"toolguard preset turn-budget", 0, 0, 0, 9},
-	{"toolguard preset turn-tracker", 23, 35, 3, 3},
-	{"peer P1", 0, 13, 6, 7},
-	{"peer P2", 0, 14, 5, 7},
-	{"peer P3", 0, 26, 6.5, 7},
-	{"peer P4", 0, 16, 5, 7},
+// figures are one detector's counts over a set of episodes.
+type figures struct {
+	Successes, FalseAlarms   int // success episodes; with a firing
+	Failures, Stopped        int // failure episodes; with a firing
+	FailureCalls, SavedCalls int // calls of failure episodes; from the first refused call on
+	Stuck, StuckCaught       int // stuck failure episodes; with a firing
+	OldLoops, OldCaught      int // old-measure loop failure episodes; with a firing
 }
 
-var pinnedPairs = []pairRow{
-	{"peer P1", 13, 4, 6, 13, 0, 0},
-	{"peer P2", 14, 4, 5, 14, 0, 0},
-	{"peer P3", 26, 4.5, 6.5, 26, 0, 0},
-	{"peer P4", 16, 4, 5, 16, 0, 0},
+func (f *figures) add(g figures) {
+	f.Successes += g.Successes
+	f.FalseAlarms += g.FalseAlarms
+	f.Failures += g.Failures
+	f.Stopped += g.Stopped
+	f.FailureCalls += g.FailureCalls
+	f.SavedCalls += g.SavedCalls
+	f.Stuck += g.Stuck
+	f.StuckCaught += g.StuckCaught
+	f.OldLoops += g.OldLoops
+	f.OldCaught += g.OldCaught
+}
+
+// episodeFigures counts one episode under one detector's stop.
+func episodeFigures(e *evalEpisode, s stop, stuck, oldLoop bool) figures {
+	var f figures
+	hit := 0
+	if s.fired {
+		hit = 1
+	}
+	switch e.ep.Label {
+	case "success":
+		f.Successes, f.FalseAlarms = 1, hit
+	case "failure":
+		f.Failures, f.Stopped = 1, hit
+		f.FailureCalls = len(e.keys)
+		if s.fired {
+			f.SavedCalls = len(e.keys) - s.executed
+		}
+		if stuck {
+			f.Stuck, f.StuckCaught = 1, hit
+		}
+		if oldLoop {
+			f.OldLoops, f.OldCaught = 1, hit
+		}
+	}
+	return f
+}
+
+// evaluation is every detector's stop on every episode.
+type evaluation struct {
+	eps       []evalEpisode
+	detectors []string
+	stops     [][]stop // [detector][episode]
+	stuck     []bool   // [episode]
+	oldLoop   []bool   // [episode]; older files only
+}
+
+func evaluate(t testing.TB, eps []evalEpisode, ds []detector) *evaluation {
+	ev := &evaluation{eps: eps, stuck: make([]bool, len(eps)), oldLoop: make([]bool, len(eps))}
+	for i := range eps {
+		ev.stuck[i] = eps[i].ep.Label == "failure" && isStuck(&eps[i])
+		ev.oldLoop[i] = eps[i].ep.Label == "failure" && olderFiles[eps[i].file] && isOldLoop(eps[i].keys)
+	}
+	for _, d := range ds {
+		ev.detectors = append(ev.detectors, d.name)
+		ss := make([]stop, len(eps))
+		for i := range eps {
+			ss[i] = d.run(&eps[i])
+		}
+		ev.stops = append(ev.stops, ss)
+	}
+	return ev
+}
+
+// figures sums detector d's figures over the episodes that in selects.
+func (ev *evaluation) figures(d int, in func(*evalEpisode) bool) figures {
+	var f figures
+	for i := range ev.eps {
+		if in(&ev.eps[i]) {
+			f.add(episodeFigures(&ev.eps[i], ev.stops[d][i], ev.stuck[i], ev.oldLoop[i]))
+		}
+	}
+	return f
+}
+
+// section is one table: a set of episodes.
+type section struct {
+	title string
+	in    func(*evalEpisode) bool
+	old   bool // only older files: show the old loop measure
+}
+
+func sections(eps []evalEpisode) []section {
+	ss := []section{
+		{"all nine files", func(*evalEpisode) bool { return true }, false},
+		{"the two newer files", func(e *evalEpisode) bool { return !olderFiles[e.file] }, false},
+		{"the seven older files", func(e *evalEpisode) bool { return olderFiles[e.file] }, true},
+	}
+	var files []string
+	seen := map[string]bool{}
+	for i := range eps {
+		if f := eps[i].file; !seen[f] {
+			seen[f] = true
+			files = append(files, f)
+		}
+	}
+	sort.Slice(files, func(i, j int) bool {
+		if olderFiles[files[i]] != olderFiles[files[j]] {
+			return !olderFiles[files[i]] // the newer files first
+		}
+		return files[i] < files[j]
+	})
+	for _, f := range files {
+		ss = append(ss, section{f, func(e *evalEpisode) bool { return e.file == f }, olderFiles[f]})
+	}
+	return ss
+}
+
+// ofShare renders "k of n (p%)", or "–" when n is 0.
+func ofShare(k, n int) string {
+	if n == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%d of %d (%.0f%%)", k, n, 100*float64(k)/float64(n))
+}
+
+// tables renders every section as a Markdown table.
+func (ev *evaluation) tables() string {
+	var b strings.Builder
+	var unlabelled []string
+	for _, s := range sections(ev.eps) {
+		f0 := ev.figures(0, s.in)
+		if f0.Successes+f0.Failures == 0 {
+			unlabelled = append(unlabelled, s.title)
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "### %s: %d successful, %d failed, %d stuck episodes\n\n", s.title, f0.Successes, f0.Failures, f0.Stuck)
+		head := "| detector | false alarms on successes | failures stopped | calls saved on failed episodes | stuck episodes caught |"
+		rule := "|---|---|---|---|---|"
+		if s.old {
+			head += " old loop episodes caught |"
+			rule += "---|"
+		}
+		fmt.Fprintln(&b, head)
+		fmt.Fprintln(&b, rule)
+		for d, name := range ev.detectors {
+			f := ev.figures(d, s.in)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |", name, ofShare(f.FalseAlarms, f.Successes),
+				ofShare(f.Stopped, f.Failures), ofShare(f.SavedCalls, f.FailureCalls), ofShare(f.StuckCaught, f.Stuck))
+			if s.old {
+				fmt.Fprintf(&b, " %s |", ofShare(f.OldCaught, f.OldLoops))
+			}
+			b.WriteString("\n")
+		}
+	}
+	if len(unlabelled) > 0 {
+		fmt.Fprintf(&b, "\nNo episode labelled success or failure: %s.\n", strings.Join(unlabelled, ", "))
+	}
+	return b.String()
+}
+
+// writeRefusals lists every refusal (hint or abort) toolguard gives under
+// p on the successful episodes, one line per run of calls refused alike:
+// file, episode, call index (or range), tool, reason, verdict.
+func writeRefusals(w io.Writer, p toolguard.Policy, eps []evalEpisode) {
+	n := 0
+	for i := range eps {
+		e := &eps[i]
+		if e.ep.Label != "success" {
+			continue
+		}
+		ds := Replay(p, &e.ep)
+		for j := 0; j < len(ds); j++ {
+			d := ds[j]
+			if !d.Fired() {
+				continue
+			}
+			k := j
+			for k+1 < len(ds) && ds[k+1].Fired() && ds[k+1].Tool == d.Tool && ds[k+1].Reason == d.Reason && ds[k+1].Verdict == d.Verdict {
+				k++
+			}
+			calls := fmt.Sprintf("call %d", d.Index)
+			if k > j {
+				calls = fmt.Sprintf("calls %d–%d (%d)", d.Index, ds[k].Index, k-j+1)
+			}
+			fmt.Fprintf(w, "%s %s: %s (user turn %d) %s: %s, %s\n", e.file, e.ep.Name, calls, d.Turn, d.Tool, d.Reason, d.Verdict)
+			n += k - j + 1
+			j = k
+		}
+	}
+	fmt.Fprintf(w, "%d refusals\n", n)
 }
 
 func TestEvaluation(t *testing.T) {
+	start := time.Now()
 	eps := loadEvalEpisodes(t)
-	success, loops := 0, 0
+	ev := evaluate(t, eps, evalDetectors(t))
+	got := ev.tables()
+	t.Logf("replay of %d episodes under %d detectors: %v", len(eps), len(ev.detectors), time.Since(start).Round(time.Millisecond))
+	t.Log("\n" + got)
+
+	// The lists behind the figures of the zero Policy (detector 0).
+	var stuckMissed, stuckCaught, oldNotStuck, oldStuckMissed []string
 	for i := range eps {
+		fired := ev.stops[0][i].fired
 		switch {
-		case eps[i].ep.Label == "success":
-			success++
-		case eps[i].ep.Label == "failure" && isLoop(eps[i].keys):
-			loops++
+		case ev.stuck[i] && fired:
+			stuckCaught = append(stuckCaught, eps[i].id())
+		case ev.stuck[i]:
+			stuckMissed = append(stuckMissed, eps[i].id())
+		}
+		if ev.oldLoop[i] && !ev.stuck[i] {
+			oldNotStuck = append(oldNotStuck, eps[i].id())
+		}
+		if ev.oldLoop[i] && ev.stuck[i] && !fired {
+			oldStuckMissed = append(oldStuckMissed, eps[i].id())
 		}
 	}
-	var (
-		rows    []evalRow
-		results []evalResult
-	)
-	for _, d := range evalDetectors() {
-		r := evaluate(d, eps)
-		rows = append(rows, r.row)
-		results = append(results, r)
+	t.Logf("zero Policy: stuck episodes caught (%d):\n  %s", len(stuckCaught), strings.Join(stuckCaught, "\n  "))
+	t.Logf("zero Policy: stuck episodes missed (%d):\n  %s", len(stuckMissed), strings.Join(stuckMissed, "\n  "))
+	t.Logf("old loop episodes that are not stuck by the new definition (%d):\n  %s", len(oldNotStuck), strings.Join(oldNotStuck, "\n  "))
+	t.Logf("old loop episodes still stuck and missed by the zero Policy (%d): %v", len(oldStuckMissed), oldStuckMissed)
+
+	// For the definition of stuck: episodes in which some call returns the
+	// same result 3 or more times in one user turn, progress in between or
+	// not. The progress condition is what separates them from stuck ones.
+	for _, label := range []string{"failure", "success"} {
+		count := map[string]int{}
+		for i := range eps {
+			if eps[i].ep.Label == label && repeatsResult(&eps[i], 3) {
+				count[eps[i].file]++
+			}
+		}
+		t.Logf("%s episodes with a call returning the same result 3+ times in a user turn, progress or not: %v", label, count)
 	}
 
-	def := results[0]
-	var pairs []pairRow
-	for _, r := range results[len(results)-len(peers):] {
-		pairs = append(pairs, compare(def, r))
+	// The peers across user turns, for the choice of replaying them per
+	// user turn: which episodes the per-turn replay changes.
+	for _, p := range peerRules {
+		whole, turn := wholeEpisode(p.name, p.f), perUserTurn(p.name, p.f)
+		var diff []string
+		for i := range eps {
+			a, b := whole.run(&eps[i]), turn.run(&eps[i])
+			if a != b {
+				diff = append(diff, fmt.Sprintf("%s %s (whole episode %v, per user turn %v)", eps[i].id(), eps[i].ep.Label, a, b))
+			}
+		}
+		t.Logf("%s: episodes where a replay across user turns differs (%d): %v", p.name, len(diff), diff)
 	}
 
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d episodes; %d labelled success; %d labelled failure with a loop\n\n", len(eps), success, loops)
-	fmt.Fprintln(&b, "| detector | false alarms (of success) | loop episodes caught | median calls executed at the first stop (caught episodes) | median over all loop episodes (never stopped = all calls) |")
-	fmt.Fprintln(&b, "|---|---|---|---|---|")
-	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %d of %d | %d of %d (%.0f%%) | %g | %g |\n", r.Detector, r.FalseAlarms, success,
-			r.Caught, loops, 100*float64(r.Caught)/float64(max(loops, 1)), r.Median, r.MedianAll)
-	}
-	fmt.Fprintln(&b, "\nOn the loop episodes that both the defaults and the peer caught:")
-	fmt.Fprintln(&b, "\n| peer | episodes | median calls executed, toolguard defaults | median calls executed, peer | toolguard earlier / same / later |")
-	fmt.Fprintln(&b, "|---|---|---|---|---|")
-	for _, p := range pairs {
-		fmt.Fprintf(&b, "| %s | %d | %g | %g | %d / %d / %d |\n", p.Peer, p.Both, p.Toolguard, p.PeerMedian, p.Earlier, p.Same, p.Later)
-	}
-	t.Log("\n" + b.String())
+	var refusals strings.Builder
+	writeRefusals(&refusals, toolguard.Policy{}, eps)
+	t.Logf("zero Policy: every refusal on a successful episode:\n%s", refusals.String())
 
-	t.Logf("defaults: missed loop episodes: %v", def.missed)
-	t.Logf("defaults: false alarms: %v", def.falsePos)
-	checkTargets(t, rows, loops)
-
-	var lit strings.Builder
-	fmt.Fprintln(&lit, "var pinnedEval = []evalRow{")
-	for _, r := range rows {
-		fmt.Fprintf(&lit, "\t{%q, %d, %d, %g, %g},\n", r.Detector, r.FalseAlarms, r.Caught, r.Median, r.MedianAll)
+	if *update {
+		if err := os.WriteFile(pinnedFile, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s", pinnedFile)
+		return
 	}
-	fmt.Fprintln(&lit, "}\n\nvar pinnedPairs = []pairRow{")
-	for _, p := range pairs {
-		fmt.Fprintf(&lit, "\t{%q, %d, %g, %g, %d, %d, %d},\n", p.Peer, p.Both, p.Toolguard, p.PeerMedian, p.Earlier, p.Same, p.Later)
+	pinned, err := os.ReadFile(pinnedFile)
+	if err != nil {
+		t.Fatal(err)
 	}
-	fmt.Fprintln(&lit, "}")
-	if fmt.Sprint(rows) != fmt.Sprint(pinnedEval) || fmt.Sprint(pairs) != fmt.Sprint(pinnedPairs) {
-		t.Errorf("the evaluation figures changed; if intended, pin them:\n%s", lit.String())
+	if got != string(pinned) {
+		t.Errorf("the evaluation figures differ from %s:%s\n\nIf the change is intended, pin the new figures with\n"+
+			"  go test ./internal/audit -run TestEvaluation -update\n"+
+			"and copy the tables logged above into docs/evaluation.md.", pinnedFile, diffLines(string(pinned), got))
 	}
 }
 
-// checkTargets logs whether the defaults meet the targets: no false alarm,
-// at least 90%% of the loop episodes caught, at least as many caught as
-// every peer, and a lower median of calls executed than every peer.
-func checkTargets(t *testing.T, rows []evalRow, loops int) {
-	def := rows[0]
-	ok := func(b bool) string {
-		if b {
-			return "met"
+// diffLines names the lines where want and got differ, with both versions.
+func diffLines(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var out []string
+	for i := 0; i < max(len(w), len(g)); i++ {
+		var a, b string
+		if i < len(w) {
+			a = w[i]
 		}
-		return "MISSED"
+		if i < len(g) {
+			b = g[i]
+		}
+		if a != b {
+			out = append(out, fmt.Sprintf("\n  line %d\n    was %s\n    now %s", i+1, a, b))
+		}
 	}
-	t.Logf("target no false alarm: %s", ok(def.FalseAlarms == 0))
-	t.Logf("target >= 90%% caught: %s", ok(10*def.Caught >= 9*loops))
-	for _, p := range rows[len(rows)-len(peers):] {
-		t.Logf("target vs %s: caught %d >= %d: %s; median %g < %g: %s", p.Detector,
-			def.Caught, p.Caught, ok(def.Caught >= p.Caught), def.Median, p.Median, ok(def.Median < p.Median))
-	}
+	return strings.Join(out, "")
 }

@@ -13,7 +13,7 @@ import (
 //go:embed report.html.tmpl
 var reportHTML string
 
-var htmlTemplate = template.Must(template.New("report").Parse(reportHTML))
+var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{"ofN": ofN}).Parse(reportHTML))
 
 type htmlPage struct {
 	Policy   string

@@ -60,6 +60,16 @@ type (
 		EpisodesReaching   map[string]int   `json:"episodes_reaching_phase"`
 		FiringsByReason    []jsonReasonRow  `json:"firings_by_reason"`
 		ByLabel            []jsonLabelCount `json:"by_label"`
+		Outcomes           *jsonOutcomes    `json:"outcomes"`
+	}
+	jsonOutcomes struct {
+		Successes         int     `json:"successes"`
+		FalseAlarms       int     `json:"false_alarms"`
+		Failures          int     `json:"failures"`
+		FailuresStopped   int     `json:"failures_stopped"`
+		FailureCalls      int     `json:"failure_calls"`
+		FailureCallsSaved int     `json:"failure_calls_saved"`
+		SavedShare        float64 `json:"failure_calls_saved_share"`
 	}
 	jsonReasonRow struct {
 		Reason   toolguard.Reason `json:"reason"`
@@ -73,6 +83,8 @@ type (
 		Calls      int    `json:"calls"`
 		WithFiring int    `json:"episodes_with_firing"`
 		WithAbort  int    `json:"episodes_with_abort"`
+		// FromFirstFiring: calls from the first firing of each episode on.
+		FromFirstFiring int `json:"calls_from_first_firing"`
 	}
 )
 
@@ -132,6 +144,13 @@ func WriteJSON(w io.Writer, r *Report) error {
 	}
 	for _, lc := range s.ByLabel {
 		out.Summary.ByLabel = append(out.Summary.ByLabel, jsonLabelCount(lc))
+	}
+	if o := s.Outcomes; o != nil {
+		out.Summary.Outcomes = &jsonOutcomes{
+			Successes: o.Successes, FalseAlarms: o.FalseAlarms,
+			Failures: o.Failures, FailuresStopped: o.Stopped,
+			FailureCalls: o.FailureCalls, FailureCallsSaved: o.SavedCalls, SavedShare: o.SavedShare(),
+		}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

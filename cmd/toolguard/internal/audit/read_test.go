@@ -202,6 +202,87 @@ func TestParseTurnsAndRounds(t *testing.T) {
 	}
 }
 
+func TestParseUserTurns(t *testing.T) {
+	tests := []struct {
+		name, calls string
+		want        []string // "tool round turn"
+	}{
+		{
+			name:  "absent: one user turn",
+			calls: `{"turn":0,"tool":"a"},{"turn":0,"tool":"b"},{"turn":2,"tool":"a"}`,
+			want:  []string{"a 1 1", "b 1 1", "a 2 1"},
+		},
+		{
+			name:  "null counts as absent",
+			calls: `{"turn":0,"user_turn":null,"tool":"a"},{"turn":1,"tool":"b"}`,
+			want:  []string{"a 1 1", "b 2 1"},
+		},
+		{
+			name:  "0-based user_turn becomes a 1-based Turn; a shared turn stays one round",
+			calls: `{"turn":0,"user_turn":0,"tool":"a"},{"turn":0,"user_turn":0,"tool":"b"},{"turn":3,"user_turn":1,"tool":"a"},{"turn":3,"user_turn":1,"tool":"c"},{"turn":4,"user_turn":1,"tool":"a"}`,
+			want:  []string{"a 1 1", "b 1 1", "a 2 2", "c 2 2", "a 3 2"},
+		},
+		{
+			name:  "user turns may skip numbers and start above 0",
+			calls: `{"turn":0,"user_turn":2,"tool":"a"},{"turn":1,"user_turn":5,"tool":"a"}`,
+			want:  []string{"a 1 3", "a 2 6"},
+		},
+		{
+			name:  "a new user turn starts a new round even where turn is shared",
+			calls: `{"turn":7,"user_turn":0,"tool":"a"},{"turn":7,"user_turn":1,"tool":"a"}`,
+			want:  []string{"a 1 1", "a 2 2"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, eps, err := Parse("in", []byte(`{"episode":"e","calls":[`+tt.calls+`]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := shapeOf(eps[0]).calls; strings.Join(got, "|") != strings.Join(tt.want, "|") {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestReplayUserTurns: the replay of a parsed episode resets where
+// user_turn changes, so identical calls in two user turns do not add up.
+func TestReplayUserTurns(t *testing.T) {
+	call := func(turn, user int) string {
+		u := ""
+		if user >= 0 {
+			u = `"user_turn":` + itoa(user) + `,`
+		}
+		return `{"turn":` + itoa(turn) + `,` + u + `"tool":"get_weather","args":{"city":"Paris"},"result":"18°C"}`
+	}
+	tests := []struct {
+		name  string
+		users []int // -1: no user_turn
+		want  string
+	}{
+		{"one user turn", []int{-1, -1, -1, -1}, "a a h:duplicate x:duplicate"},
+		{"user_turn 0 throughout", []int{0, 0, 0, 0}, "a a h:duplicate x:duplicate"},
+		{"a new user turn after two calls", []int{0, 0, 1, 1}, "a a a a"},
+		{"a new user turn after three", []int{0, 0, 0, 1}, "a a h:duplicate a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cs []string
+			for i, u := range tt.users {
+				cs = append(cs, call(i, u))
+			}
+			_, eps, err := Parse("in", []byte(`{"episode":"e","calls":[`+strings.Join(cs, ",")+`]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := verdicts(Replay(toolguard.Policy{}, &eps[0])); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestParseReusedIDs(t *testing.T) {
 	// Some sources reuse call ids: a result goes to the oldest call with
 	// that id that has none yet.
@@ -241,6 +322,14 @@ func TestParseErrors(t *testing.T) {
 		{name: "scalar", in: `42`, line: 1, want: "neither an episode"},
 		{name: "empty tool", in: `{"calls":[{"turn":0,"tool":""}]}`, line: 1, want: "calls[0].tool: missing or empty"},
 		{name: "turn not an integer", in: `{"calls":[{"turn":1.5,"tool":"a"}]}`, line: 1, want: "calls[0].turn: want an integer, got number"},
+		{name: "user_turn negative", in: `{"calls":[{"turn":0,"user_turn":-1,"tool":"a"}]}`, line: 1, want: "calls[0].user_turn: -1 is negative"},
+		{name: "user_turn a string", in: `{"calls":[{"turn":0,"user_turn":"1","tool":"a"}]}`, line: 1, want: "calls[0].user_turn: want an integer, got string"},
+		{name: "user_turn a fraction", in: `{"calls":[{"turn":0,"user_turn":0.5,"tool":"a"}]}`, line: 1, want: "calls[0].user_turn: want an integer, got number"},
+		{name: "user_turn beyond int64", in: `{"calls":[{"turn":0,"user_turn":1e30,"tool":"a"}]}`, line: 1, want: "calls[0].user_turn: want an integer, got number"},
+		{name: "user_turn too large", in: `{"calls":[{"turn":0,"user_turn":9223372036854775807,"tool":"a"}]}`, line: 1, want: "calls[0].user_turn: 9223372036854775807 is too large"},
+		{name: "user_turn going back", in: `{"calls":[{"turn":0,"user_turn":2,"tool":"a"},{"turn":1,"user_turn":1,"tool":"a"}]}`, line: 1, want: "calls[1].user_turn: 1 after 2 (user turns never go back)"},
+		{name: "user_turn missing on a later call", in: `{"calls":[{"turn":0,"user_turn":0,"tool":"a"},{"turn":1,"tool":"a"}]}`, line: 1, want: "calls[1].user_turn: missing, but the episode's first call has one"},
+		{name: "user_turn only on a later call", in: `{"calls":[{"turn":0,"tool":"a"},{"turn":1,"user_turn":0,"tool":"a"}]}`, line: 1, want: "calls[1].user_turn: present, but the episode's first call has none"},
 		{name: "is_error a string", in: `{"calls":[{"tool":"a","is_error":"yes"}]}`, line: 1, want: "calls[0].is_error: want true or false, got string"},
 		{name: "id an object", in: `{"calls":[{"tool":"a","id":{}}]}`, line: 1, want: "calls[0].id: want a string, got object"},
 		{name: "label a number", in: `{"label":1,"calls":[]}`, line: 1, want: "label: want a string, got number"},
@@ -331,6 +420,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte("[\n{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\"}]}\n]"))
+	f.Add([]byte(`{"calls":[{"turn":0,"user_turn":0,"tool":"a"},{"turn":0,"user_turn":1,"tool":"a"},{"turn":2,"user_turn":1,"tool":"b"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, eps, err := Parse("fuzz", data)
 		if err != nil {
@@ -340,6 +430,11 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		for i := range eps {
+			for j, c := range eps[i].Calls {
+				if c.Turn < 1 || (j > 0 && c.Turn < eps[i].Calls[j-1].Turn) {
+					t.Errorf("call %d: turn %d after %v", j, c.Turn, eps[i].Calls[:j])
+				}
+			}
 			ds := Replay(toolguard.Policy{}, &eps[i])
 			if len(ds) != len(eps[i].Calls) {
 				t.Errorf("%d decisions for %d calls", len(ds), len(eps[i].Calls))

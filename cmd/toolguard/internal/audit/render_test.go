@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -59,8 +60,11 @@ func TestWriteText(t *testing.T) {
 		"episodes with a firing       4",
 		"episodes with an abort       2",
 		"duplicate  4      4       4",
-		"failure  3         18     3              2",
-		"success  3         6      0              0",
+		"failure  3         18     3              2              9",
+		"success  3         6      0              0              0",
+		"false alarms on successes       0 of 3 successful episodes (0.0%) with a refusal",
+		"failures stopped                3 of 3 failed episodes (100.0%) with a refusal",
+		"calls saved on failed episodes  9 of 18 calls (50.0%) from the first refusal on",
 		`<script>alert(1)</script>\x1b[2J`,
 	} {
 		if !strings.Contains(out, want) {
@@ -122,7 +126,7 @@ func TestWriteJSON(t *testing.T) {
 	var sum map[string]json.RawMessage
 	mustUnmarshal(t, doc["summary"], &sum)
 	wantKeys(t, "summary", sum, "files", "files_not_read", "episodes", "calls", "episodes_with_firing",
-		"episodes_with_hint", "episodes_with_abort", "episodes_reaching_phase", "firings_by_reason", "by_label")
+		"episodes_with_hint", "episodes_with_abort", "episodes_reaching_phase", "firings_by_reason", "by_label", "outcomes")
 	var reasons []map[string]any
 	mustUnmarshal(t, sum["firings_by_reason"], &reasons)
 	if len(reasons) != 1 || reasons[0]["reason"] != "duplicate" || reasons[0]["hints"] != 4.0 || reasons[0]["aborts"] != 4.0 {
@@ -130,7 +134,11 @@ func TestWriteJSON(t *testing.T) {
 	}
 	var labels []map[string]any
 	mustUnmarshal(t, sum["by_label"], &labels)
-	wantKeys(t, "by_label", labels[0], "label", "episodes", "calls", "episodes_with_firing", "episodes_with_abort")
+	wantKeys(t, "by_label", labels[0], "label", "episodes", "calls", "episodes_with_firing", "episodes_with_abort", "calls_from_first_firing")
+	var outcomes map[string]any
+	mustUnmarshal(t, sum["outcomes"], &outcomes)
+	wantKeys(t, "outcomes", outcomes, "successes", "false_alarms", "failures", "failures_stopped",
+		"failure_calls", "failure_calls_saved", "failure_calls_saved_share")
 }
 
 func TestWriteJSONEmpty(t *testing.T) {
@@ -138,7 +146,7 @@ func TestWriteJSONEmpty(t *testing.T) {
 	if err := WriteJSON(&b, &Report{Policy: "default"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"files": []`, `"episodes": []`, `"decisions": []`, `"firings_by_reason": []`, `"by_label": []`} {
+	for _, want := range []string{`"files": []`, `"episodes": []`, `"decisions": []`, `"firings_by_reason": []`, `"by_label": []`, `"outcomes": null`} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("empty report lacks %s:\n%s", want, b.String())
 		}
@@ -270,4 +278,155 @@ func attr(n *html.Node, key string) string {
 		}
 	}
 	return ""
+}
+
+// outcomeReport is a report built from decisions, with known first
+// firings: per label, the calls from the first refusal on.
+func outcomeReport() *Report {
+	ep := func(label string, calls int, fired map[int]toolguard.Verdict) EpisodeResult {
+		e := EpisodeResult{File: "f", Episode: fmt.Sprintf("%s-%d", label, calls), Label: label}
+		for i := 1; i <= calls; i++ {
+			d := Decision{Index: i, Round: i, Turn: 1, Tool: "t", Verdict: fired[i]}
+			if d.Verdict != toolguard.Allow {
+				d.Reason = toolguard.ReasonDuplicate
+			}
+			e.Decisions = append(e.Decisions, d)
+		}
+		return e
+	}
+	h, x := toolguard.Hint, toolguard.Abort
+	return &Report{Policy: "default", Episodes: []EpisodeResult{
+		ep("success", 5, map[int]toolguard.Verdict{3: h}),        // a false alarm
+		ep("success", 3, nil),                                    // clean
+		ep("failure", 10, map[int]toolguard.Verdict{4: h, 6: x}), // stopped at 4: 7 calls saved
+		ep("failure", 5, nil),                                    // not stopped
+		ep("failure", 2, map[int]toolguard.Verdict{2: x}),        // stopped at its last call: 1 saved
+		ep("unknown", 3, map[int]toolguard.Verdict{1: h}),        // in neither
+	}}
+}
+
+func TestOutcomes(t *testing.T) {
+	r := outcomeReport()
+	s := r.Summary()
+	want := Outcomes{Successes: 2, FalseAlarms: 1, Failures: 3, Stopped: 2, FailureCalls: 17, SavedCalls: 8}
+	if s.Outcomes == nil || *s.Outcomes != want {
+		t.Fatalf("outcomes = %+v, want %+v", s.Outcomes, want)
+	}
+	if got := s.Outcomes.SavedShare(); got != 8.0/17 {
+		t.Errorf("share = %v", got)
+	}
+	from := map[string]int{}
+	for _, lc := range s.ByLabel {
+		from[lc.Label] = lc.FromFirstFiring
+	}
+	if from["success"] != 3 || from["failure"] != 8 || from["unknown"] != 3 {
+		t.Errorf("calls from the first firing by label = %v", from)
+	}
+	if (Outcomes{}).SavedShare() != 0 {
+		t.Errorf("share without calls is not 0")
+	}
+
+	// Without a success or failure label there is nothing to measure.
+	unlabelled := &Report{Episodes: []EpisodeResult{{Episode: "a", Label: "unknown"}, {Episode: "b"}}}
+	if o := unlabelled.Summary().Outcomes; o != nil {
+		t.Errorf("outcomes without labels = %+v", o)
+	}
+	// Only failures: the successes read 0 of 0.
+	onlyFail := &Report{Episodes: r.Episodes[2:4]}
+	if o := onlyFail.Summary().Outcomes; o == nil || *o != (Outcomes{Failures: 2, Stopped: 1, FailureCalls: 15, SavedCalls: 7}) {
+		t.Errorf("outcomes of failures only = %+v", o)
+	}
+}
+
+func TestOutcomesRendered(t *testing.T) {
+	r := outcomeReport()
+	var text, js, page bytes.Buffer
+	if err := WriteText(&text, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(&js, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&page, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Against the labels (a refusal is a hint or an abort)",
+		"false alarms on successes       1 of 2 successful episodes (50.0%) with a refusal\n",
+		"failures stopped                2 of 3 failed episodes (66.7%) with a refusal\n",
+		"calls saved on failed episodes  8 of 17 calls (47.1%) from the first refusal on\n",
+		"failure  3         17     2              2              8\n",
+	} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text output lacks %q:\n%s", want, text.String())
+		}
+	}
+
+	var doc struct {
+		Summary struct {
+			Outcomes map[string]float64 `json:"outcomes"`
+			ByLabel  []map[string]any   `json:"by_label"`
+		} `json:"summary"`
+	}
+	mustUnmarshal(t, js.Bytes(), &doc)
+	wantJSON := map[string]float64{"successes": 2, "false_alarms": 1, "failures": 3, "failures_stopped": 2,
+		"failure_calls": 17, "failure_calls_saved": 8, "failure_calls_saved_share": 8.0 / 17}
+	if fmt.Sprint(doc.Summary.Outcomes) != fmt.Sprint(wantJSON) {
+		t.Errorf("JSON outcomes = %v, want %v", doc.Summary.Outcomes, wantJSON)
+	}
+	if l := doc.Summary.ByLabel[0]; l["label"] != "failure" || l["calls_from_first_firing"] != 8.0 {
+		t.Errorf("JSON by_label[0] = %v", l)
+	}
+
+	n, err := html.Parse(bytes.NewReader(page.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	var walk func(*html.Node, bool)
+	walk = func(n *html.Node, in bool) {
+		in = in || (n.Type == html.ElementNode && n.Data == "table" && hasClass(n, "outcomes"))
+		if in && n.Type == html.ElementNode && n.Data == "tr" {
+			rows = append(rows, strings.TrimSpace(textOf(n)))
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c, in)
+		}
+	}
+	walk(n, false)
+	wantRows := []string{
+		"against the labels (a refusal is a hint or an abort)",
+		"false alarms on successes1 of 2 successful episodes (50.0%)",
+		"failures stopped2 of 3 failed episodes (66.7%)",
+		"calls saved on failed episodes8 of 17 calls (47.1%)",
+	}
+	if strings.Join(rows, "|") != strings.Join(wantRows, "|") {
+		t.Errorf("HTML outcome rows = %q, want %q", rows, wantRows)
+	}
+
+	// No labelled episode: no such section in any output.
+	r = &Report{Episodes: []EpisodeResult{{Episode: "a", Label: "unknown"}}}
+	text.Reset()
+	page.Reset()
+	if err := WriteText(&text, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&page, r); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text.String(), "Against the labels") || strings.Contains(page.String(), `class="outcomes"`) {
+		t.Errorf("an outcome section without success or failure episodes")
+	}
+}
+
+// textOf is the text of n and its descendants.
+func textOf(n *html.Node) string {
+	if n.Type == html.TextNode {
+		return n.Data
+	}
+	var b strings.Builder
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		b.WriteString(textOf(c))
+	}
+	return b.String()
 }

@@ -31,6 +31,15 @@ type EpisodeResult struct {
 	Decisions []Decision
 }
 
+// FromFirstFiring returns the number of calls from the first firing to
+// the end of the episode, that firing included; 0 when nothing fired.
+func (e *EpisodeResult) FromFirstFiring() int {
+	if d, ok := e.First(); ok {
+		return len(e.Decisions) - d.Index + 1
+	}
+	return 0
+}
+
 // First returns the first decision that fired, and false when none did.
 func (e *EpisodeResult) First() (Decision, bool) {
 	for _, d := range e.Decisions {
@@ -100,6 +109,31 @@ type Summary struct {
 	ReachedPhase [4]int
 	ByReason     []ReasonCount // reasons that fired, in Reason order
 	ByLabel      []LabelCount  // labels in sorted order; empty when no episode has one
+	// Outcomes measures the firings against the labels success and
+	// failure; nil when no episode has either.
+	Outcomes *Outcomes
+}
+
+// Outcomes is what the firings would have meant for episodes whose outcome
+// is known. A refusal is a hint or an abort: the call was not executed.
+type Outcomes struct {
+	Successes   int // episodes labelled success
+	FalseAlarms int // successful episodes with a refusal
+	Failures    int // episodes labelled failure
+	Stopped     int // failed episodes with a refusal
+	// FailureCalls is the number of calls of the failed episodes, and
+	// SavedCalls those of them from the first refused call of their episode
+	// to its end: what stopping at the first refusal would have saved.
+	FailureCalls int
+	SavedCalls   int
+}
+
+// SavedShare is SavedCalls / FailureCalls, 0 when there is no such call.
+func (o Outcomes) SavedShare() float64 {
+	if o.FailureCalls == 0 {
+		return 0
+	}
+	return float64(o.SavedCalls) / float64(o.FailureCalls)
 }
 
 // ReasonCount is how often one rule fired.
@@ -117,6 +151,9 @@ type LabelCount struct {
 	Calls      int
 	WithFiring int
 	WithAbort  int
+	// FromFirstFiring counts the calls from the first firing of each
+	// episode to its end (the calls a stop at the first refusal saves).
+	FromFirstFiring int
 }
 
 // Summary aggregates the report.
@@ -182,6 +219,7 @@ func (r *Report) Summary() Summary {
 			if aborted {
 				lc.WithAbort++
 			}
+			lc.FromFirstFiring += e.FromFirstFiring()
 		}
 	}
 	for _, rc := range reasons {
@@ -192,5 +230,16 @@ func (r *Report) Summary() Summary {
 		s.ByLabel = append(s.ByLabel, *lc)
 	}
 	sort.Slice(s.ByLabel, func(i, j int) bool { return s.ByLabel[i].Label < s.ByLabel[j].Label })
+	succ, fail := labels["success"], labels["failure"]
+	if succ != nil || fail != nil {
+		s.Outcomes = &Outcomes{}
+	}
+	if succ != nil {
+		s.Outcomes.Successes, s.Outcomes.FalseAlarms = succ.Episodes, succ.WithFiring
+	}
+	if fail != nil {
+		s.Outcomes.Failures, s.Outcomes.Stopped = fail.Episodes, fail.WithFiring
+		s.Outcomes.FailureCalls, s.Outcomes.SavedCalls = fail.Calls, fail.FromFirstFiring
+	}
 	return s
 }

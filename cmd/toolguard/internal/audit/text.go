@@ -50,12 +50,27 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	if len(s.ByLabel) > 0 {
 		fmt.Fprintln(tw, "\nBy label")
-		fmt.Fprintln(tw, "  LABEL\tEPISODES\tCALLS\tWITH A FIRING\tWITH AN ABORT")
+		fmt.Fprintln(tw, "  LABEL\tEPISODES\tCALLS\tWITH A FIRING\tWITH AN ABORT\tCALLS FROM FIRST FIRING")
 		for _, lc := range s.ByLabel {
-			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\n", printable(lc.Label), lc.Episodes, lc.Calls, lc.WithFiring, lc.WithAbort)
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\n", printable(lc.Label), lc.Episodes, lc.Calls, lc.WithFiring, lc.WithAbort, lc.FromFirstFiring)
 		}
 	}
+	if o := s.Outcomes; o != nil {
+		fmt.Fprintln(tw, "\nAgainst the labels (a refusal is a hint or an abort)")
+		fmt.Fprintf(tw, "  false alarms on successes\t%s with a refusal\n", ofN(o.FalseAlarms, o.Successes, "successful episodes"))
+		fmt.Fprintf(tw, "  failures stopped\t%s with a refusal\n", ofN(o.Stopped, o.Failures, "failed episodes"))
+		fmt.Fprintf(tw, "  calls saved on failed episodes\t%s from the first refusal on\n", ofN(o.SavedCalls, o.FailureCalls, "calls"))
+	}
 	return tw.Flush()
+}
+
+// ofN renders "3 of 40 failed episodes (7.5%)", without the share when n
+// is 0.
+func ofN(k, n int, what string) string {
+	if n == 0 {
+		return fmt.Sprintf("%d of %d %s", k, n, what)
+	}
+	return fmt.Sprintf("%d of %d %s (%.1f%%)", k, n, what, 100*float64(k)/float64(n))
 }
 
 // firstFiring describes the first firing of an episode: "call 4 click:
