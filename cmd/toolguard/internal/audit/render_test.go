@@ -51,20 +51,21 @@ func TestWriteText(t *testing.T) {
 		"call 4 click: duplicate, hint (+2 more; first abort at call 5)",
 		"openai.json           line 1",
 		"call 5 search_direct_flight: duplicate, hint\n",
-		"call 5 bash: duplicate, hint\n",
+		// read_file may have changed the world: the test re-run after it is work.
+		"anthropic.json        fix-test                          failure  6      clean\n",
 		"clean\n",
 		"Summary (policy: default)",
 		"files                        7 (1 not read)",
 		"episodes                     10",
 		"calls                        37",
-		"episodes with a firing       4",
+		"episodes with a firing       3",
 		"episodes with an abort       2",
-		"duplicate  4      4       4",
-		"failure  3         18     3              2              9",
+		"duplicate  3      4       3",
+		"failure  3         18     2              2              7",
 		"success  3         6      0              0              0",
 		"false alarms on successes       0 of 3 successful episodes (0.0%) with a refusal",
-		"failures stopped                3 of 3 failed episodes (100.0%) with a refusal",
-		"calls saved on failed episodes  9 of 18 calls (50.0%) from the first refusal on",
+		"failures stopped                2 of 3 failed episodes (66.7%) with a refusal",
+		"calls saved on failed episodes  7 of 18 calls (38.9%) from the first refusal on",
 		`<script>alert(1)</script>\x1b[2J`,
 	} {
 		if !strings.Contains(out, want) {
@@ -129,7 +130,7 @@ func TestWriteJSON(t *testing.T) {
 		"episodes_with_hint", "episodes_with_abort", "episodes_reaching_phase", "firings_by_reason", "by_label", "outcomes")
 	var reasons []map[string]any
 	mustUnmarshal(t, sum["firings_by_reason"], &reasons)
-	if len(reasons) != 1 || reasons[0]["reason"] != "duplicate" || reasons[0]["hints"] != 4.0 || reasons[0]["aborts"] != 4.0 {
+	if len(reasons) != 1 || reasons[0]["reason"] != "duplicate" || reasons[0]["hints"] != 3.0 || reasons[0]["aborts"] != 4.0 {
 		t.Errorf("firings_by_reason = %v", reasons)
 	}
 	var labels []map[string]any

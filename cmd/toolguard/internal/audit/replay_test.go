@@ -105,9 +105,10 @@ func TestReplay(t *testing.T) {
 			want:   "a a x:duplicate",
 		},
 		{
-			name:  "the turn budget: refused after the wind-down",
-			calls: seq("read_file", distinct, repeat("package x", 32), false),
-			want:  strings.TrimSpace(strings.Repeat("a ", 30)) + " x:budget x:budget",
+			name:   "the turn budget: refused after the wind-down",
+			policy: toolguard.Policy{MaxCallsPerTurn: 30},
+			calls:  seq("read_file", distinct, repeat("package x", 32), false),
+			want:   strings.TrimSpace(strings.Repeat("a ", 30)) + " x:budget x:budget",
 		},
 	}
 	for _, tt := range tests {
@@ -146,7 +147,7 @@ func TestReplayPhases(t *testing.T) {
 	for i := range distinct {
 		distinct[i] = fmt.Sprintf(`{"path":"f%d.go"}`, i)
 	}
-	ds := Replay(toolguard.Policy{}, &Episode{Calls: seq("read_file", distinct, repeat("x", 31), false)})
+	ds := Replay(toolguard.Policy{MaxCallsPerTurn: 30}, &Episode{Calls: seq("read_file", distinct, repeat("x", 31), false)})
 	for i, d := range ds {
 		var want toolguard.Phase
 		switch n := i + 1; {
@@ -175,7 +176,7 @@ func TestReplayRounds(t *testing.T) {
 		call(1, 1, "web_search", queries[0], "r1", false),
 		call(2, 1, "web_search", queries[1], "r2", false),
 	}
-	p := toolguard.Policy{MaxRepeats: -1}
+	p := toolguard.Policy{MaxRepeats: -1, SimilarIgnoresResults: true}
 	if got := verdicts(Replay(p, &Episode{Calls: together})); got != "a a" {
 		t.Errorf("one round: %s", got)
 	}
@@ -192,7 +193,7 @@ func TestReplayFixtures(t *testing.T) {
 		{"episodes.jsonl", []string{"a a a a", "a a a h:duplicate x:duplicate x:duplicate", "a a a"}},
 		{"openai.json", []string{"a a a a h:duplicate a a"}},
 		{"openai.jsonl", []string{"a a", "a a h:duplicate x:duplicate x:duplicate a"}},
-		{"anthropic.json", []string{"a a a a h:duplicate a"}},
+		{"anthropic.json", []string{"a a a a a a"}}, // read_file may have changed the world: the test runs twice after it
 		{"anthropic_array.json", []string{"a a"}},
 	}
 	for _, tt := range tests {
