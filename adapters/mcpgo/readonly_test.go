@@ -28,31 +28,6 @@ func TestReadOnlyHints(t *testing.T) {
 		assert.Nil(t, p.Tools)
 		assert.Equal(t, 3, p.MaxRepeats)
 	})
-	t.Run("the user's entries and fields are kept", func(t *testing.T) {
-		user := map[string]toolguard.ToolPolicy{
-			"list_files": {Limit: 5, IgnoreArgs: []string{"request_id"}},
-			"deploy":     {HighCost: true},
-		}
-		in := toolguard.Policy{MaxRepeats: 3, Tools: user}
-		p := mcpgo.ReadOnlyHints(in, listFiles, plain)
-		assert.Equal(t, map[string]toolguard.ToolPolicy{
-			"list_files": {Limit: 5, IgnoreArgs: []string{"request_id"}, ReadOnly: true},
-			"deploy":     {HighCost: true},
-		}, p.Tools)
-		assert.Equal(t, 3, p.MaxRepeats)
-		assert.False(t, user["list_files"].ReadOnly, "the caller's map is not modified")
-	})
-	t.Run("a tool matched by a pattern keeps the pattern's settings", func(t *testing.T) {
-		user := map[string]toolguard.ToolPolicy{
-			"*":        {MaxRepeats: 4},
-			"list_*":   {Limit: 7},
-			"list_f*":  {Limit: 8},
-			"list_?il": {Limit: 9}, // does not match
-		}
-		p := mcpgo.ReadOnlyHints(toolguard.Policy{Tools: user}, listFiles)
-		assert.Equal(t, toolguard.ToolPolicy{Limit: 8, ReadOnly: true}, p.Tools["list_files"], "the longest matching pattern")
-		assert.Len(t, p.Tools, 5)
-	})
 	t.Run("a name that would be a pattern is left out", func(t *testing.T) {
 		p := mcpgo.ReadOnlyHints(toolguard.Policy{}, mcp.NewTool("get*", mcp.WithReadOnlyHintAnnotation(true)))
 		assert.Nil(t, p.Tools)
