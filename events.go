@@ -23,12 +23,18 @@ const (
 
 var eventNames = [...]string{"decision", "record", "phase", "store"}
 
-// String returns "decision", "record" or "phase".
+// String returns "decision", "record", "phase" or "store".
 func (k EventKind) String() string { return enumString(eventNames[:], int(k), "EventKind") }
 
 // Event is delivered to Policy.OnEvent and Policy.Logger. It carries no
 // arguments or results.
 type Event struct {
+	// Context is the context of the call the event is about, as passed to
+	// ShouldSkipContext, RecordContext or an Executor from Wrap;
+	// context.Background() for the context-less methods and Reset. Hooks
+	// use it to join the event to the call's trace or log; it is not for
+	// keeping.
+	Context   context.Context
 	Kind      EventKind
 	Seq       uint64 // the ledger entry of the call
 	Turn      int
@@ -60,12 +66,13 @@ func (e *events) add(ev Event) {
 
 // emit delivers events to the hook and the logger. It must be called
 // without the lock held.
-func (t *Tracker) emit(evs *events) {
+func (t *Tracker) emit(ctx context.Context, evs *events) {
 	if t.cfg.onEvent == nil && t.cfg.logger == nil {
 		return
 	}
 	for i := 0; i < evs.n; i++ {
 		ev := evs.buf[i]
+		ev.Context = ctx
 		if t.cfg.onEvent != nil {
 			t.cfg.onEvent(ev)
 		}
@@ -78,7 +85,7 @@ func (t *Tracker) emit(evs *events) {
 // logEvent writes an event with the GenAI attribute names for the tool and
 // the call id. Firings are warnings; everything else is debug.
 func logEvent(l *slog.Logger, ev Event) {
-	ctx := context.Background()
+	ctx := ev.Context
 	level := slog.LevelDebug
 	if ev.Kind == EventDecision && ev.Decision.Verdict != Allow || ev.Kind == EventStore {
 		level = slog.LevelWarn

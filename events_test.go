@@ -2,6 +2,7 @@ package toolguard
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -130,4 +131,44 @@ func TestSummaryJSON(t *testing.T) {
 	}
 	assert.Contains(t, s.String(), "Budget: 4 of 10 tool calls used, 6 left (phase normal).")
 	assert.Contains(t, s.Next, "'read'")
+}
+
+type ctxKey struct{}
+
+// Events carry the context of the call they are about; a Store commit runs
+// even when that context was cancelled after the call ran.
+func TestEventsCarryTheCallContext(t *testing.T) {
+	var got []Event
+	store := NewMemoryStore(nil)
+	tr := NewTracker(Policy{
+		Store:        ctxStore{store},
+		SharedQuotas: []SharedQuota{{Name: "q", Limit: 5}},
+		OnEvent:      func(e Event) { got = append(got, e) },
+	})
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "call-1"))
+	c := Call{ID: "c1", Tool: "read"}
+	require.Equal(t, Allow, tr.ShouldSkipContext(ctx, c).Verdict)
+	cancel()
+	tr.RecordContext(ctx, c, Outcome{Result: "ok"})
+	tr.Record(Call{ID: "c2", Tool: "read"}, Outcome{Result: "ok"})
+
+	require.Len(t, got, 3)
+	for _, e := range got[:2] {
+		assert.Equal(t, "call-1", e.Context.Value(ctxKey{}), e.Kind.String())
+	}
+	assert.Nil(t, got[2].Context.Value(ctxKey{}))
+	for _, e := range got {
+		assert.NotEqual(t, EventStore, e.Kind, "the commit must not fail on the cancelled context")
+	}
+	assert.Equal(t, 1, store.Count(SharedQuota{Name: "q"}.Key("read")))
+}
+
+// ctxStore fails a commit whose context is done, as a network store does.
+type ctxStore struct{ *MemoryStore }
+
+func (s ctxStore) Commit(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.MemoryStore.Commit(ctx, id)
 }

@@ -310,8 +310,10 @@ func (t *Tracker) reserve(ctx context.Context, c Call, r *toolRule, evs *events)
 }
 
 // settle commits or releases a reservation, outside the lock.
-func (t *Tracker) settle(c Call, id string, local, commit bool, evs *events) {
-	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.storeTimeout)
+// The commit or release runs even when ctx is already cancelled (the call
+// ran, or its reservation must be returned): only ctx's values are kept.
+func (t *Tracker) settle(ctx context.Context, c Call, id string, local, commit bool, evs *events) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.cfg.storeTimeout)
 	defer cancel()
 	var store Store = t.cfg.store
 	if local {

@@ -324,7 +324,7 @@ var queryKeys = []string{"query", "search_query", "q", "text", "question", "prom
 
 func (t *Tracker) check(ctx context.Context, c Call, round uint64) Decision {
 	if c.Tool == "" {
-		return t.invalid(c, round)
+		return t.invalid(ctx, c, round)
 	}
 	var buf [128]byte
 	p, names := t.inspect(c, buf[:0])
@@ -355,14 +355,14 @@ func (t *Tracker) check(ctx context.Context, c Call, round uint64) Decision {
 	orphans := t.takeOrphansLocked()
 	t.mu.Unlock()
 	if g != nil && g.id != "" && d.Verdict != Allow {
-		t.settle(c, g.id, g.local, false, &evs)
+		t.settle(ctx, c, g.id, g.local, false, &evs)
 	}
-	t.settleOrphans(orphans, &evs)
-	t.emit(&evs)
+	t.settleOrphans(ctx, orphans, &evs)
+	t.emit(ctx, &evs)
 	return d
 }
 
-func (t *Tracker) invalid(c Call, round uint64) Decision {
+func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
 	d := Decision{
 		Verdict: Abort,
 		Reason:  ReasonInvalidCall,
@@ -377,7 +377,7 @@ func (t *Tracker) invalid(c Call, round uint64) Decision {
 	t.turn.skipped++
 	evs.add(Event{Kind: EventDecision, Seq: e.Seq, Turn: t.turnNo, CallID: c.ID, Decision: d, Phase: d.Phase})
 	t.mu.Unlock()
-	t.emit(&evs)
+	t.emit(ctx, &evs)
 	return d
 }
 
@@ -621,6 +621,14 @@ func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Ti
 // the last Reset updates that call's ledger entry and nothing of the new
 // turn.
 func (t *Tracker) Record(c Call, o Outcome) Phase {
+	return t.RecordContext(context.Background(), c, o)
+}
+
+// RecordContext is Record with the call's context: the Store's commit
+// runs under it (bounded by Policy.StoreTimeout) and the events of the
+// Record carry it (Event.Context), so hooks and log handlers can join
+// them to the call's trace.
+func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	if c.Tool == "" {
 		t.mu.Lock()
 		defer t.mu.Unlock()
@@ -654,9 +662,9 @@ func (t *Tracker) Record(c Call, o Outcome) Phase {
 	phase, pc := t.recordLocked(c, o, key, failed, digest, sig, shape, now, &evs)
 	t.mu.Unlock()
 	if pc.resID != "" {
-		t.settle(c, pc.resID, pc.resLocal, true, &evs)
+		t.settle(ctx, c, pc.resID, pc.resLocal, true, &evs)
 	}
-	t.emit(&evs)
+	t.emit(ctx, &evs)
 	return phase
 }
 
@@ -861,8 +869,9 @@ func (t *Tracker) Reset() {
 	t.mu.Unlock()
 	if len(orphans) > 0 {
 		evs := events{on: t.cfg.hooked}
-		t.settleOrphans(orphans, &evs)
-		t.emit(&evs)
+		ctx := context.Background()
+		t.settleOrphans(ctx, orphans, &evs)
+		t.emit(ctx, &evs)
 	}
 }
 
@@ -888,9 +897,9 @@ func (t *Tracker) takeOrphansLocked() []pendingCall {
 // settleOrphans commits the reservations of dropped calls, outside the
 // lock: they were allowed, and an allowed call counts against its quotas
 // whether or not it is ever recorded.
-func (t *Tracker) settleOrphans(orphans []pendingCall, evs *events) {
+func (t *Tracker) settleOrphans(ctx context.Context, orphans []pendingCall, evs *events) {
 	for _, pc := range orphans {
-		t.settle(Call{ID: pc.id, Tool: pc.key.tool}, pc.resID, pc.resLocal, true, evs)
+		t.settle(ctx, Call{ID: pc.id, Tool: pc.key.tool}, pc.resID, pc.resLocal, true, evs)
 	}
 }
 
@@ -952,7 +961,7 @@ func (t *Tracker) Wrap(next Executor) Executor {
 			return "", d.Err
 		}
 		res, err := next(ctx, c)
-		t.Record(c, Outcome{Result: res, Err: err})
+		t.RecordContext(ctx, c, Outcome{Result: res, Err: err})
 		return res, err
 	}
 }
