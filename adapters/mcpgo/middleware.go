@@ -13,12 +13,16 @@ import (
 	"github.com/toolguard/toolguard/internal/mcpguard"
 )
 
-// The _meta keys of a result the middleware made for a skipped call.
+// The _meta keys of a result the middleware made for a skipped call, in
+// the reverse-DNS form MCP asks for.
 const (
 	// MetaVerdict holds the verdict: "hint" or "abort".
 	MetaVerdict = mcpguard.MetaVerdict
 	// MetaReason holds the rule that fired, such as "duplicate" or "budget".
 	MetaReason = mcpguard.MetaReason
+	// MetaConversation is the request _meta key MetaKey reads by
+	// convention: "dev.toolguard/conversation".
+	MetaConversation = mcpguard.MetaConversation
 )
 
 // Middleware returns a tool handler middleware that guards every call with
@@ -49,7 +53,7 @@ func MiddlewareFunc(trackerFor func(context.Context, mcp.CallToolRequest) *toolg
 // handler is what mcpguard.Guard needs to know of mcp-go's results.
 var handler = mcpguard.Handler[*mcp.CallToolResult]{
 	Name:    "mcpgo",
-	Skipped: skipped,
+	Skipped: func(d toolguard.Decision) (*mcp.CallToolResult, error) { return skipped(d), nil },
 	Pending: func(res *mcp.CallToolResult) bool {
 		return res != nil && (res.NeedsInput() || res.InputRequests != nil)
 	},
@@ -62,7 +66,7 @@ func guard(ctx context.Context, t *toolguard.Tracker, next server.ToolHandlerFun
 	// A retry that carries the answers to an input-required result
 	// continues a call that was already allowed: it is not checked again.
 	retry := len(req.Params.InputResponses) > 0 || req.Params.RequestState != ""
-	return mcpguard.Guard(t, callOf(req), retry, func() (*mcp.CallToolResult, error) { return next(ctx, req) }, handler)
+	return mcpguard.Guard(ctx, t, callOf(req), retry, func() (*mcp.CallToolResult, error) { return next(ctx, req) }, handler)
 }
 
 // callOf builds the toolguard.Call of a request.
@@ -128,7 +132,10 @@ func resultText(res *mcp.CallToolResult) string {
 	return sb.String()
 }
 
-// skipped is the result the client gets for a call that did not run.
+// skipped is the result the client gets for a call that did not run: an
+// error result whose text tells the model what to do (for an abort, to
+// stop). mcp-go adds resultType for clients of protocol 2026-07-28 to
+// every result, this one included.
 func skipped(d toolguard.Decision) *mcp.CallToolResult {
 	res := &mcp.CallToolResult{
 		Content: []mcp.Content{mcp.NewTextContent(mcpguard.SkipText(d))},

@@ -101,6 +101,7 @@ type step struct {
 	isError  bool   // for allow: the tool's own error result
 	protoErr bool   // for allow: the tool returned a Go error
 	contains []string
+	absent   string // the result's text must not hold it (raw Go error text)
 }
 
 // run drives the steps through a real client and names the failing step.
@@ -130,6 +131,9 @@ func run(t *testing.T, c *client.Client, ts *tools, steps []step) {
 			assert.Equal(t, s.verdict, meta(res, mcpgo.MetaVerdict), name)
 			assert.Equal(t, s.reason, meta(res, mcpgo.MetaReason), name)
 		}
+		if s.absent != "" {
+			assert.NotContains(t, text(res), s.absent, name)
+		}
 		for _, want := range s.contains {
 			assert.Contains(t, text(res), want, name)
 		}
@@ -147,7 +151,7 @@ func TestRepeatedCallHintThenAbort(t *testing.T) {
 		{tool: "read_file", args: same, verdict: "hint", reason: "duplicate",
 			contains: []string{"Tool 'read_file' was already executed with identical parameters"}},
 		{tool: "read_file", args: same, verdict: "abort", reason: "duplicate",
-			contains: []string{"toolguard: loop detected"}},
+			contains: []string{"STOP: toolguard has stopped this tool"}, absent: "toolguard: loop detected"},
 		{tool: "read_file", args: map[string]any{"path": "/etc/passwd"}, verdict: "allow"},
 	})
 
@@ -210,7 +214,7 @@ func TestBudgetGuidanceAndExhaustion(t *testing.T) {
 		{tool: "read_file", args: args(3), verdict: "allow"},
 		{tool: "read_file", args: args(4), verdict: "allow", contains: []string{"Summarize your work and answer the user's question."}},
 		{tool: "read_file", args: args(5), verdict: "abort", reason: "budget",
-			contains: []string{"toolguard: "}},
+			contains: []string{"STOP: toolguard has stopped this tool"}, absent: "toolguard: "},
 	})
 	// Only the calls at a phase change carry guidance.
 	res, err := call(c, "read_file", args(6))

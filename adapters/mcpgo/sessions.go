@@ -2,66 +2,122 @@ package mcpgo
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/toolguard/toolguard"
+	"github.com/toolguard/toolguard/internal/mcpguard"
 	"github.com/toolguard/toolguard/internal/sessions"
 )
 
-// DefaultMaxSessions is the number of session trackers Sessions keeps when
-// SessionOptions.MaxSessions is 0.
+// DefaultMaxSessions is the number of conversation trackers Sessions
+// keeps when SessionOptions.MaxSessions is 0.
 const DefaultMaxSessions = sessions.DefaultMax
+
+// ErrNoKey is the error of a tools/call for which Sessions found no
+// conversation key and SessionOptions.Unkeyed is UnkeyedRefuse: the call
+// did not run, and the client gets a JSON-RPC error.
+var ErrNoKey = mcpguard.ErrNoKey
+
+// Unkeyed says what Sessions does with a tools/call that has no
+// conversation key: no key from SessionOptions.Key and no session id (a
+// stateless streamable HTTP server, or a client of protocol 2026-07-28,
+// which has no sessions).
+type Unkeyed int
+
+const (
+	// UnkeyedRefuse answers the call with the JSON-RPC error ErrNoKey
+	// without running it. It is the default: a server that cannot tell
+	// its clients apart finds out at its first call.
+	UnkeyedRefuse Unkeyed = iota
+	// UnkeyedPerRequest guards the call with a Tracker of its own, which
+	// sees no other call: only per-call limits apply, loops go unnoticed.
+	// Every such call logs a warning.
+	UnkeyedPerRequest
+)
 
 // SessionOptions configures Sessions. The zero value means the defaults.
 type SessionOptions struct {
-	// MaxSessions is the number of session trackers kept. When a new
-	// session would pass it, the tracker of the session that made no call
-	// for the longest time is dropped; if that session calls again it
+	// Key returns the conversation key of a call, such as the
+	// authenticated principal, a header (HeaderKey) or a conversation
+	// handle the client sends in _meta (MetaKey). "" means the call has
+	// none; then the session id is used where the transport has one. nil
+	// means session ids only. Calls with equal keys share a Tracker, so a
+	// key must tell apart the clients (and conversations) that must not
+	// share one.
+	Key func(ctx context.Context, req mcp.CallToolRequest) string
+	// Unkeyed says what to do with a call with neither a key nor a
+	// session id. The zero value is UnkeyedRefuse.
+	Unkeyed Unkeyed
+	// Logger receives the warnings of UnkeyedPerRequest. nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// MaxSessions is the number of conversation trackers kept. When a new
+	// conversation would pass it, the tracker of the one that made no call
+	// for the longest time is dropped; if that conversation calls again it
 	// starts afresh. 0 means DefaultMaxSessions; negative means no limit.
 	MaxSessions int
-	// IdleReset starts a new turn (Tracker.Reset) for a session whose
+	// IdleReset starts a new turn (Tracker.Reset) for a conversation whose
 	// previous call was at least this long ago. 0 means never: the whole
-	// session is one turn.
+	// conversation is one turn.
 	IdleReset time.Duration
 }
 
-// Sessions keeps one toolguard.Tracker per MCP client session, each made
-// from the same Policy. It is safe for concurrent use. Create it with
-// NewSessions.
+// key is what Sessions keeps a Tracker under: a conversation key from
+// SessionOptions.Key, or a session id, never both.
+type key struct {
+	conv, session string
+}
+
+// Sessions keeps one toolguard.Tracker per conversation, each made from
+// the same Policy: per key from SessionOptions.Key, else per MCP session
+// id. It is safe for concurrent use. Create it with NewSessions.
 type Sessions struct {
-	m *sessions.Map[string]
+	policy toolguard.Policy
+	opts   SessionOptions
+	m      *sessions.Map[key]
 }
 
 // NewSessions returns an empty Sessions whose trackers are made with
 // toolguard.NewTracker(p). The idle clock is p.Now (time.Now when nil).
 func NewSessions(p toolguard.Policy, o SessionOptions) *Sessions {
-	return &Sessions{m: sessions.New[string](p, o.MaxSessions, o.IdleReset)}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Sessions{policy: p, opts: o, m: sessions.New[key](p, o.MaxSessions, o.IdleReset)}
 }
 
-// Tracker returns the Tracker of the client session in ctx, creating it on
-// first use. Calls without a session (server.ClientSessionFromContext is
-// nil) share the Tracker of the empty session id.
-func (s *Sessions) Tracker(ctx context.Context) *toolguard.Tracker {
-	var id string
-	if cs := server.ClientSessionFromContext(ctx); cs != nil {
-		id = cs.SessionID()
+// Tracker returns the Tracker of the call's conversation, creating it on
+// first use, and false when the call has no key and no session id.
+func (s *Sessions) Tracker(ctx context.Context, req mcp.CallToolRequest) (*toolguard.Tracker, bool) {
+	if s.opts.Key != nil {
+		if k := s.opts.Key(ctx, req); k != "" {
+			t, _ := s.m.Get(key{conv: k})
+			return t, true
+		}
 	}
-	return s.TrackerFor(id)
+	if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {
+		return s.TrackerFor(cs.SessionID()), true
+	}
+	return nil, false
 }
 
 // TrackerFor returns the Tracker of the session with the given id,
 // creating it on first use.
 func (s *Sessions) TrackerFor(id string) *toolguard.Tracker {
-	t, _ := s.m.Get(id)
+	t, _ := s.m.Get(key{session: id})
 	return t
 }
 
 // Forget drops the Tracker of the session with the given id.
-func (s *Sessions) Forget(id string) { s.m.Forget(id) }
+func (s *Sessions) Forget(id string) { s.m.Forget(key{session: id}) }
 
-// Len returns the number of session trackers kept.
+// ForgetKey drops the Tracker of the conversation key k.
+func (s *Sessions) ForgetKey(k string) { s.m.Forget(key{conv: k}) }
+
+// Len returns the number of conversation trackers kept.
 func (s *Sessions) Len() int { return s.m.Len() }
 
 // ForgetOnUnregister adds a hook to h that forgets a session's Tracker
@@ -79,9 +135,44 @@ func (s *Sessions) ForgetOnUnregister(h *server.Hooks) {
 }
 
 // Middleware returns a tool handler middleware that guards each call with
-// the Tracker of its client session.
+// the Tracker of its conversation. A call without a conversation gets
+// ErrNoKey or, with UnkeyedPerRequest, a Tracker of its own.
 func (s *Sessions) Middleware() server.ToolHandlerMiddleware {
-	return MiddlewareFunc(func(ctx context.Context, _ mcp.CallToolRequest) *toolguard.Tracker {
-		return s.Tracker(ctx)
-	})
+	return func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			t, ok := s.Tracker(ctx, req)
+			if !ok {
+				if s.opts.Unkeyed != UnkeyedPerRequest {
+					return nil, ErrNoKey
+				}
+				s.opts.Logger.WarnContext(ctx, "toolguard: tools/call without a conversation key or session: guarded by a tracker of its own, so loops across calls go unnoticed; set SessionOptions.Key",
+					"gen_ai.tool.name", req.Params.Name)
+				t = toolguard.NewTracker(s.policy)
+			}
+			return guard(ctx, t, next, req)
+		}
+	}
+}
+
+// MetaKey returns a SessionOptions.Key that reads the string value of the
+// request's _meta entry name, such as MetaConversation. A client that sets
+// it keeps one Tracker per value, on every transport.
+func MetaKey(name string) func(context.Context, mcp.CallToolRequest) string {
+	return func(_ context.Context, req mcp.CallToolRequest) string {
+		if m := req.Params.Meta; m != nil {
+			if v, ok := m.AdditionalFields[name].(string); ok {
+				return v
+			}
+		}
+		return ""
+	}
+}
+
+// HeaderKey returns a SessionOptions.Key that reads the HTTP header name of
+// the request (streamable HTTP only), such as one an authenticating proxy
+// sets to the user's identity.
+func HeaderKey(name string) func(context.Context, mcp.CallToolRequest) string {
+	return func(_ context.Context, req mcp.CallToolRequest) string {
+		return req.Header.Get(name)
+	}
 }

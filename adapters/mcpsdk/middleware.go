@@ -12,12 +12,16 @@ import (
 	"github.com/toolguard/toolguard/internal/mcpguard"
 )
 
-// The _meta keys of a result the middleware made for a skipped call.
+// The _meta keys of a result the middleware made for a skipped call, in
+// the reverse-DNS form MCP asks for.
 const (
 	// MetaVerdict holds the verdict: "hint" or "abort".
 	MetaVerdict = mcpguard.MetaVerdict
 	// MetaReason holds the rule that fired, such as "duplicate" or "budget".
 	MetaReason = mcpguard.MetaReason
+	// MetaConversation is the request _meta key MetaKey reads by
+	// convention: "dev.toolguard/conversation".
+	MetaConversation = mcpguard.MetaConversation
 )
 
 const methodCallTool = "tools/call"
@@ -54,7 +58,7 @@ func MiddlewareFunc(trackerFor func(context.Context, *mcp.CallToolRequest) *tool
 // handler is what mcpguard.Guard needs to know of the SDK's results.
 var handler = mcpguard.Handler[mcp.Result]{
 	Name:    "mcpsdk",
-	Skipped: func(d toolguard.Decision) mcp.Result { return skipped(d) },
+	Skipped: func(d toolguard.Decision) (mcp.Result, error) { return skipped(d), nil },
 	Pending: func(res mcp.Result) bool {
 		ctr, _ := res.(*mcp.CallToolResult)
 		return ctr != nil && (ctr.NeedsInput() || ctr.InputRequests != nil)
@@ -76,7 +80,52 @@ func guard(ctx context.Context, t *toolguard.Tracker, next mcp.MethodHandler, me
 	// A retry that carries the answers to an input-required result
 	// continues a call that was already allowed: it is not checked again.
 	retry := len(req.Params.InputResponses) > 0 || req.Params.RequestState != ""
-	return mcpguard.Guard(t, callOf(req.Params), retry, func() (mcp.Result, error) { return next(ctx, method, req) }, handler)
+	h := handler
+	if speaksStateless(req) {
+		h.Skipped = func(d toolguard.Decision) (mcp.Result, error) { return complete(skipped(d)), nil }
+	}
+	return mcpguard.Guard(ctx, t, callOf(req.Params), retry, func() (mcp.Result, error) { return next(ctx, method, req) }, h)
+}
+
+// speaksStateless reports whether the client of req speaks protocol
+// 2026-07-28 or later, which requires resultType in every result: the
+// revision in the request's _meta or, as the SDK decides, the session's
+// negotiated revision (the latest when there was no initialize).
+func speaksStateless(req *mcp.CallToolRequest) bool {
+	if v, ok := req.Params.GetMeta()[mcpguard.MetaProtocolVersion].(string); ok {
+		return mcpguard.IsStateless(v)
+	}
+	if req.Session == nil {
+		return false
+	}
+	if ip := req.Session.InitializeParams(); ip != nil {
+		return mcpguard.IsStateless(ip.ProtocolVersion)
+	}
+	return true
+}
+
+// complete returns res with resultType "complete". The SDK sets it below
+// the receiving middleware, in the tool call handler that a skipped call
+// never reaches, and keeps the field unexported; its own JSON decoding is
+// the one way to set it.
+func complete(res *mcp.CallToolResult) *mcp.CallToolResult {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return res
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(b, &fields) != nil {
+		return res
+	}
+	fields["resultType"] = json.RawMessage(`"complete"`)
+	if b, err = json.Marshal(fields); err != nil {
+		return res
+	}
+	var out mcp.CallToolResult
+	if json.Unmarshal(b, &out) != nil {
+		return res
+	}
+	return &out
 }
 
 // callOf builds the toolguard.Call of a request.

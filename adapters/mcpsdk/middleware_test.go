@@ -115,6 +115,7 @@ type step struct {
 	isError  bool   // for allow: the tool's own error result
 	protoErr bool   // for allow: the tool returned a Go error
 	contains []string
+	absent   string // the result's text must not hold it (raw Go error text)
 }
 
 // run drives the steps through a real client and names the failing step.
@@ -144,6 +145,9 @@ func run(t *testing.T, cs *mcp.ClientSession, ts *tools, steps []step) {
 			assert.Equal(t, s.verdict, res.Meta[mcpsdk.MetaVerdict], name)
 			assert.Equal(t, s.reason, res.Meta[mcpsdk.MetaReason], name)
 		}
+		if s.absent != "" {
+			assert.NotContains(t, text(res), s.absent, name)
+		}
 		for _, want := range s.contains {
 			assert.Contains(t, text(res), want, name)
 		}
@@ -161,7 +165,7 @@ func TestRepeatedCallHintThenAbort(t *testing.T) {
 		{tool: "read_file", args: same, verdict: "hint", reason: "duplicate",
 			contains: []string{"Tool 'read_file' was already executed with identical parameters"}},
 		{tool: "read_file", args: same, verdict: "abort", reason: "duplicate",
-			contains: []string{"toolguard: loop detected"}},
+			contains: []string{"STOP: toolguard has stopped this tool"}, absent: "toolguard: loop detected"},
 		{tool: "read_file", args: map[string]any{"path": "/etc/passwd"}, verdict: "allow"},
 	})
 
@@ -231,7 +235,7 @@ func TestBudgetGuidanceAndExhaustion(t *testing.T) {
 		{tool: "read_file", args: args(2), verdict: "allow", contains: []string{"contents of /f2", "You have used 2 of 4 tool calls. Start wrapping up."}},
 		{tool: "read_file", args: args(3), verdict: "allow"},
 		{tool: "read_file", args: args(4), verdict: "allow", contains: []string{"Summarize your work and answer the user's question."}},
-		{tool: "read_file", args: args(5), verdict: "abort", reason: "budget", contains: []string{"toolguard: "}},
+		{tool: "read_file", args: args(5), verdict: "abort", reason: "budget", contains: []string{"STOP: toolguard has stopped this tool"}, absent: "toolguard: "},
 	})
 	res, err := call(cs, "read_file", args(6))
 	require.NoError(t, err)

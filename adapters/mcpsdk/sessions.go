@@ -2,40 +2,91 @@ package mcpsdk
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolguard/toolguard"
+	"github.com/toolguard/toolguard/internal/mcpguard"
 	"github.com/toolguard/toolguard/internal/sessions"
 )
 
-// DefaultMaxSessions is the number of session trackers Sessions keeps when
-// SessionOptions.MaxSessions is 0.
+// DefaultMaxSessions is the number of conversation trackers Sessions
+// keeps when SessionOptions.MaxSessions is 0.
 const DefaultMaxSessions = sessions.DefaultMax
+
+// ErrNoKey is the error of a tools/call for which Sessions found no
+// conversation key and SessionOptions.Unkeyed is UnkeyedRefuse: the call
+// did not run, and the client gets a JSON-RPC error.
+var ErrNoKey = mcpguard.ErrNoKey
+
+// Unkeyed says what Sessions does with a tools/call that has no
+// conversation key: no key from SessionOptions.Key, no session id, and an
+// HTTP request (a stateless streamable HTTP server makes a new session for
+// every request, so the session tells no client from another).
+type Unkeyed int
+
+const (
+	// UnkeyedRefuse answers the call with the JSON-RPC error ErrNoKey
+	// without running it. It is the default: a server that cannot tell
+	// its clients apart finds out at its first call.
+	UnkeyedRefuse Unkeyed = iota
+	// UnkeyedPerRequest guards the call with a Tracker of its own, which
+	// sees no other call: only per-call limits apply, loops go unnoticed.
+	// Every such call logs a warning.
+	UnkeyedPerRequest
+)
 
 // SessionOptions configures Sessions. The zero value means the defaults.
 type SessionOptions struct {
-	// MaxSessions is the number of session trackers kept. When a new
-	// session would pass it, the tracker of the session that made no call
-	// for the longest time is dropped; if that session calls again it
+	// Key returns the conversation key of a call, such as the
+	// authenticated principal (TokenInfo of req.Extra), a header
+	// (HeaderKey) or a conversation handle the client sends in _meta
+	// (MetaKey). "" means the call has none; then the session is used
+	// where it identifies a client. nil means sessions only. Calls with
+	// equal keys share a Tracker, so a key must tell apart the clients
+	// (and conversations) that must not share one.
+	Key func(ctx context.Context, req *mcp.CallToolRequest) string
+	// Unkeyed says what to do with a call that has neither a key nor a
+	// session that identifies a client. The zero value is UnkeyedRefuse.
+	Unkeyed Unkeyed
+	// Logger receives the warnings of UnkeyedPerRequest. nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// MaxSessions is the number of conversation trackers kept. When a new
+	// conversation would pass it, the tracker of the one that made no call
+	// for the longest time is dropped; if that conversation calls again it
 	// starts afresh. 0 means DefaultMaxSessions; negative means no limit.
 	MaxSessions int
-	// IdleReset starts a new turn (Tracker.Reset) for a session whose
+	// IdleReset starts a new turn (Tracker.Reset) for a conversation whose
 	// previous call was at least this long ago. 0 means never: the whole
-	// session is one turn.
+	// conversation is one turn.
 	IdleReset time.Duration
 }
 
-// Sessions keeps one toolguard.Tracker per mcp.ServerSession, each made
-// from the same Policy. It is safe for concurrent use. Create it with
-// NewSessions.
+// key is what Sessions keeps a Tracker under: a conversation key from
+// SessionOptions.Key, a session id, or a session without one (a stdio or
+// other single-client connection); one of the three.
+type key struct {
+	conv, id string
+	conn     *mcp.ServerSession
+}
+
+// Sessions keeps one toolguard.Tracker per conversation, each made from
+// the same Policy: per key from SessionOptions.Key, else per session where
+// the session identifies a client (it has an id, or it is a connection
+// that is not HTTP, such as stdio). It is safe for concurrent use. Create
+// it with NewSessions.
 //
 // When it makes the tracker of a session, Sessions starts one goroutine
 // that waits for the session to end (ServerSession.Wait) and then forgets
-// the tracker; the goroutine ends with the session.
+// the tracker; the goroutine ends with the session. Trackers of keys from
+// SessionOptions.Key stay until they are evicted or forgotten.
 type Sessions struct {
-	m *sessions.Map[*mcp.ServerSession]
+	policy toolguard.Policy
+	opts   SessionOptions
+	m      *sessions.Map[key]
 
 	mu       sync.Mutex
 	watching map[*mcp.ServerSession]struct{}
@@ -44,30 +95,62 @@ type Sessions struct {
 // NewSessions returns an empty Sessions whose trackers are made with
 // toolguard.NewTracker(p). The idle clock is p.Now (time.Now when nil).
 func NewSessions(p toolguard.Policy, o SessionOptions) *Sessions {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
 	return &Sessions{
-		m:        sessions.New[*mcp.ServerSession](p, o.MaxSessions, o.IdleReset),
+		policy:   p,
+		opts:     o,
+		m:        sessions.New[key](p, o.MaxSessions, o.IdleReset),
 		watching: make(map[*mcp.ServerSession]struct{}),
 	}
 }
 
+// TrackerFor returns the Tracker of the call's conversation, creating it
+// on first use, and false when the call has no conversation.
+func (s *Sessions) TrackerFor(ctx context.Context, req *mcp.CallToolRequest) (*toolguard.Tracker, bool) {
+	if s.opts.Key != nil {
+		if k := s.opts.Key(ctx, req); k != "" {
+			t, _ := s.m.Get(key{conv: k})
+			return t, true
+		}
+	}
+	ss := req.Session
+	if ss == nil {
+		return nil, false
+	}
+	if id := ss.ID(); id != "" {
+		return s.get(key{id: id}, ss), true
+	}
+	if req.Extra == nil || req.Extra.Header == nil {
+		return s.Tracker(ss), true
+	}
+	return nil, false
+}
+
 // Tracker returns the Tracker of the session ss, creating it on first use.
-// A nil ss has a Tracker of its own, shared by every call without a
-// session.
+// Use it for sessions that are one client each (stdio, in-memory); a
+// session of a stateless HTTP server lasts one request.
 func (s *Sessions) Tracker(ss *mcp.ServerSession) *toolguard.Tracker {
-	t, created := s.m.Get(ss)
+	return s.get(key{conn: ss}, ss)
+}
+
+// get returns the Tracker of k and watches ss, the session it belongs to.
+func (s *Sessions) get(k key, ss *mcp.ServerSession) *toolguard.Tracker {
+	t, created := s.m.Get(k)
 	if created && ss != nil {
 		s.mu.Lock()
 		if _, ok := s.watching[ss]; !ok {
 			s.watching[ss] = struct{}{}
-			go s.watch(ss)
+			go s.watch(ss, k)
 		}
 		s.mu.Unlock()
 	}
 	return t
 }
 
-// watch forgets the tracker of ss when the session ends.
-func (s *Sessions) watch(ss *mcp.ServerSession) {
+// watch forgets the tracker k of ss when the session ends.
+func (s *Sessions) watch(ss *mcp.ServerSession, k key) {
 	defer func() {
 		// A ServerSession that was not made by Server.Connect cannot be
 		// waited for: its tracker stays until it is evicted or forgotten.
@@ -79,7 +162,7 @@ func (s *Sessions) watch(ss *mcp.ServerSession) {
 	// Stop watching before forgetting: a tracker made for ss after this
 	// point starts a new watch, which ends at once and forgets it.
 	s.unwatch(ss)
-	s.m.Forget(ss)
+	s.m.Forget(k)
 }
 
 func (s *Sessions) unwatch(ss *mcp.ServerSession) {
@@ -89,15 +172,61 @@ func (s *Sessions) unwatch(ss *mcp.ServerSession) {
 }
 
 // Forget drops the Tracker of the session ss.
-func (s *Sessions) Forget(ss *mcp.ServerSession) { s.m.Forget(ss) }
+func (s *Sessions) Forget(ss *mcp.ServerSession) {
+	s.m.Forget(key{conn: ss})
+	if ss != nil && ss.ID() != "" {
+		s.m.Forget(key{id: ss.ID()})
+	}
+}
 
-// Len returns the number of session trackers kept.
+// ForgetKey drops the Tracker of the conversation key k.
+func (s *Sessions) ForgetKey(k string) { s.m.Forget(key{conv: k}) }
+
+// Len returns the number of conversation trackers kept.
 func (s *Sessions) Len() int { return s.m.Len() }
 
 // Middleware returns a receiving middleware that guards each tools/call
-// with the Tracker of its session.
+// with the Tracker of its conversation. A call without a conversation gets
+// ErrNoKey or, with UnkeyedPerRequest, a Tracker of its own.
 func (s *Sessions) Middleware() mcp.Middleware {
-	return MiddlewareFunc(func(_ context.Context, req *mcp.CallToolRequest) *toolguard.Tracker {
-		return s.Tracker(req.Session)
-	})
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			ctr, ok := req.(*mcp.CallToolRequest)
+			if method != methodCallTool || !ok || ctr == nil || ctr.Params == nil {
+				return next(ctx, method, req)
+			}
+			t, ok := s.TrackerFor(ctx, ctr)
+			if !ok {
+				if s.opts.Unkeyed != UnkeyedPerRequest {
+					return nil, ErrNoKey
+				}
+				s.opts.Logger.WarnContext(ctx, "toolguard: tools/call without a conversation key or session: guarded by a tracker of its own, so loops across calls go unnoticed; set SessionOptions.Key",
+					"gen_ai.tool.name", ctr.Params.Name)
+				t = toolguard.NewTracker(s.policy)
+			}
+			return guard(ctx, t, next, method, ctr)
+		}
+	}
+}
+
+// MetaKey returns a SessionOptions.Key that reads the string value of the
+// request's _meta entry name, such as MetaConversation. A client that sets
+// it keeps one Tracker per value, on every transport.
+func MetaKey(name string) func(context.Context, *mcp.CallToolRequest) string {
+	return func(_ context.Context, req *mcp.CallToolRequest) string {
+		v, _ := req.Params.GetMeta()[name].(string)
+		return v
+	}
+}
+
+// HeaderKey returns a SessionOptions.Key that reads the HTTP header name of
+// the request (streamable HTTP only), such as one an authenticating proxy
+// sets to the user's identity.
+func HeaderKey(name string) func(context.Context, *mcp.CallToolRequest) string {
+	return func(_ context.Context, req *mcp.CallToolRequest) string {
+		if req.Extra == nil {
+			return ""
+		}
+		return req.Extra.Header.Get(name)
+	}
 }

@@ -1,29 +1,57 @@
-// Package mcpguard holds the SDK-independent part of the MCP adapters'
-// middleware: guarding one tools/call with a Tracker (check, run, record,
-// add the phase guidance) and the text and _meta of a skipped call. The
+// Package mcpguard holds the SDK-independent part of the MCP adapters:
+// guarding one tools/call with a Tracker (check, run, record, add the phase
+// guidance), the text and _meta of a call that did not run, and the rules
+// both sides of MCP share (protocol revisions, conversation keys). The
 // adapters supply their SDK's result type through Handler.
 package mcpguard
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/toolguard/toolguard"
 )
 
-// The _meta keys of a result the middleware made for a skipped call.
+// The _meta keys of a result made for a call that did not run, in the
+// reverse-DNS form MCP asks of implementation-specific keys.
 const (
 	// MetaVerdict holds the verdict: "hint" or "abort".
-	MetaVerdict = "toolguard/verdict"
+	MetaVerdict = "dev.toolguard/verdict"
 	// MetaReason holds the rule that fired, such as "duplicate" or "budget".
-	MetaReason = "toolguard/reason"
+	MetaReason = "dev.toolguard/reason"
+	// MetaConversation is the _meta key of a request that the
+	// conversation-key helpers read by convention: a client that sends the
+	// same value with every tools/call of one conversation keeps one
+	// Tracker on any transport.
+	MetaConversation = "dev.toolguard/conversation"
+	// MetaProtocolVersion is the _meta key of a request that carries its
+	// protocol revision from 2026-07-28 on, where there is no initialize.
+	MetaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
 )
+
+// Stateless is the first protocol revision without initialize and
+// sessions, whose results must carry resultType.
+const Stateless = "2026-07-28"
+
+// ErrNoKey is returned for a tools/call for which a server guard found no
+// conversation key (no key from the key function, no session): the call is
+// not run, so that clients never share a Tracker. The adapters document how
+// to supply a key or choose a per-request Tracker instead.
+var ErrNoKey = errors.New("toolguard: no conversation key for this tools/call: the transport has no session (stateless HTTP or protocol 2026-07-28); set SessionOptions.Key, or SessionOptions.Unkeyed to UnkeyedPerRequest")
+
+// StopText ends the text of an aborted call. An MCP server cannot end the
+// client's agent loop, so an abort is a tool result that tells the model,
+// in plain words, to stop.
+const StopText = "STOP: toolguard has stopped this tool. Do not call it again in this conversation. " +
+	"Answer the user now with what you have, and say what blocked you."
 
 // Handler is what Guard needs to know of an SDK's tool call result R.
 type Handler[R any] struct {
 	// Name starts the error texts Guard makes, such as "mcpgo".
 	Name string
-	// Skipped returns the result for a call that must not run.
-	Skipped func(toolguard.Decision) R
+	// Skipped returns what Guard returns for a call that must not run.
+	Skipped func(toolguard.Decision) (R, error)
 	// Pending reports whether a result asks the client for input: the
 	// call is not finished, and its retry with the answers records it.
 	Pending func(R) bool
@@ -37,16 +65,17 @@ type Handler[R any] struct {
 // Guard checks the call c with t, runs next when it is allowed, records
 // its outcome and, when that moves the turn into a later phase from
 // PhaseNudge on, adds the phase's guidance text to a successful result.
-// A retry (a call that carries the answers to an input-required result)
-// continues a call that was already allowed: it is not checked again. If
-// next panics or calls runtime.Goexit, Guard records a failure to free the
-// call's budget slot and lets the panic go on.
-func Guard[R any](t *toolguard.Tracker, c toolguard.Call, retry bool, next func() (R, error), h Handler[R]) (res R, err error) {
+// ctx is the request's context, given to ShouldSkipContext and
+// RecordContext. A retry (a call that carries the answers to an
+// input-required result) continues a call that was already allowed: it is
+// not checked again. If next panics or calls runtime.Goexit, Guard records
+// a failure to free the call's budget slot and lets the panic go on.
+func Guard[R any](ctx context.Context, t *toolguard.Tracker, c toolguard.Call, retry bool, next func() (R, error), h Handler[R]) (res R, err error) {
 	var before toolguard.Phase
 	if !retry {
-		d := t.ShouldSkip(c)
+		d := t.ShouldSkipContext(ctx, c)
 		if d.Skip() {
-			return h.Skipped(d), nil
+			return h.Skipped(d)
 		}
 		before = d.Phase
 	} else {
@@ -56,7 +85,7 @@ func Guard[R any](t *toolguard.Tracker, c toolguard.Call, retry bool, next func(
 	recorded := false
 	defer func() {
 		if !recorded {
-			t.Record(c, toolguard.Outcome{Err: fmt.Errorf("%s: tool %q did not return", h.Name, c.Tool)})
+			t.RecordContext(context.WithoutCancel(ctx), c, toolguard.Outcome{Err: fmt.Errorf("%s: tool %q did not return", h.Name, c.Tool)})
 		}
 	}()
 	res, err = next()
@@ -65,7 +94,7 @@ func Guard[R any](t *toolguard.Tracker, c toolguard.Call, retry bool, next func(
 	if err == nil && h.Pending(res) {
 		return res, nil
 	}
-	phase := t.Record(c, h.Outcome(res, err))
+	phase := t.RecordContext(context.WithoutCancel(ctx), c, h.Outcome(res, err))
 	if err == nil && phase > before && phase >= toolguard.PhaseNudge {
 		if g := t.Guidance(); g.Message != "" {
 			res = h.WithText(res, g.Message)
@@ -74,15 +103,16 @@ func Guard[R any](t *toolguard.Tracker, c toolguard.Call, retry bool, next func(
 	return res, err
 }
 
-// SkipText is the text of the result of a skipped call: the decision's
-// message and, for an abort, its error on a line of its own.
+// SkipText is the text the model gets for a call that did not run: the
+// decision's message and, for an abort, StopText on a line of its own. It
+// never holds a Go error's text.
 func SkipText(d toolguard.Decision) string {
 	text := d.Message
-	if d.Verdict == toolguard.Abort && d.Err != nil {
-		if text != "" {
-			text += "\n"
-		}
-		text += d.Err.Error()
+	if text == "" {
+		text = toolguard.HintMarker + " This tool call was not executed: toolguard could not check it."
+	}
+	if d.Verdict == toolguard.Abort {
+		text += "\n" + StopText
 	}
 	return text
 }
@@ -94,3 +124,7 @@ func Meta(d toolguard.Decision) map[string]any {
 		MetaReason:  d.Reason.String(),
 	}
 }
+
+// IsStateless reports whether the protocol revision v (a date string such
+// as "2025-06-18") is Stateless or later. Revisions compare as strings.
+func IsStateless(v string) bool { return v >= Stateless }

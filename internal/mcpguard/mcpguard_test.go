@@ -1,6 +1,7 @@
 package mcpguard
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,8 +22,8 @@ type result struct {
 
 var handler = Handler[*result]{
 	Name: "test",
-	Skipped: func(d toolguard.Decision) *result {
-		return &result{texts: []string{SkipText(d)}, isError: true, meta: Meta(d)}
+	Skipped: func(d toolguard.Decision) (*result, error) {
+		return &result{texts: []string{SkipText(d)}, isError: true, meta: Meta(d)}, nil
 	},
 	Pending: func(r *result) bool { return r != nil && r.pending },
 	Outcome: func(r *result, err error) toolguard.Outcome {
@@ -122,7 +123,7 @@ func TestGuard(t *testing.T) {
 					c.Tool = ""
 				}
 				ran := false
-				got, err := Guard(tr, c, s.retry, func() (*result, error) { ran = true; return s.res, s.err }, handler)
+				got, err := Guard(context.Background(), tr, c, s.retry, func() (*result, error) { ran = true; return s.res, s.err }, handler)
 				require.Equal(t, !s.skipped, ran, "step %d: ran", i)
 				if s.skipped {
 					require.NoError(t, err, "step %d", i)
@@ -146,7 +147,7 @@ func TestGuardPanic(t *testing.T) {
 	tr := toolguard.NewTracker(toolguard.Policy{MaxCallsPerTurn: 1})
 	c := toolguard.Call{Tool: "read"}
 	assert.PanicsWithValue(t, "handler", func() {
-		_, _ = Guard(tr, c, false, func() (*result, error) { panic("handler") }, handler)
+		_, _ = Guard(context.Background(), tr, c, false, func() (*result, error) { panic("handler") }, handler)
 	})
 	// The call was recorded as failed: it does not stay pending.
 	l := tr.Ledger()
@@ -155,23 +156,32 @@ func TestGuardPanic(t *testing.T) {
 }
 
 func TestSkipText(t *testing.T) {
-	loop := errors.New("toolguard: loop")
+	loop := errors.New("toolguard: loop detected: raw Go error text")
+	none := toolguard.HintMarker + " This tool call was not executed: toolguard could not check it."
 	cases := []struct {
 		name string
 		d    toolguard.Decision
 		want string
 	}{
 		{"hint", toolguard.Decision{Verdict: toolguard.Hint, Message: "[loop-detected] m", Err: loop}, "[loop-detected] m"},
-		{"abort", toolguard.Decision{Verdict: toolguard.Abort, Message: "[loop-detected] m", Err: loop}, "[loop-detected] m\ntoolguard: loop"},
-		{"abort without message", toolguard.Decision{Verdict: toolguard.Abort, Err: loop}, "toolguard: loop"},
-		{"abort without error", toolguard.Decision{Verdict: toolguard.Abort, Message: "m"}, "m"},
-		{"empty", toolguard.Decision{}, ""},
+		{"abort", toolguard.Decision{Verdict: toolguard.Abort, Message: "[loop-detected] m", Err: loop}, "[loop-detected] m\n" + StopText},
+		{"abort without message", toolguard.Decision{Verdict: toolguard.Abort, Err: loop}, none + "\n" + StopText},
+		{"empty", toolguard.Decision{}, none},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, SkipText(tc.d))
+			got := SkipText(tc.d)
+			assert.Equal(t, tc.want, got)
+			assert.NotContains(t, got, "raw Go error text")
 		})
 	}
+}
+
+func TestIsStateless(t *testing.T) {
+	assert.False(t, IsStateless("2025-06-18"))
+	assert.False(t, IsStateless(""))
+	assert.True(t, IsStateless("2026-07-28"))
+	assert.True(t, IsStateless("2027-01-01"))
 }
 
 func TestMeta(t *testing.T) {

@@ -21,7 +21,7 @@ func TestRun(t *testing.T) {
 		"call 2: isError=false verdict=ok\n  contents of notes.txt\n",
 		"call 3: isError=true verdict=hint\n  [loop-detected] Tool 'read_file' was already executed with identical parameters",
 		"call 4: isError=true verdict=abort\n  [loop-detected] ",
-		"toolguard: loop detected",
+		"STOP: toolguard has stopped this tool",
 		"This call was not executed.",
 		"the harness stops the turn\n",
 	} {
