@@ -1,0 +1,152 @@
+package mcpgo_test
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/toolguard/toolguard"
+	"github.com/toolguard/toolguard/adapters/mcpgo"
+	"github.com/toolguard/toolguard/internal/mcpnode"
+)
+
+// serveEnv makes the test binary a stdio MCP server (see TestMain), so
+// that a TypeScript client can start it as its child.
+const serveEnv = "TOOLGUARD_MCPGO_SERVE_STDIO"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(serveEnv) == "1" {
+		sessions := mcpgo.NewSessions(toolguard.Policy{}, mcpgo.SessionOptions{})
+		srv := newServer(&tools{}, server.WithToolHandlerMiddleware(sessions.Middleware()))
+		if err := server.ServeStdio(srv); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// loop is four identical calls: run, run, hint, abort with the default
+// policy.
+func loop(meta map[string]any) []mcpnode.Call {
+	c := mcpnode.Call{Name: "read_file", Arguments: map[string]any{"path": "/etc/hosts"}, Meta: meta}
+	return []mcpnode.Call{c, c, c, c}
+}
+
+// checkLoop asserts what the client got for loop: two results, a hint and
+// an abort as error results that tell the model what to do, no throw (the
+// 2.x client throws on a 2026-07-28 result without resultType).
+func checkLoop(t *testing.T, calls []mcpnode.CallOut) {
+	t.Helper()
+	require.Len(t, calls, 4)
+	for i, c := range calls {
+		t.Logf("call %d: %s", i+1, c.Summary())
+		require.True(t, c.OK, "call %d threw in the client: %s", i+1, c.Error)
+	}
+	assert.Equal(t, "contents of /etc/hosts", calls[0].Text())
+	assert.False(t, calls[1].IsError())
+	assert.True(t, calls[2].IsError())
+	assert.Equal(t, "hint", calls[2].Verdict())
+	assert.Contains(t, calls[2].Text(), "was not executed")
+	assert.True(t, calls[3].IsError())
+	assert.Equal(t, "abort", calls[3].Verdict())
+	assert.Contains(t, calls[3].Text(), "STOP: toolguard has stopped this tool")
+	assert.NotContains(t, calls[3].Text(), "toolguard: loop detected")
+}
+
+func TestNodeClientsStdio(t *testing.T) {
+	mcpnode.Require(t)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	for _, tc := range []struct{ name, sdk, pin string }{
+		{"sdk1", "1", ""},
+		{"sdk2-2026-07-28", "2", "2026-07-28"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := mcpnode.Run(t, mcpnode.Spec{SDK: tc.sdk, Pin: tc.pin, Stdio: []string{self}, Calls: loop(nil)}, serveEnv+"=1")
+			t.Logf("protocol %s", out.ProtocolVersion)
+			checkLoop(t, out.Calls)
+			if tc.pin != "" {
+				assert.Equal(t, tc.pin, out.ProtocolVersion)
+			}
+		})
+	}
+}
+
+// httpServer serves a guarded server over streamable HTTP.
+func httpServer(t *testing.T, o mcpgo.SessionOptions, opts ...server.StreamableHTTPOption) *httptest.Server {
+	sessions := mcpgo.NewSessions(toolguard.Policy{}, o)
+	srv := newServer(&tools{}, server.WithToolHandlerMiddleware(sessions.Middleware()))
+	ts := httptest.NewServer(server.NewStreamableHTTPServer(srv, opts...))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func TestNodeClientsHTTP(t *testing.T) {
+	mcpnode.Require(t)
+	t.Run("sdk1-session", func(t *testing.T) {
+		ts := httpServer(t, mcpgo.SessionOptions{})
+		out := mcpnode.Run(t, mcpnode.Spec{SDK: "1", HTTP: ts.URL, Calls: loop(nil)})
+		t.Logf("protocol %s", out.ProtocolVersion)
+		checkLoop(t, out.Calls)
+	})
+	conv := map[string]any{mcpgo.MetaConversation: "conversation-a"}
+	t.Run("sdk2-2026-07-28-meta-key", func(t *testing.T) {
+		ts := httpServer(t, mcpgo.SessionOptions{Key: mcpgo.MetaKey(mcpgo.MetaConversation)})
+		out := mcpnode.Run(t, mcpnode.Spec{SDK: "2", Pin: "2026-07-28", HTTP: ts.URL, Calls: loop(conv)})
+		t.Logf("protocol %s", out.ProtocolVersion)
+		checkLoop(t, out.Calls)
+		assert.Equal(t, "2026-07-28", out.ProtocolVersion)
+	})
+	t.Run("sdk2-2026-07-28-no-key", func(t *testing.T) {
+		ts := httpServer(t, mcpgo.SessionOptions{})
+		out := mcpnode.Run(t, mcpnode.Spec{SDK: "2", Pin: "2026-07-28", HTTP: ts.URL, Calls: loop(nil)[:1]})
+		c := out.Calls[0]
+		t.Logf("call 1: %s", c.Summary())
+		require.False(t, c.OK)
+		assert.Contains(t, c.Error, "no conversation key")
+	})
+	t.Run("sdk1-stateless-header-key", func(t *testing.T) {
+		ts := httpServer(t, mcpgo.SessionOptions{Key: mcpgo.HeaderKey("X-User")}, server.WithStateLess(true))
+		out := mcpnode.Run(t, mcpnode.Spec{SDK: "1", HTTP: ts.URL, Headers: map[string]string{"X-User": "ann"}, Calls: loop(nil)})
+		checkLoop(t, out.Calls)
+	})
+	t.Run("sdk1-stateless-per-request", func(t *testing.T) {
+		ts := httpServer(t, mcpgo.SessionOptions{Unkeyed: mcpgo.UnkeyedPerRequest}, server.WithStateLess(true))
+		out := mcpnode.Run(t, mcpnode.Spec{SDK: "1", HTTP: ts.URL, Calls: loop(nil)})
+		for i, c := range out.Calls {
+			t.Logf("call %d: %s", i+1, c.Summary())
+			assert.True(t, c.OK && !c.IsError(), "call %d runs: a per-request tracker sees no loop", i+1)
+		}
+	})
+}
+
+// Two clients at once on one server, each with its own conversation key:
+// neither sees the other's calls.
+func TestNodeClientsDoNotShareState(t *testing.T) {
+	mcpnode.Require(t)
+	ts := httpServer(t, mcpgo.SessionOptions{Key: mcpgo.MetaKey(mcpgo.MetaConversation)})
+	var wg sync.WaitGroup
+	outs := make([]mcpnode.Output, 2)
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			meta := map[string]any{mcpgo.MetaConversation: fmt.Sprintf("conversation-%d", i)}
+			outs[i] = mcpnode.Run(t, mcpnode.Spec{SDK: "2", Pin: "2026-07-28", HTTP: ts.URL, Calls: loop(meta)[:2]})
+		}()
+	}
+	wg.Wait()
+	for i, out := range outs {
+		for j, c := range out.Calls {
+			assert.True(t, c.OK && !c.IsError() && strings.HasPrefix(c.Text(), "contents of"), "client %d call %d: %s", i, j+1, c.Summary())
+		}
+	}
+}
