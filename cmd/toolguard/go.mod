@@ -3,6 +3,7 @@ module github.com/toolguard/toolguard/cmd/toolguard
 go 1.24.0
 
 require (
+	github.com/stretchr/testify v1.12.1
 	github.com/toolguard/toolguard v0.0.0-00010101000000-000000000000
 	github.com/toolguard/toolguard/quotafile v0.0.0-00010101000000-000000000000
 	golang.org/x/net v0.47.0

@@ -3,11 +3,16 @@
 // Usage:
 //
 //	toolguard audit [flags] FILE...
+//	toolguard mcp-proxy [flags] -- COMMAND [ARG...]
 //
 // audit replays the recorded calls of each episode through a toolguard
 // Tracker and reports what would have fired; run "toolguard audit -h" for
 // its flags. The formats, the JSON field names and the exit statuses are
 // described in docs/audit.md of the repository.
+//
+// mcp-proxy runs an MCP server command behind a stdio MCP server that
+// guards its tool calls; run "toolguard mcp-proxy -h" for its flags and see
+// docs/integrations.md.
 package main
 
 import (
@@ -16,6 +21,7 @@ import (
 	"os"
 
 	"github.com/toolguard/toolguard/cmd/toolguard/internal/audit"
+	"github.com/toolguard/toolguard/cmd/toolguard/internal/mcpproxy"
 )
 
 func main() {
@@ -27,6 +33,9 @@ const usage = `usage: toolguard COMMAND [arguments]
 Commands:
   audit   replay recorded agent tool calls and report what toolguard would
           have done (run "toolguard audit -h" for its flags)
+  mcp-proxy
+          run an MCP server behind a guard of its tool calls (run
+          "toolguard mcp-proxy -h" for its flags)
 `
 
 // run dispatches the subcommand and returns the exit status.
@@ -40,6 +49,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, terminal bool
 		return audit.Main(args[1:], audit.Env{
 			Stdin: stdin, Stdout: stdout, Stderr: stderr,
 			Terminal:   terminal,
+			PolicyFile: applyPolicyFile,
+		})
+	case "mcp-proxy":
+		return mcpproxy.Main(args[1:], mcpproxy.Env{
+			Stdin: stdin, Stdout: stdout, Stderr: stderr,
 			PolicyFile: applyPolicyFile,
 		})
 	case "help", "-h", "-help", "--help":

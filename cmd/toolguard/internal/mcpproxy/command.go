@@ -1,0 +1,141 @@
+// Package mcpproxy is the "toolguard mcp-proxy" command: a stdio MCP
+// server that starts any MCP server command as its child, forwards every
+// message both ways, and guards tools/call with one toolguard Tracker per
+// proxy process. MCP hosts start a stdio server for each session, so that
+// is one Tracker per client conversation.
+//
+// The proxy speaks newline-delimited JSON-RPC (the stdio transport of
+// every MCP revision) and reads only what it needs: tools/call requests
+// and their responses, tools/list responses (to learn readOnlyHint), the
+// protocol revision, and cancellations. Everything else passes through
+// byte for byte.
+package mcpproxy
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/toolguard/toolguard"
+)
+
+// Exit statuses of Main.
+const (
+	ExitOK       = 0 // the client closed its input and the server ended
+	ExitServer   = 1 // the server could not start, or ended on its own
+	ExitBadInput = 2 // bad flags or policy
+)
+
+// Env is what Main reads and writes besides its arguments.
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// PolicyFile reads a --policy quota file: over the defaults when base
+	// is nil, layered onto the --preset policy otherwise. nil means
+	// --policy is refused.
+	PolicyFile func(base *toolguard.Policy, path string) (toolguard.Policy, error)
+	// Signals, when set, receives the signals that end the proxy as if
+	// the client had closed its input. nil means SIGINT and SIGTERM.
+	Signals <-chan os.Signal
+}
+
+const usage = `usage: toolguard mcp-proxy [--policy FILE] [--preset NAME] [--max-message BYTES] [--grace DURATION] -- COMMAND [ARG...]
+
+Runs COMMAND as a stdio MCP server and serves it on standard input and
+output, guarding every tools/call with toolguard: a repeated or looping call
+gets a tool result that tells the model what to do instead, and is not sent
+to the server.
+
+  --policy FILE        a quota file (YAML or JSON), over the defaults or
+                       over --preset
+  --preset NAME        a preset policy: %s
+  --max-message BYTES  the largest message read from either side
+                       (default %d); a longer one is dropped with an error
+  --grace DURATION     how long the server may take to exit once the client
+                       has gone, before it is terminated (default %s)
+`
+
+// DefaultMaxMessage is the default of --max-message.
+const DefaultMaxMessage = 16 << 20
+
+// DefaultGrace is the default of --grace.
+const DefaultGrace = 5 * time.Second
+
+// Main runs the command and returns its exit status.
+func Main(args []string, env Env) int {
+	fset := flag.NewFlagSet("toolguard mcp-proxy", flag.ContinueOnError)
+	fset.SetOutput(io.Discard)
+	preset := fset.String("preset", "", "")
+	policyFile := fset.String("policy", "", "")
+	maxMessage := fset.Int("max-message", DefaultMaxMessage, "")
+	grace := fset.Duration("grace", DefaultGrace, "")
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(env.Stderr, "toolguard mcp-proxy: "+format+"\n", a...)
+		fmt.Fprintln(env.Stderr, `run "toolguard mcp-proxy -h" for help`)
+		return ExitBadInput
+	}
+	if err := fset.Parse(args); errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(env.Stdout, usage, strings.Join(toolguard.PresetNames(), ", "), DefaultMaxMessage, DefaultGrace)
+		return ExitOK
+	} else if err != nil {
+		return fail("%v", err)
+	}
+	command := fset.Args()
+	if len(command) == 0 {
+		return fail("no server command: give it after --, as in toolguard mcp-proxy -- npx -y some-mcp-server")
+	}
+	if *maxMessage < 1024 {
+		return fail("--max-message %d is too small (at least 1024)", *maxMessage)
+	}
+	if *grace < 0 {
+		return fail("--grace %v is negative", *grace)
+	}
+
+	var (
+		p    toolguard.Policy
+		base *toolguard.Policy
+	)
+	if *preset != "" {
+		pp, err := toolguard.Preset(*preset)
+		if err != nil {
+			return fail("--preset: %v", err)
+		}
+		p, base = pp, &pp
+	}
+	if *policyFile != "" {
+		if env.PolicyFile == nil {
+			return fail("--policy is not supported here")
+		}
+		pp, err := env.PolicyFile(base, *policyFile)
+		if err != nil {
+			return fail("--policy: %v", err)
+		}
+		p = pp
+	}
+	if p.Logger == nil {
+		p.Logger = slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+
+	sigs := env.Signals
+	if sigs == nil {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+		defer signal.Stop(ch)
+		sigs = ch
+	}
+
+	cmd := exec.Command(command[0], command[1:]...)
+	cmd.Stderr = env.Stderr
+	prepare(cmd)
+	px := newProxy(p, *maxMessage, env.Stdout, env.Stderr)
+	return px.run(context.Background(), cmd, env.Stdin, sigs, *grace)
+}

@@ -1,0 +1,77 @@
+// Command server is a plain, unguarded stdio MCP server built on the
+// official Go SDK, for the tests of toolguard mcp-proxy: the proxy puts the
+// guard in front of it. Its tools:
+//
+//	read_file {path}   "contents of PATH" (readOnlyHint)
+//	write_note {text}  "saved" (changes something)
+//	crash {}           the server exits with status 3 without answering
+//	hang {}            never answers
+//	echo_size {blob}   "got N bytes"
+//
+// HANG_IGNORES_CANCEL=1 makes hang ignore cancellation; HANG_AFTER_EOF=1
+// keeps the server running after its input ends.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type pathArgs struct {
+	Path string `json:"path"`
+}
+
+type noteArgs struct {
+	Text string `json:"text"`
+}
+
+type blobArgs struct {
+	Blob string `json:"blob"`
+}
+
+type none struct{}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+func main() {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "proxy-test-server", Version: "1.0.0"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "read_file", Description: "reads a file", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in pathArgs) (*mcp.CallToolResult, any, error) {
+			return text("contents of " + in.Path), nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "write_note", Description: "saves a note"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in noteArgs) (*mcp.CallToolResult, any, error) {
+			return text("saved"), nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "crash", Description: "exits"},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			os.Exit(3)
+			return nil, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "hang", Description: "never answers"},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
+			if os.Getenv("HANG_IGNORES_CANCEL") == "1" {
+				select {}
+			}
+			<-ctx.Done()
+			return nil, nil, ctx.Err()
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo_size", Description: "counts bytes"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in blobArgs) (*mcp.CallToolResult, any, error) {
+			return text(fmt.Sprintf("got %d bytes", len(in.Blob))), nil, nil
+		})
+	err := srv.Run(context.Background(), &mcp.StdioTransport{})
+	if os.Getenv("HANG_AFTER_EOF") == "1" {
+		time.Sleep(time.Hour) // a server that does not exit when its input ends
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+}
