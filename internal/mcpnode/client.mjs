@@ -50,11 +50,20 @@ async function main() {
     });
   }
   const out = { calls: [] };
+  // The 1.x client tells its transport the negotiated revision; the stdio
+  // transport does not keep it, so it is noted here.
+  const setVersion = transport.setProtocolVersion?.bind(transport);
+  transport.setProtocolVersion = (v) => {
+    out.negotiated = v;
+    if (setVersion) setVersion(v);
+  };
   await client.connect(transport);
   out.protocolVersion =
     (client.getNegotiatedProtocolVersion && client.getNegotiatedProtocolVersion()) ??
     transport.protocolVersion ??
+    out.negotiated ??
     null;
+  delete out.negotiated;
   const timeout = spec.timeoutMs || 10000;
   if (spec.list) {
     const res = await client.listTools();
