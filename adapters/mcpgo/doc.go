@@ -15,8 +15,9 @@
 //     toolguard.HintMarker ("[loop-detected]") and says that the call was
 //     not executed.
 //   - Abort: the tool does not run. The client gets a CallToolResult with
-//     IsError set, the explanation, and the error text (a loop or budget
-//     error).
+//     IsError set, the explanation, and a last line that tells the model
+//     plainly to stop (an MCP server cannot end its client's loop); no Go
+//     error text.
 //
 // A skipped call is never returned as a Go error: mcp-go turns a handler
 // error into a JSON-RPC error, which most clients show to the user and not
@@ -24,6 +25,18 @@
 // skipped results carry the verdict and the reason in their _meta under
 // MetaVerdict and MetaReason, so a harness on the client side can tell
 // them from real tool errors and stop the turn on an abort.
+//
+// Which calls share a Tracker is up to Sessions: a key from
+// SessionOptions.Key (an auth principal, HeaderKey, MetaKey), else the
+// session where one exists. Protocol revision 2026-07-28 and stateless
+// HTTP have no sessions: a call without a key gets the JSON-RPC error
+// ErrNoKey, or with UnkeyedPerRequest a Tracker of its own and a logged
+// warning; clients never share one by accident.
+//
+// On the client side, Client guards CallTool with the Tracker of one
+// conversation: a hint comes back as the result, an abort as the
+// *toolguard.LoopError (or *toolguard.BudgetError). PolicyFor reads the
+// server's readOnlyHint annotations from tools/list.
 //
 // When the Record of a call moves the turn into the nudge or the wind-down
 // phase, the guidance for that phase (toolguard.Tracker.Guidance) is added

@@ -106,9 +106,9 @@ func NewSessions(p toolguard.Policy, o SessionOptions) *Sessions {
 	}
 }
 
-// TrackerFor returns the Tracker of the call's conversation, creating it
-// on first use, and false when the call has no conversation.
-func (s *Sessions) TrackerFor(ctx context.Context, req *mcp.CallToolRequest) (*toolguard.Tracker, bool) {
+// Tracker returns the Tracker of the call's conversation, creating it on
+// first use, and false when the call has no conversation.
+func (s *Sessions) Tracker(ctx context.Context, req *mcp.CallToolRequest) (*toolguard.Tracker, bool) {
 	if s.opts.Key != nil {
 		if k := s.opts.Key(ctx, req); k != "" {
 			t, _ := s.m.Get(key{conv: k})
@@ -123,15 +123,15 @@ func (s *Sessions) TrackerFor(ctx context.Context, req *mcp.CallToolRequest) (*t
 		return s.get(key{id: id}, ss), true
 	}
 	if req.Extra == nil || req.Extra.Header == nil {
-		return s.Tracker(ss), true
+		return s.TrackerFor(ss), true
 	}
 	return nil, false
 }
 
-// Tracker returns the Tracker of the session ss, creating it on first use.
-// Use it for sessions that are one client each (stdio, in-memory); a
+// TrackerFor returns the Tracker of the session ss, creating it on first
+// use. Use it for sessions that are one client each (stdio, in-memory); a
 // session of a stateless HTTP server lasts one request.
-func (s *Sessions) Tracker(ss *mcp.ServerSession) *toolguard.Tracker {
+func (s *Sessions) TrackerFor(ss *mcp.ServerSession) *toolguard.Tracker {
 	return s.get(key{conn: ss}, ss)
 }
 
@@ -195,7 +195,7 @@ func (s *Sessions) Middleware() mcp.Middleware {
 			if method != methodCallTool || !ok || ctr == nil || ctr.Params == nil {
 				return next(ctx, method, req)
 			}
-			t, ok := s.TrackerFor(ctx, ctr)
+			t, ok := s.Tracker(ctx, ctr)
 			if !ok {
 				if s.opts.Unkeyed != UnkeyedPerRequest {
 					return nil, ErrNoKey

@@ -56,26 +56,26 @@ func TestSessionsBounded(t *testing.T) {
 	for i := range ss {
 		_, ss[i] = connect(t, srv)
 	}
-	a := s.Tracker(ss[0])
-	s.Tracker(ss[1])
-	assert.Same(t, a, s.Tracker(ss[0])) // 0 is now the most recent
-	s.Tracker(ss[2])                    // drops 1
+	a := s.TrackerFor(ss[0])
+	s.TrackerFor(ss[1])
+	assert.Same(t, a, s.TrackerFor(ss[0])) // 0 is now the most recent
+	s.TrackerFor(ss[2])                    // drops 1
 	assert.Equal(t, 2, s.Len())
-	assert.Same(t, a, s.Tracker(ss[0]))
-	b := s.Tracker(ss[1]) // drops 2; 1 starts afresh
+	assert.Same(t, a, s.TrackerFor(ss[0]))
+	b := s.TrackerFor(ss[1]) // drops 2; 1 starts afresh
 	assert.Empty(t, b.Ledger())
 	assert.Equal(t, 2, s.Len())
 
 	s.Forget(ss[0])
 	s.Forget(nil)
 	assert.Equal(t, 1, s.Len())
-	assert.NotSame(t, a, s.Tracker(ss[0]))
+	assert.NotSame(t, a, s.TrackerFor(ss[0]))
 
 	// Calls without a session share one tracker.
-	assert.Same(t, s.Tracker(nil), s.Tracker(nil))
+	assert.Same(t, s.TrackerFor(nil), s.TrackerFor(nil))
 	// A session the server did not make is kept, without a watcher.
 	stray := &mcp.ServerSession{}
-	assert.Same(t, s.Tracker(stray), s.Tracker(stray))
+	assert.Same(t, s.TrackerFor(stray), s.TrackerFor(stray))
 }
 
 func TestSessionsIdleReset(t *testing.T) {
@@ -88,7 +88,7 @@ func TestSessionsIdleReset(t *testing.T) {
 	s := mcpsdk.NewSessions(toolguard.Policy{Now: clock}, mcpsdk.SessionOptions{IdleReset: time.Minute})
 	c := toolguard.Call{Tool: "read_file", Args: json.RawMessage(`{"path":"/x"}`)}
 	use := func() toolguard.Verdict {
-		tr := s.Tracker(ss)
+		tr := s.TrackerFor(ss)
 		d := tr.ShouldSkip(c)
 		if d.Verdict == toolguard.Allow {
 			tr.Record(c, toolguard.Outcome{Result: "same"})
@@ -103,7 +103,7 @@ func TestSessionsIdleReset(t *testing.T) {
 
 	advance(time.Minute) // a pause: a new turn
 	assert.Equal(t, toolguard.Allow, use())
-	l := s.Tracker(ss).Ledger()
+	l := s.TrackerFor(ss).Ledger()
 	assert.Equal(t, 2, l[len(l)-1].Turn)
 }
 
