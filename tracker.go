@@ -31,7 +31,8 @@ type Decision struct {
 	Reason  Reason
 	// Message is, for Hint, the synthetic tool result to give the model
 	// instead of running the call; for Abort, the same explanation. It
-	// starts with HintMarker and never pretends to be the tool's output.
+	// starts with a marker (HintMarker for the loop rules) and never
+	// pretends to be the tool's output.
 	Message string
 	Phase   Phase // the turn budget's phase
 	// Err is, for Abort, a *LoopError (errors.Is(err, ErrLoop)), a
@@ -63,13 +64,15 @@ type Tracker struct {
 	moreTools sync.Map
 	moreCount int // entries in moreTools, guarded by toolMu
 
-	mu     sync.Mutex
-	turnNo int
-	seq    uint64
-	turn   turnState
-	ledger ledger
-	stale  []pendingCall // calls allowed in earlier turns, not yet recorded
-	across acrossTurns   // identical failures over consecutive turns
+	mu           sync.Mutex
+	turnNo       int
+	stoppedTurns int // earlier turns of the session that were stopped
+	invalidCalls int // calls without a tool name, over the session
+	seq          uint64
+	turn         turnState
+	ledger       ledger
+	stale        []pendingCall // calls allowed in earlier turns, not yet recorded
+	across       acrossTurns   // identical failures over consecutive turns
 	// orphans are pending calls dropped past maxPending or maxStale that
 	// hold a Store reservation: it is committed after the lock is released.
 	orphans []pendingCall
@@ -168,9 +171,14 @@ func (t *Tracker) turnTool(e *toolEntry) *toolState {
 // turnTools returns the tools called in the current turn, sorted by name.
 // t.mu must be held.
 func (t *Tracker) turnTools() []*toolEntry {
+	return t.toolsWhere(func(e *toolEntry) bool { return e.turnNo == t.turnNo })
+}
+
+// toolsWhere returns the tools for which keep is true, sorted by name.
+func (t *Tracker) toolsWhere(keep func(*toolEntry) bool) []*toolEntry {
 	var es []*toolEntry
 	add := func(e *toolEntry) {
-		if e.turnNo == t.turnNo {
+		if keep(e) {
 			es = append(es, e)
 		}
 	}
@@ -368,13 +376,17 @@ func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
 		Reason:  ReasonInvalidCall,
 		Err:     invalidCallError("the call has no tool name"),
 	}
-	d.Message = HintMarker + " The call was not executed: it has no tool name. Call one of the tools you were given, by name."
+	d.Message = invalidMessage()
 	now := t.cfg.now()
 	evs := events{on: t.cfg.hooked}
 	t.mu.Lock()
 	d.Phase = t.turn.phase
 	e := t.appendLocked(c, callKey{}, "", round, now, d)
 	t.turn.skipped++
+	t.invalidCalls++
+	if t.turn.stop.reason == ReasonNone {
+		t.turn.stop = stop{reason: ReasonInvalidCall}
+	}
 	evs.add(Event{Kind: EventDecision, Seq: e.Seq, Turn: t.turnNo, CallID: c.ID, Decision: d, Phase: d.Phase})
 	t.mu.Unlock()
 	t.emit(ctx, &evs)
@@ -402,6 +414,9 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, round uint64, now
 	d.Phase = ts.phase
 	if d.Verdict == Abort && d.Reason == ReasonBudget {
 		d.Phase = PhaseExhausted
+	}
+	if d.Verdict == Abort && ts.stop.reason == ReasonNone {
+		ts.stop = stop{reason: d.Reason, tool: c.Tool}
 	}
 
 	purpose := p.query
@@ -862,6 +877,9 @@ func (t *Tracker) Reset() {
 	if n := len(t.stale) - maxStale; n > 0 {
 		t.dropLocked(t.stale[:n])
 		t.stale = append(t.stale[:0], t.stale[n:]...)
+	}
+	if t.turn.stop.reason != ReasonNone || t.turn.phase >= PhaseWindDown {
+		t.stoppedTurns++
 	}
 	t.turnNo++
 	t.turn.reset()
