@@ -82,7 +82,8 @@ func ExampleTracker_Guidance() {
 	// true exhausted
 }
 
-// Wrap puts the Tracker around an executor in one line.
+// Wrap puts the Tracker around an executor: Run checks the call, runs it
+// only when allowed, records it, and says what happened.
 func ExampleTracker_Wrap() {
 	tr := toolguard.NewTracker(toolguard.Policy{MaxRepeats: 1})
 	exec := tr.Wrap(func(ctx context.Context, c toolguard.Call) (string, error) {
@@ -90,13 +91,33 @@ func ExampleTracker_Wrap() {
 	})
 	c := call("weather", `{"city":"Paris"}`)
 	for i := 0; i < 3; i++ {
-		out, err := exec(context.Background(), c)
-		fmt.Printf("%.60q %v\n", out, errors.Is(err, toolguard.ErrLoop))
+		r := exec.Run(context.Background(), c)
+		// r.Text goes to the model either way; r.Decision says whether the
+		// call ran, r.Err whether to stop the turn.
+		fmt.Printf("%-5s %.44q %v\n", r.Decision.Verdict, r.Text, errors.Is(r.Err, toolguard.ErrLoop))
 	}
 	// Output:
-	// "sunny" false
-	// "[loop-detected] Tool 'weather' was already executed with ide" false
-	// "" true
+	// allow "sunny" false
+	// hint  "[loop-detected] Tool 'weather' was already e" false
+	// abort "[loop-detected] Tool 'weather' was called ag" true
+}
+
+// The calls of one model response are one round.
+func ExampleGuarded_RunRound() {
+	tr := toolguard.NewTracker(toolguard.Policy{})
+	exec := tr.Wrap(func(ctx context.Context, c toolguard.Call) (string, error) {
+		return "results", nil
+	})
+	rs := exec.RunRound(context.Background(), []toolguard.Call{
+		call("web_search", `{"query":"reset password"}`),
+		call("web_search", `{"query":"password reset"}`), // a distinct question in the same response
+	})
+	for _, r := range rs {
+		fmt.Println(r.Decision.Verdict, r.Text, r.Phase)
+	}
+	// Output:
+	// allow results normal
+	// allow results normal
 }
 
 // Presets reproduce published behaviours.

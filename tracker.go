@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sort"
 	"strconv"
@@ -964,22 +965,84 @@ func (t *Tracker) Guidance() Guidance {
 	return g
 }
 
-// Wrap returns an Executor that checks every call with t first: a Hint
-// returns the hint text as the tool's result without running next, an
-// Abort returns Decision.Err, and an allowed call runs and is recorded.
-// Each call is its own round unless its context comes from WithRound: give
-// the calls of one model response one such context.
-func (t *Tracker) Wrap(next Executor) Executor {
-	return func(ctx context.Context, c Call) (string, error) {
-		d := t.ShouldSkipContext(ctx, c)
-		switch d.Verdict {
-		case Hint:
-			return d.Message, nil
-		case Abort:
-			return "", d.Err
-		}
-		res, err := next(ctx, c)
-		t.RecordContext(ctx, c, Outcome{Result: res, Err: err})
-		return res, err
+// Wrap returns next guarded by t: Guarded.Run checks a call, runs it only
+// when allowed, records its outcome and says what happened; RunRound does
+// the same for the calls of one model response.
+func (t *Tracker) Wrap(next Executor) *Guarded {
+	return &Guarded{t: t, next: next}
+}
+
+// Guarded is an Executor guarded by a Tracker. Create it with
+// Tracker.Wrap; it is safe for concurrent use.
+type Guarded struct {
+	t    *Tracker
+	next Executor
+}
+
+// Result is what a call run through a Guarded executor produced.
+type Result struct {
+	// Text is what the model reads as the call's result: the tool's output
+	// when the call ran, Decision.Message when it did not (the hint, or the
+	// reason for the refusal). It never pretends that a skipped call ran.
+	Text string
+	// Err is the tool's error when the call ran and failed, or, for an
+	// Abort, Decision.Err: stop the turn. It is nil for a Hint, whose Text
+	// goes to the model like any result.
+	Err error
+	// Decision is the check: Verdict Allow when the call ran, Hint or Abort
+	// when it did not (Reason says why). Tell a hint from a real result
+	// with Decision.Skip(), never by the text.
+	Decision Decision
+	// Phase is the turn's phase after the call: Record's answer when the
+	// call ran, Decision.Phase when it did not. When it changes, act on
+	// Tracker.Guidance (nudge, or strip the tools and wind down).
+	Phase Phase
+}
+
+// Run checks c with the Tracker and runs it only when allowed, recording
+// its outcome. The call is its own round unless ctx comes from
+// Tracker.WithRound.
+func (g *Guarded) Run(ctx context.Context, c Call) Result {
+	d := g.t.ShouldSkipContext(ctx, c)
+	if d.Skip() {
+		return Result{Text: d.Message, Err: d.Err, Decision: d, Phase: d.Phase}
 	}
+	return g.run(ctx, c, d)
+}
+
+// RunRound runs the calls that one model response asked for together, as
+// one round: it checks them all first, in order (similar queries among them
+// are distinct questions; with CountRounds they use one budget unit), then
+// runs the allowed ones one after another and records each. The results
+// are in the order of calls. Allowed calls run even when another call of
+// the round was aborted, since the Tracker counted them; stop the turn
+// after the round if any result's Decision is an Abort. To run a round's
+// calls in parallel, pass one context from Tracker.WithRound to Run from
+// each goroutine.
+func (g *Guarded) RunRound(ctx context.Context, calls []Call) []Result {
+	ctx = g.t.WithRound(ctx)
+	rs := make([]Result, len(calls))
+	for i, c := range calls {
+		d := g.t.ShouldSkipContext(ctx, c)
+		rs[i] = Result{Text: d.Message, Err: d.Err, Decision: d, Phase: d.Phase}
+	}
+	for i, c := range calls {
+		if !rs[i].Decision.Skip() {
+			rs[i] = g.run(ctx, c, rs[i].Decision)
+		}
+	}
+	return rs
+}
+
+// errNoExecutor fails the calls of a Guarded executor made from nil.
+var errNoExecutor = errors.New("toolguard: Wrap was given a nil executor")
+
+// run runs an allowed call and records its outcome.
+func (g *Guarded) run(ctx context.Context, c Call, d Decision) Result {
+	text, err := "", errNoExecutor
+	if g.next != nil {
+		text, err = g.next(ctx, c)
+	}
+	phase := g.t.RecordContext(ctx, c, Outcome{Result: text, Err: err})
+	return Result{Text: text, Err: err, Decision: d, Phase: phase}
 }
