@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"math/big"
 	"math/bits"
 	"net/url"
@@ -15,16 +16,34 @@ import (
 	"unicode/utf8"
 )
 
-// Hash is a 128-bit digest. Argument hashes (hashArgs) are collision
-// resistant: the first 16 bytes of SHA-256 over a domain-separated
-// canonical form. Result and error digests (digestResult, digestError) only
-// detect change: they are keyed non-cryptographic hashes with per-process
-// seeds, comparable within one process only.
+// Hash identifies a call's arguments (Entry.ArgsHash, LoopError.Key): the
+// first 16 bytes of SHA-256 over their canonical JSON form (keys sorted,
+// whitespace dropped, numbers by value; arguments that are not JSON are
+// hashed as bytes). Equal hashes mean equal arguments for the Tracker. It
+// encodes to text and JSON as 32 hexadecimal digits.
 type Hash [16]byte
 
 // String returns h as 32 lower-case hexadecimal digits.
 func (h Hash) String() string {
 	return hex.EncodeToString(h[:])
+}
+
+// MarshalText encodes h as its String, so JSON holds it as a hex string.
+func (h Hash) MarshalText() ([]byte, error) {
+	return []byte(h.String()), nil
+}
+
+// UnmarshalText decodes a Hash from 32 hexadecimal digits.
+func (h *Hash) UnmarshalText(b []byte) error {
+	if hex.DecodedLen(len(b)) != len(h) {
+		return fmt.Errorf("toolguard: a hash is %d hexadecimal digits, not %d", 2*len(h), len(b))
+	}
+	var v Hash
+	if _, err := hex.Decode(v[:], b); err != nil {
+		return fmt.Errorf("toolguard: invalid hash: %w", err)
+	}
+	*h = v
+	return nil
 }
 
 // Domain prefixes of argument hashes. Each is taken over one of these

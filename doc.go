@@ -7,27 +7,71 @@
 //
 // # Using a Tracker
 //
-// A Tracker guards one agent session. The harness asks it before every
-// tool call and tells it the outcome after:
+// A Tracker guards one agent session. The shortest way to use it is to wrap
+// the function that runs tools:
 //
 //	tr := toolguard.NewTracker(toolguard.Policy{}) // the zero Policy is the defaults
+//	exec := tr.Wrap(runTool)                       // runTool: func(ctx, Call) (string, error)
+//
+//	r := exec.Run(ctx, call)
+//	// r.Text is the call's result for the model: the tool's output, or a
+//	// hint saying the call was not executed and what to do instead.
+//	// r.Decision.Skip() tells a hint or refusal from a real result;
+//	// r.Err is the tool's error, or for an Abort the reason to stop the turn.
+//	// r.Phase is the turn's phase after the call: when it changes, send
+//	// tr.Guidance().Message (and strip the tools from PhaseWindDown on).
+//
+// The calls of one model response are one round: run them with
+// exec.RunRound(ctx, calls). Call Reset when new user input starts a new
+// turn.
+//
+// Without Wrap, ask before each call and report after it:
 //
 //	d := tr.ShouldSkip(call)
 //	switch d.Verdict {
 //	case toolguard.Allow:
-//		out, err := run(call)
-//		phase := tr.Record(call, toolguard.Outcome{Result: out, Err: err})
-//		// On a phase change, inject tr.Guidance().Message.
+//		out, err := runTool(ctx, call)
+//		if phase := tr.Record(call, toolguard.Outcome{Result: out, Err: err}); phase != toolguard.PhaseNormal {
+//			fmt.Println(tr.Guidance().Message) // inject it once per phase change
+//		}
 //	case toolguard.Hint:
 //		// Do not run the call: give the model d.Message as its result.
 //	case toolguard.Abort:
 //		// Do not run the call: stop the turn with d.Err.
 //	}
 //
-// Call Reset when new user input starts a new turn. Tracker.Wrap does all of
-// this around an executor function in one line. Calls that one model response
-// asked for together are one round: check them with ShouldSkipRound, or pass
-// each of them one context from Tracker.WithRound through Wrap.
+// # Which API do I use?
+//
+//   - Tracker.Wrap, then Guarded.Run: you call your tools yourself, one at a
+//     time, from a function of the shape Executor. One line around the
+//     executor; the Result tells you everything.
+//   - Guarded.RunRound: the model asked for several calls in one response
+//     and you run them one after another. Similar queries among them are
+//     distinct questions; with CountRounds they use one budget unit.
+//   - Tracker.WithRound with Guarded.Run (or ShouldSkipContext): the same
+//     round, with the calls run in parallel goroutines.
+//   - ShouldSkip (or ShouldSkipContext) and Record (or RecordContext): the
+//     call runs somewhere you do not control with a function — a framework
+//     callback, a queue, another process — or you need the Decision before
+//     deciding how to run it. Every allowed call must be recorded.
+//   - ShouldSkipRound: the same for the calls of one model response checked
+//     together before any of them runs.
+//   - An adapter, when your agent runs on a framework: each wires the
+//     Tracker into that framework's own hook, in its own module under
+//     github.com/toolguard/toolguard. MCP servers: adapters/mcpgo
+//     (mark3labs/mcp-go) or adapters/mcpsdk (the official Go SDK);
+//     langchaingo agents: adapters/langchaingo; Eino: adapters/einoguard;
+//     Genkit: adapters/genkitguard; Google ADK: adapters/adkguard; the
+//     provider SDKs, which have no hooks (OpenAI, Anthropic, Google Gen
+//     AI): adapters/openaiguard, adapters/anthropicguard,
+//     adapters/genaiguard, which check a model message's tool calls as one
+//     round. OpenTelemetry spans and metrics: otelguard. Quotas shared
+//     across replicas: redisstore.
+//
+// Read the phase from a call's answer (Result.Phase, Record, Decision.Phase)
+// or, at any time, from Guidance, which also says what to tell the model.
+// Summary (the turn) and SessionSummary (every turn) say what an agent must
+// report when it stops.
 //
 // # What fires
 //

@@ -47,8 +47,8 @@ type BudgetError struct {
 
 // Error tells the model plainly that the call was not executed and why.
 func (e *BudgetError) Error() string {
-	return fmt.Sprintf("toolguard: all %d available tool %s for this turn were used; this call was not executed: summarize your work and answer the user's question",
-		e.Limit, e.Unit)
+	return fmt.Sprintf("toolguard: all %d available %s for this turn were used; this call was not executed: summarize your work and answer the user's question",
+		e.Limit, nouns(e.Limit, "tool "+e.Unit.noun()))
 }
 
 // Is reports whether target is ErrBudgetExhausted.

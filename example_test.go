@@ -82,7 +82,8 @@ func ExampleTracker_Guidance() {
 	// true exhausted
 }
 
-// Wrap puts the Tracker around an executor in one line.
+// Wrap puts the Tracker around an executor: Run checks the call, runs it
+// only when allowed, records it, and says what happened.
 func ExampleTracker_Wrap() {
 	tr := toolguard.NewTracker(toolguard.Policy{MaxRepeats: 1})
 	exec := tr.Wrap(func(ctx context.Context, c toolguard.Call) (string, error) {
@@ -90,13 +91,33 @@ func ExampleTracker_Wrap() {
 	})
 	c := call("weather", `{"city":"Paris"}`)
 	for i := 0; i < 3; i++ {
-		out, err := exec(context.Background(), c)
-		fmt.Printf("%.60q %v\n", out, errors.Is(err, toolguard.ErrLoop))
+		r := exec.Run(context.Background(), c)
+		// r.Text goes to the model either way; r.Decision says whether the
+		// call ran, r.Err whether to stop the turn.
+		fmt.Printf("%-5s %.44q %v\n", r.Decision.Verdict, r.Text, errors.Is(r.Err, toolguard.ErrLoop))
 	}
 	// Output:
-	// "sunny" false
-	// "[loop-detected] Tool 'weather' was already executed with ide" false
-	// "" true
+	// allow "sunny" false
+	// hint  "[loop-detected] Tool 'weather' was already e" false
+	// abort "[loop-detected] Tool 'weather' was called ag" true
+}
+
+// The calls of one model response are one round.
+func ExampleGuarded_RunRound() {
+	tr := toolguard.NewTracker(toolguard.Policy{})
+	exec := tr.Wrap(func(ctx context.Context, c toolguard.Call) (string, error) {
+		return "results", nil
+	})
+	rs := exec.RunRound(context.Background(), []toolguard.Call{
+		call("web_search", `{"query":"reset password"}`),
+		call("web_search", `{"query":"password reset"}`), // a distinct question in the same response
+	})
+	for _, r := range rs {
+		fmt.Println(r.Decision.Verdict, r.Text, r.Phase)
+	}
+	// Output:
+	// allow results normal
+	// allow results normal
 }
 
 // Presets reproduce published behaviours.
@@ -115,7 +136,8 @@ func ExamplePreset() {
 	// [loop-detected] Tool 'composio_execute' has reached its execution limit (2) for this turn.
 }
 
-// The summary says what an agent must report when it stops.
+// The summary says what an agent must report when it stops, and why the
+// turn was stopped; the session summary keeps every turn.
 func ExampleTracker_Summary() {
 	tr := toolguard.NewTracker(toolguard.Policy{MaxCallsPerTurn: 10})
 	for _, cmd := range []string{"go tset", "go tset ./...", "go tset -v"} {
@@ -123,11 +145,29 @@ func ExampleTracker_Summary() {
 		tr.ShouldSkip(c)
 		tr.Record(c, toolguard.Outcome{Err: errors.New(`go: unknown command "tset"`)})
 	}
-	tr.ShouldSkip(call("bash", `{"command":"go tset -run=X"}`))
+	tr.ShouldSkip(call("bash", `{"command":"go tset -run=X"}`)) // a hint: stop retrying
+	c := call("bash", `{"command":"go tset -v -run=X"}`)
+	tr.ShouldSkip(c) // the one attempt after the hint runs, and fails the same way
+	tr.Record(c, toolguard.Outcome{Err: errors.New(`go: unknown command "tset"`)})
+	tr.ShouldSkip(call("bash", `{"command":"go tset"}`)) // an Abort stops the turn
 	fmt.Println(tr.Summary())
+	fmt.Println()
+
+	tr.Reset() // the user's next message
+	c = call("bash", `{"command":"go test ./..."}`)
+	tr.ShouldSkip(c)
+	tr.Record(c, toolguard.Outcome{Result: "ok"})
+	fmt.Println(tr.SessionSummary())
 	// Output:
-	// toolguard summary, turn 1: 3 calls executed, 3 failed, 0 with new results, 1 skipped.
-	// Budget: 3 of 10 tool calls used, 7 left (phase normal).
-	// - bash: 3 calls, 3 failed (3 the same way in a row), 0 new results, 1 skipped (repeated_failure 1).
+	// toolguard summary, turn 1: 4 calls executed, 4 failed, 0 with new results, 2 skipped.
+	// The turn was stopped: a call of 'bash' was aborted (repeated_failure).
+	// Budget: 4 of 10 tool calls used, 6 left (phase normal).
+	// - bash: 4 calls, 4 failed (4 the same way in a row), 0 new results, 2 skipped (repeated_failure 2).
 	// Next: Stop retrying 'bash': read its last error, check the interface, path, permission or precondition it needs, and report the blocker if one evidence-backed attempt fails.
+	//
+	// toolguard session summary, 2 turns (1 stopped): 5 calls executed, 4 failed, 1 with a new result, 2 skipped.
+	// The current turn was not stopped.
+	// Budget: 1 of 10 tool calls used, 9 left (phase normal).
+	// - bash: 5 calls, 4 failed, 1 new result, 2 skipped (repeated_failure 2).
+	// Next: Answer with what you have, or make the one narrower call the results so far point to.
 }

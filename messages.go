@@ -1,10 +1,27 @@
 package toolguard
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
-// HintMarker starts every message of a Hint or an Abort, so a harness (and
-// a reader of the transcript) can tell a skipped call from a real result.
+// HintMarker starts the message of every Hint or Abort given by a loop
+// rule (a repeat, a similar query, a repeated failure, a cycle, churn or a
+// tool's limit), so a reader of a transcript can tell a skipped call from a
+// real result. The other refusals carry their own markers: a used-up turn
+// budget starts with "[budget-exhausted]", a quota store that did not
+// answer with "[quota-unavailable]", a call without a tool name with
+// "[invalid-call]". A harness tells a skipped call by its Decision (or
+// Result.Decision from Wrap), never by the text.
 const HintMarker = "[loop-detected]"
+
+// Markers of the refusals that are not loops.
+const (
+	budgetMarker  = "[budget-exhausted]"
+	storeMarker   = "[quota-unavailable]"
+	invalidMarker = "[invalid-call]"
+)
 
 // Every message says that the call was not executed and what to do
 // instead; none pretends to be the tool's output.
@@ -15,15 +32,22 @@ func turnLimitMessage(tool string, limit int) string {
 		HintMarker, tool, limit)
 }
 
+// quotaMessage is the refusal of a call past a quota: from says which
+// ("agent", "platform" or "rule" for the tool's session quota, "shared
+// NAME" for a SharedQuota, which every Tracker that declares it shares).
 func quotaMessage(tool, from string, limit, count, used, budget int, unit Unit) string {
 	left := "no turn budget"
 	if budget > 0 {
-		left = fmt.Sprintf("%d of %d tool %s left this turn", max(budget-used, 0), budget, unit)
+		left = fmt.Sprintf("%s of %s left this turn", strconv.Itoa(max(budget-used, 0)), plural(budget, "tool "+unit.noun()))
 	}
-	return fmt.Sprintf("%s Tool '%s' has reached its session quota (%s quota: %d calls, %d made). "+
+	what := fmt.Sprintf("its session quota (%s quota: %s, %d made)", from, plural(limit, "call"), count)
+	if name, ok := strings.CutPrefix(from, "shared "); ok {
+		what = fmt.Sprintf("the shared quota '%s' (%s, %d made by every session that shares it)", name, plural(limit, "call"), count)
+	}
+	return fmt.Sprintf("%s Tool '%s' has reached %s. "+
 		"This call was not executed. Do not call it again: report the progress so far, the budget state (%s) "+
 		"and the next narrower action instead.",
-		HintMarker, tool, from, limit, count, left)
+		HintMarker, tool, what, left)
 }
 
 func duplicateMessage(tool string, count int) string {
@@ -55,23 +79,23 @@ func similarMessage(tool string) string {
 }
 
 func failureMessage(tool string, count int) string {
-	return fmt.Sprintf("%s Tool '%s' has failed %d times in the same way, with tweaked arguments. "+
+	return fmt.Sprintf("%s Tool '%s' has failed %s in the same way, with tweaked arguments. "+
 		"This call was not executed. Stop retrying: read the full error, look for the real interface, path, "+
 		"permission or precondition, then make one evidence-backed attempt; if that fails too, report the blocker to the user.",
-		HintMarker, tool, count)
+		HintMarker, tool, times(count))
 }
 
 func acrossMessage(tool string, turns int) string {
-	return fmt.Sprintf("%s Tool '%s' was called with these arguments in each of the last %d turns and failed the same way every time. "+
+	return fmt.Sprintf("%s Tool '%s' was called with these arguments in each of the last %s and failed the same way every time. "+
 		"This call was not executed. Tell the user what blocks it and what they could change; "+
 		"if something changed since, send the call again and it will run.",
-		HintMarker, tool, turns)
+		HintMarker, tool, plural(turns, "turn"))
 }
 
 func cycleMessage(tool string, period, repeats int) string {
-	return fmt.Sprintf("%s Tool '%s' would continue a cycle of %d calls that already repeated %d times without new results. "+
+	return fmt.Sprintf("%s Tool '%s' would continue a cycle of %d calls that already repeated %s without new results. "+
 		"This call was not executed. Break the cycle: use what the calls returned, change the approach, or answer the user.",
-		HintMarker, tool, period, repeats)
+		HintMarker, tool, period, times(repeats))
 }
 
 func churnMessage(tool string, search bool, n, window int) string {
@@ -79,27 +103,46 @@ func churnMessage(tool string, search bool, n, window int) string {
 	if search {
 		what = "was asked similar queries"
 	}
-	return fmt.Sprintf("%s Tool '%s' %s %d times in the last %d calls without new results. "+
+	return fmt.Sprintf("%s Tool '%s' %s %s in the last %s without new results. "+
 		"This call was not executed. Use what you already found, narrow the question, or answer the user.",
-		HintMarker, tool, what, n, window)
+		HintMarker, tool, what, times(n), plural(window, "call"))
 }
 
 func budgetMessage(budget int, unit Unit) string {
-	return fmt.Sprintf("%s All %d available tool %s for this turn were used. "+
+	return fmt.Sprintf("%s All %d available %s for this turn were used. "+
 		"This call was not executed. Summarize your work and answer the user's question.",
-		HintMarker, budget, unit)
+		budgetMarker, budget, nouns(budget, "tool "+unit.noun()))
 }
 
 func nudgeMessage(used, budget int, unit Unit) string {
-	return fmt.Sprintf("You have used %d of %d tool %s. Start wrapping up.", used, budget, unit)
+	return fmt.Sprintf("You have used %d of %s. Start wrapping up.", used, plural(budget, "tool "+unit.noun()))
 }
 
 func windDownMessage(budget int, unit Unit) string {
-	return fmt.Sprintf("You have used all %d tool %s for this turn. Summarize your work and answer the user's question.",
-		budget, unit)
+	return fmt.Sprintf("You have used all %s for this turn. Summarize your work and answer the user's question.",
+		plural(budget, "tool "+unit.noun()))
 }
 
 func storeDownMessage(tool string) string {
 	return fmt.Sprintf("%s Tool '%s' was not executed: its shared quota cannot be checked because the quota store did not answer. "+
-		"Continue with other tools or answer the user with what you have.", HintMarker, tool)
+		"Continue with other tools or answer the user with what you have.", storeMarker, tool)
 }
+
+func invalidMessage() string {
+	return invalidMarker + " The call was not executed: it has no tool name. Call one of the tools you were given, by name."
+}
+
+// plural returns n and the noun, in the plural unless n is 1: "1 call",
+// "2 calls".
+func plural(n int, noun string) string { return strconv.Itoa(n) + " " + nouns(n, noun) }
+
+// nouns returns the noun in the plural unless n is 1.
+func nouns(n int, noun string) string {
+	if n == 1 {
+		return noun
+	}
+	return noun + "s"
+}
+
+// noun is what one unit of the budget is: "call" or "round".
+func (u Unit) noun() string { return strings.TrimSuffix(u.String(), "s") }

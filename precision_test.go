@@ -187,9 +187,10 @@ func TestWrapRounds(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, err := exec(ctx, call("web_search", fmt.Sprintf(`{"query":%q}`, q)))
-			assert.NoError(t, err)
-			outs[i] = out
+			r := exec.Run(ctx, call("web_search", fmt.Sprintf(`{"query":%q}`, q)))
+			assert.NoError(t, r.Err)
+			assert.False(t, r.Decision.Skip())
+			outs[i] = r.Text
 		}()
 	}
 	wg.Wait()
@@ -204,8 +205,7 @@ func TestWrapRounds(t *testing.T) {
 
 	// A context from another Tracker is ignored: a round of its own.
 	other := NewTracker(Policy{}).WithRound(context.Background())
-	_, err := exec(other, call("web_search", `{"query":"rust traits"}`))
-	require.NoError(t, err)
+	require.NoError(t, exec.Run(other, call("web_search", `{"query":"rust traits"}`)).Err)
 	l := tr.Ledger()
 	assert.NotEqual(t, l[0].Round, l[len(l)-1].Round)
 }

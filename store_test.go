@@ -26,7 +26,9 @@ func TestSharedQuotaAcrossTrackers(t *testing.T) {
 	assert.Equal(t, 3, store.Count("quota:tenant%3Aacme"))
 	d := a.ShouldSkip(call("web_fetch", `{"url":"https://x.org/3"}`))
 	assert.Equal(t, Hint, d.Verdict)
-	assert.Contains(t, d.Message, "shared tenant:acme quota: 3 calls, 3 made")
+	// A fleet-wide quota is named as shared, not as the session's.
+	assert.Contains(t, d.Message, "has reached the shared quota 'tenant:acme' (3 calls, 3 made by every session that shares it)")
+	assert.NotContains(t, d.Message, "session quota")
 }
 
 func TestSessionQuotaAcrossReplicas(t *testing.T) {

@@ -7,18 +7,32 @@ import (
 )
 
 // Summary is what an agent must be able to say when it stops or hits a
-// quota: what it tried, what it learned, what was skipped and what is left.
-// It is built from counters, never from raw arguments or results, and
-// encodes to JSON with stable snake_case names.
+// quota: what it tried, what it learned, what was skipped, whether and why
+// the turn was stopped and what is left. It is built from counters, never
+// from raw arguments or results, and encodes to JSON with stable
+// snake_case names.
 type Summary struct {
-	Turn       int           `json:"turn"`
-	Calls      int           `json:"calls"`       // executed this turn
-	Failed     int           `json:"failed"`      // of those, failed
-	NewResults int           `json:"new_results"` // of those, with a result new for their arguments
-	Skipped    int           `json:"skipped"`     // not executed (hint or abort)
-	Budget     BudgetState   `json:"budget"`
-	Tools      []ToolSummary `json:"tools"` // by tool name
-	Next       string        `json:"next_action"`
+	// Session is true for Tracker.SessionSummary: the counts are over every
+	// turn of the session so far, Turn is the number of turns, and
+	// StoppedTurns how many of them were stopped.
+	Session      bool `json:"session,omitempty"`
+	Turn         int  `json:"turn"`
+	StoppedTurns int  `json:"stopped_turns,omitempty"`
+	Calls        int  `json:"calls"`       // executed
+	Failed       int  `json:"failed"`      // of those, failed
+	NewResults   int  `json:"new_results"` // of those, with a result new for their arguments
+	Skipped      int  `json:"skipped"`     // not executed (hint or abort)
+	// Stopped says whether the current turn was stopped: a call was
+	// aborted (StoppedBy is its rule, StoppedTool its tool), or the budget
+	// is used and the turn winds down (StoppedBy is ReasonBudget).
+	Stopped     bool          `json:"stopped"`
+	StoppedBy   Reason        `json:"stopped_by,omitempty"`
+	StoppedTool string        `json:"stopped_tool,omitempty"`
+	Budget      BudgetState   `json:"budget"` // the current turn's
+	Tools       []ToolSummary `json:"tools"`  // by tool name
+	// Next is the step to take now; when a tool stopped the turn, it is
+	// about that tool.
+	Next string `json:"next_action"`
 }
 
 // BudgetState is the turn budget at the time of the summary.
@@ -30,12 +44,13 @@ type BudgetState struct {
 	Phase Phase `json:"phase"`
 }
 
-// ToolSummary is one tool's share of the turn, with its session quota.
+// ToolSummary is one tool's share of the turn (of the session in a
+// session summary), with its session quota.
 type ToolSummary struct {
 	Tool        string         `json:"tool"`
 	Calls       int            `json:"calls"`
 	Failed      int            `json:"failed"`
-	SameFailure int            `json:"same_failure"` // equivalent failures in a row, now
+	SameFailure int            `json:"same_failure"` // equivalent failures in a row in the current turn
 	NewResults  int            `json:"new_results"`
 	Skipped     int            `json:"skipped"`
 	SkipReasons map[Reason]int `json:"skip_reasons,omitempty"`
@@ -51,11 +66,20 @@ type ToolSummary struct {
 func (u Unit) MarshalText() ([]byte, error) { return []byte(u.String()), nil }
 
 // Summary returns the escalation summary of the current turn.
-func (t *Tracker) Summary() Summary {
+func (t *Tracker) Summary() Summary { return t.summary(false) }
+
+// SessionSummary returns the summary of the whole session so far: every
+// turn's calls, failures, new results and skips, per tool, and how many
+// turns were stopped. Reset does not clear it. Budget, Stopped and Next
+// are about the current turn.
+func (t *Tracker) SessionSummary() Summary { return t.summary(true) }
+
+func (t *Tracker) summary(session bool) Summary {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ts := &t.turn
 	s := Summary{
+		Session:    session,
 		Turn:       t.turnNo,
 		Failed:     ts.failed,
 		NewResults: ts.newResults,
@@ -65,22 +89,39 @@ func (t *Tracker) Summary() Summary {
 	if t.cfg.maxCalls > 0 {
 		s.Budget.Left = max(t.cfg.maxCalls-ts.used, 0)
 	}
-	for _, e := range t.turnTools() {
-		tool, r := &e.turn, &e.rule
+	switch {
+	case ts.stop.reason != ReasonNone:
+		s.Stopped, s.StoppedBy, s.StoppedTool = true, ts.stop.reason, ts.stop.tool
+	case ts.phase >= PhaseWindDown:
+		s.Stopped, s.StoppedBy = true, ReasonBudget
+	}
+	if session {
+		s.Failed, s.NewResults, s.Skipped = 0, 0, 0
+		s.StoppedTurns = t.stoppedTurns
+		if s.Stopped {
+			s.StoppedTurns++
+		}
+	}
+	for _, e := range t.summaryTools(session) {
+		stats := &e.turn.stats
+		if session {
+			stats = &e.session
+		}
+		r := &e.rule
 		ss := ToolSummary{
 			Tool:         e.name,
-			Calls:        tool.stats.ok + tool.stats.failed,
-			Failed:       tool.stats.failed,
-			NewResults:   tool.stats.newResults,
-			Skipped:      tool.stats.skipped,
+			Calls:        stats.ok + stats.failed,
+			Failed:       stats.failed,
+			NewResults:   stats.newResults,
+			Skipped:      stats.skipped,
+			SessionCalls: e.session.reserved,
 			SessionLimit: r.quota,
 			QuotaFrom:    r.quotaFrom,
 		}
-		if tool.fail.count > 1 {
-			ss.SameFailure = tool.fail.count
+		if e.turnNo == t.turnNo && e.turn.fail.count > 1 {
+			ss.SameFailure = e.turn.fail.count
 		}
-		ss.SessionCalls = e.session.reserved
-		for reason, n := range tool.stats.skips {
+		for reason, n := range stats.skips {
 			if n > 0 {
 				if ss.SkipReasons == nil {
 					ss.SkipReasons = make(map[Reason]int)
@@ -89,37 +130,69 @@ func (t *Tracker) Summary() Summary {
 			}
 		}
 		s.Calls += ss.Calls
+		if session {
+			s.Failed += ss.Failed
+			s.NewResults += ss.NewResults
+			s.Skipped += ss.Skipped
+		}
 		s.Tools = append(s.Tools, ss)
+	}
+	if session {
+		s.Skipped += t.invalidCalls // they have no tool
 	}
 	s.Next = nextAction(s)
 	return s
 }
 
-// nextAction suggests the narrower step the summary points to, most
-// pressing first.
+// summaryTools returns the tools of the current turn, or of the session,
+// sorted by name. t.mu must be held.
+func (t *Tracker) summaryTools(session bool) []*toolEntry {
+	if !session {
+		return t.turnTools()
+	}
+	return t.toolsWhere(func(e *toolEntry) bool { return e.session != (toolStats{}) })
+}
+
+// nextAction suggests the narrower step the summary points to: about what
+// stopped the turn when something did, else the most pressing rule that
+// fired.
 func nextAction(s Summary) string {
+	if s.Stopped {
+		return nextFor(s.StoppedBy, s.StoppedTool)
+	}
 	if s.Budget.Phase >= PhaseWindDown {
-		return "Summarize your work and answer the user's question."
+		return nextFor(ReasonBudget, "")
 	}
 	for _, ts := range s.Tools {
 		if ts.SameFailure >= 2 {
-			return fmt.Sprintf("Stop retrying '%s': read its last error, check the interface, path, permission or precondition it needs, and report the blocker if one evidence-backed attempt fails.", ts.Tool)
+			return nextFor(ReasonRepeatedFailure, ts.Tool)
 		}
 	}
-	for _, ts := range s.Tools {
-		if ts.SkipReasons[ReasonToolLimit] > 0 {
-			return fmt.Sprintf("Do not call '%s' again: report what it found and ask before spending more of its quota.", ts.Tool)
+	for _, r := range []Reason{ReasonToolLimit, ReasonSimilarQuery, ReasonChurn, ReasonDuplicate, ReasonCycle} {
+		for _, ts := range s.Tools {
+			if ts.SkipReasons[r] > 0 {
+				return nextFor(r, ts.Tool)
+			}
 		}
 	}
-	for _, ts := range s.Tools {
-		if ts.SkipReasons[ReasonSimilarQuery]+ts.SkipReasons[ReasonChurn] > 0 {
-			return fmt.Sprintf("Use the results '%s' already returned; if they do not answer the question, ask one narrower, clearly different query.", ts.Tool)
-		}
-	}
-	for _, ts := range s.Tools {
-		if ts.SkipReasons[ReasonDuplicate]+ts.SkipReasons[ReasonCycle] > 0 {
-			return fmt.Sprintf("Use the earlier result of '%s' instead of repeating the call, or change the approach.", ts.Tool)
-		}
+	return "Answer with what you have, or make the one narrower call the results so far point to."
+}
+
+// nextFor is the next step after rule r fired for tool.
+func nextFor(r Reason, tool string) string {
+	switch r {
+	case ReasonBudget:
+		return "Summarize your work and answer the user's question."
+	case ReasonInvalidCall:
+		return "Call one of the tools you were given, by name, or answer the user."
+	case ReasonRepeatedFailure:
+		return fmt.Sprintf("Stop retrying '%s': read its last error, check the interface, path, permission or precondition it needs, and report the blocker if one evidence-backed attempt fails.", tool)
+	case ReasonToolLimit:
+		return fmt.Sprintf("Do not call '%s' again: report what it found and ask before spending more of its quota.", tool)
+	case ReasonSimilarQuery, ReasonChurn:
+		return fmt.Sprintf("Use the results '%s' already returned; if they do not answer the question, ask one narrower, clearly different query.", tool)
+	case ReasonDuplicate, ReasonCycle:
+		return fmt.Sprintf("Use the earlier result of '%s' instead of repeating the call, or change the approach.", tool)
 	}
 	return "Answer with what you have, or make the one narrower call the results so far point to."
 }
@@ -128,20 +201,44 @@ func nextAction(s Summary) string {
 // context or show to an operator.
 func (s Summary) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "toolguard summary, turn %d: %d calls executed, %d failed, %d with new results, %d skipped.\n",
-		s.Turn, s.Calls, s.Failed, s.NewResults, s.Skipped)
-	if s.Budget.Limit > 0 {
-		fmt.Fprintf(&b, "Budget: %d of %d tool %s used, %d left (phase %s).\n",
-			s.Budget.Used, s.Budget.Limit, s.Budget.Unit, s.Budget.Left, s.Budget.Phase)
+	if s.Session {
+		fmt.Fprintf(&b, "toolguard session summary, %s (%d stopped): ", plural(s.Turn, "turn"), s.StoppedTurns)
 	} else {
-		fmt.Fprintf(&b, "Budget: %d tool %s used, no limit.\n", s.Budget.Used, s.Budget.Unit)
+		fmt.Fprintf(&b, "toolguard summary, turn %d: ", s.Turn)
+	}
+	withNew := fmt.Sprintf("%d with new results", s.NewResults)
+	if s.NewResults == 1 {
+		withNew = "1 with a new result"
+	}
+	fmt.Fprintf(&b, "%s executed, %d failed, %s, %d skipped.\n",
+		plural(s.Calls, "call"), s.Failed, withNew, s.Skipped)
+	turn := "The turn was"
+	if s.Session {
+		turn = "The current turn was"
+	}
+	switch {
+	case !s.Stopped:
+		fmt.Fprintf(&b, "%s not stopped.\n", turn)
+	case s.StoppedBy == ReasonBudget:
+		fmt.Fprintf(&b, "%s stopped: the turn budget is used up.\n", turn)
+	case s.StoppedBy == ReasonInvalidCall:
+		fmt.Fprintf(&b, "%s stopped: a call without a tool name was aborted.\n", turn)
+	default:
+		fmt.Fprintf(&b, "%s stopped: a call of '%s' was aborted (%s).\n", turn, s.StoppedTool, s.StoppedBy)
+	}
+	unit := "tool " + s.Budget.Unit.noun()
+	if s.Budget.Limit > 0 {
+		fmt.Fprintf(&b, "Budget: %d of %s used, %d left (phase %s).\n",
+			s.Budget.Used, plural(s.Budget.Limit, unit), s.Budget.Left, s.Budget.Phase)
+	} else {
+		fmt.Fprintf(&b, "Budget: %s used, no limit.\n", plural(s.Budget.Used, unit))
 	}
 	for _, ts := range s.Tools {
-		fmt.Fprintf(&b, "- %s: %d calls, %d failed", ts.Tool, ts.Calls, ts.Failed)
+		fmt.Fprintf(&b, "- %s: %s, %d failed", ts.Tool, plural(ts.Calls, "call"), ts.Failed)
 		if ts.SameFailure > 1 {
 			fmt.Fprintf(&b, " (%d the same way in a row)", ts.SameFailure)
 		}
-		fmt.Fprintf(&b, ", %d new results", ts.NewResults)
+		fmt.Fprintf(&b, ", %s", plural(ts.NewResults, "new result"))
 		if ts.Skipped > 0 {
 			reasons := make([]string, 0, len(ts.SkipReasons))
 			for r, n := range ts.SkipReasons {

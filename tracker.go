@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sort"
 	"strconv"
@@ -31,7 +32,8 @@ type Decision struct {
 	Reason  Reason
 	// Message is, for Hint, the synthetic tool result to give the model
 	// instead of running the call; for Abort, the same explanation. It
-	// starts with HintMarker and never pretends to be the tool's output.
+	// starts with a marker (HintMarker for the loop rules) and never
+	// pretends to be the tool's output.
 	Message string
 	Phase   Phase // the turn budget's phase
 	// Err is, for Abort, a *LoopError (errors.Is(err, ErrLoop)), a
@@ -63,13 +65,15 @@ type Tracker struct {
 	moreTools sync.Map
 	moreCount int // entries in moreTools, guarded by toolMu
 
-	mu     sync.Mutex
-	turnNo int
-	seq    uint64
-	turn   turnState
-	ledger ledger
-	stale  []pendingCall // calls allowed in earlier turns, not yet recorded
-	across acrossTurns   // identical failures over consecutive turns
+	mu           sync.Mutex
+	turnNo       int
+	stoppedTurns int // earlier turns of the session that were stopped
+	invalidCalls int // calls without a tool name, over the session
+	seq          uint64
+	turn         turnState
+	ledger       ledger
+	stale        []pendingCall // calls allowed in earlier turns, not yet recorded
+	across       acrossTurns   // identical failures over consecutive turns
 	// orphans are pending calls dropped past maxPending or maxStale that
 	// hold a Store reservation: it is committed after the lock is released.
 	orphans []pendingCall
@@ -168,9 +172,14 @@ func (t *Tracker) turnTool(e *toolEntry) *toolState {
 // turnTools returns the tools called in the current turn, sorted by name.
 // t.mu must be held.
 func (t *Tracker) turnTools() []*toolEntry {
+	return t.toolsWhere(func(e *toolEntry) bool { return e.turnNo == t.turnNo })
+}
+
+// toolsWhere returns the tools for which keep is true, sorted by name.
+func (t *Tracker) toolsWhere(keep func(*toolEntry) bool) []*toolEntry {
 	var es []*toolEntry
 	add := func(e *toolEntry) {
-		if e.turnNo == t.turnNo {
+		if keep(e) {
 			es = append(es, e)
 		}
 	}
@@ -368,13 +377,17 @@ func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
 		Reason:  ReasonInvalidCall,
 		Err:     invalidCallError("the call has no tool name"),
 	}
-	d.Message = HintMarker + " The call was not executed: it has no tool name. Call one of the tools you were given, by name."
+	d.Message = invalidMessage()
 	now := t.cfg.now()
 	evs := events{on: t.cfg.hooked}
 	t.mu.Lock()
 	d.Phase = t.turn.phase
 	e := t.appendLocked(c, callKey{}, "", round, now, d)
 	t.turn.skipped++
+	t.invalidCalls++
+	if t.turn.stop.reason == ReasonNone {
+		t.turn.stop = stop{reason: ReasonInvalidCall}
+	}
 	evs.add(Event{Kind: EventDecision, Seq: e.Seq, Turn: t.turnNo, CallID: c.ID, Decision: d, Phase: d.Phase})
 	t.mu.Unlock()
 	t.emit(ctx, &evs)
@@ -402,6 +415,9 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, round uint64, now
 	d.Phase = ts.phase
 	if d.Verdict == Abort && d.Reason == ReasonBudget {
 		d.Phase = PhaseExhausted
+	}
+	if d.Verdict == Abort && ts.stop.reason == ReasonNone {
+		ts.stop = stop{reason: d.Reason, tool: c.Tool}
 	}
 
 	purpose := p.query
@@ -863,6 +879,9 @@ func (t *Tracker) Reset() {
 		t.dropLocked(t.stale[:n])
 		t.stale = append(t.stale[:0], t.stale[n:]...)
 	}
+	if t.turn.stop.reason != ReasonNone || t.turn.phase >= PhaseWindDown {
+		t.stoppedTurns++
+	}
 	t.turnNo++
 	t.turn.reset()
 	orphans := t.takeOrphansLocked()
@@ -946,22 +965,84 @@ func (t *Tracker) Guidance() Guidance {
 	return g
 }
 
-// Wrap returns an Executor that checks every call with t first: a Hint
-// returns the hint text as the tool's result without running next, an
-// Abort returns Decision.Err, and an allowed call runs and is recorded.
-// Each call is its own round unless its context comes from WithRound: give
-// the calls of one model response one such context.
-func (t *Tracker) Wrap(next Executor) Executor {
-	return func(ctx context.Context, c Call) (string, error) {
-		d := t.ShouldSkipContext(ctx, c)
-		switch d.Verdict {
-		case Hint:
-			return d.Message, nil
-		case Abort:
-			return "", d.Err
-		}
-		res, err := next(ctx, c)
-		t.RecordContext(ctx, c, Outcome{Result: res, Err: err})
-		return res, err
+// Wrap returns next guarded by t: Guarded.Run checks a call, runs it only
+// when allowed, records its outcome and says what happened; RunRound does
+// the same for the calls of one model response.
+func (t *Tracker) Wrap(next Executor) *Guarded {
+	return &Guarded{t: t, next: next}
+}
+
+// Guarded is an Executor guarded by a Tracker. Create it with
+// Tracker.Wrap; it is safe for concurrent use.
+type Guarded struct {
+	t    *Tracker
+	next Executor
+}
+
+// Result is what a call run through a Guarded executor produced.
+type Result struct {
+	// Text is what the model reads as the call's result: the tool's output
+	// when the call ran, Decision.Message when it did not (the hint, or the
+	// reason for the refusal). It never pretends that a skipped call ran.
+	Text string
+	// Err is the tool's error when the call ran and failed, or, for an
+	// Abort, Decision.Err: stop the turn. It is nil for a Hint, whose Text
+	// goes to the model like any result.
+	Err error
+	// Decision is the check: Verdict Allow when the call ran, Hint or Abort
+	// when it did not (Reason says why). Tell a hint from a real result
+	// with Decision.Skip(), never by the text.
+	Decision Decision
+	// Phase is the turn's phase after the call: Record's answer when the
+	// call ran, Decision.Phase when it did not. When it changes, act on
+	// Tracker.Guidance (nudge, or strip the tools and wind down).
+	Phase Phase
+}
+
+// Run checks c with the Tracker and runs it only when allowed, recording
+// its outcome. The call is its own round unless ctx comes from
+// Tracker.WithRound.
+func (g *Guarded) Run(ctx context.Context, c Call) Result {
+	d := g.t.ShouldSkipContext(ctx, c)
+	if d.Skip() {
+		return Result{Text: d.Message, Err: d.Err, Decision: d, Phase: d.Phase}
 	}
+	return g.run(ctx, c, d)
+}
+
+// RunRound runs the calls that one model response asked for together, as
+// one round: it checks them all first, in order (similar queries among them
+// are distinct questions; with CountRounds they use one budget unit), then
+// runs the allowed ones one after another and records each. The results
+// are in the order of calls. Allowed calls run even when another call of
+// the round was aborted, since the Tracker counted them; stop the turn
+// after the round if any result's Decision is an Abort. To run a round's
+// calls in parallel, pass one context from Tracker.WithRound to Run from
+// each goroutine.
+func (g *Guarded) RunRound(ctx context.Context, calls []Call) []Result {
+	ctx = g.t.WithRound(ctx)
+	rs := make([]Result, len(calls))
+	for i, c := range calls {
+		d := g.t.ShouldSkipContext(ctx, c)
+		rs[i] = Result{Text: d.Message, Err: d.Err, Decision: d, Phase: d.Phase}
+	}
+	for i, c := range calls {
+		if !rs[i].Decision.Skip() {
+			rs[i] = g.run(ctx, c, rs[i].Decision)
+		}
+	}
+	return rs
+}
+
+// errNoExecutor fails the calls of a Guarded executor made from nil.
+var errNoExecutor = errors.New("toolguard: Wrap was given a nil executor")
+
+// run runs an allowed call and records its outcome.
+func (g *Guarded) run(ctx context.Context, c Call, d Decision) Result {
+	text, err := "", errNoExecutor
+	if g.next != nil {
+		text, err = g.next(ctx, c)
+	}
+	phase := g.t.RecordContext(ctx, c, Outcome{Result: text, Err: err})
+	return Result{Text: text, Err: err, Decision: d, Phase: phase}
 }

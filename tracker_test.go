@@ -65,7 +65,11 @@ func run(t *testing.T, tr *Tracker, steps []step) {
 			require.Equal(t, s.want, d.Verdict, "%s: verdict; message %q", name, d.Message)
 			require.Equal(t, s.reason, d.Reason, "%s: reason", name)
 			if d.Verdict != Allow {
-				require.True(t, strings.HasPrefix(d.Message, HintMarker), "%s: message %q lacks the marker", name, d.Message)
+				marker := HintMarker
+				if d.Reason == ReasonBudget {
+					marker = budgetMarker // a used-up budget is not a loop
+				}
+				require.True(t, strings.HasPrefix(d.Message, marker), "%s: message %q lacks the marker %s", name, d.Message, marker)
 				require.Contains(t, d.Message, "not executed", name)
 				if s.wantPhase != nil {
 					require.Equal(t, *s.wantPhase, d.Phase, "%s: phase", name)
@@ -842,35 +846,103 @@ func tr0(ev Event) Phase {
 }
 
 func TestWrap(t *testing.T) {
-	tr := NewTracker(Policy{MaxRepeats: 1})
+	tr := NewTracker(Policy{MaxRepeats: 1, MaxCallsPerTurn: 4})
 	runs := 0
 	exec := tr.Wrap(func(ctx context.Context, c Call) (string, error) {
 		runs++
 		if c.Tool == "fail" {
-			return "", errors.New("nope")
+			return "partial output", errors.New("nope")
 		}
 		return "result", nil
 	})
 	ctx := context.Background()
 	a := call("t", `{}`)
-	out, err := exec(ctx, a)
-	require.NoError(t, err)
-	assert.Equal(t, "result", out)
-	out, err = exec(ctx, a)
-	require.NoError(t, err)
-	assert.True(t, strings.HasPrefix(out, HintMarker))
-	assert.Contains(t, out, "not executed")
-	_, err = exec(ctx, a)
-	require.ErrorIs(t, err, ErrLoop)
+	r := exec.Run(ctx, a)
+	require.NoError(t, r.Err)
+	assert.Equal(t, Result{Text: "result", Phase: PhaseNormal}, r)
+
+	// A hint reaches the model as the call's text, and the caller knows it.
+	r = exec.Run(ctx, a)
+	require.NoError(t, r.Err)
+	assert.True(t, r.Decision.Skip())
+	assert.Equal(t, Hint, r.Decision.Verdict)
+	assert.Equal(t, ReasonDuplicate, r.Decision.Reason)
+	assert.Equal(t, r.Decision.Message, r.Text)
+	assert.True(t, strings.HasPrefix(r.Text, HintMarker))
+	assert.Contains(t, r.Text, "not executed")
+
+	r = exec.Run(ctx, a)
+	require.ErrorIs(t, r.Err, ErrLoop)
+	assert.Equal(t, Abort, r.Decision.Verdict)
+	assert.Equal(t, r.Decision.Message, r.Text, "an Abort still has a text for the model")
 	var le *LoopError
-	require.ErrorAs(t, err, &le)
+	require.ErrorAs(t, r.Err, &le)
 	assert.Equal(t, "t", le.Tool)
 	assert.Equal(t, ReasonDuplicate, le.Reason)
 	assert.Equal(t, 1, le.Count)
-	_, err = exec(ctx, call("fail", `{}`))
-	require.EqualError(t, err, "nope")
+
+	// A failure is the tool's: its output and error, and the phase after it.
+	r = exec.Run(ctx, call("fail", `{}`))
+	assert.EqualError(t, r.Err, "nope")
+	assert.Equal(t, "partial output", r.Text)
+	assert.Equal(t, Allow, r.Decision.Verdict)
 	assert.Equal(t, 2, runs)
 	assert.Equal(t, StatusFailed, tr.Ledger()[3].Status)
+
+	// The phase after the call, without asking the Tracker again.
+	assert.Equal(t, PhaseNudge, exec.Run(ctx, call("t", `{"n":3}`)).Phase)
+	assert.Equal(t, PhaseWindDown, exec.Run(ctx, call("t", `{"n":4}`)).Phase)
+	r = exec.Run(ctx, call("t", `{"n":5}`))
+	assert.ErrorIs(t, r.Err, ErrBudgetExhausted)
+	assert.Equal(t, PhaseExhausted, r.Phase)
+	assert.Equal(t, 4, runs)
+}
+
+func TestWrapNilExecutor(t *testing.T) {
+	tr := NewTracker(Policy{})
+	r := tr.Wrap(nil).Run(context.Background(), call("t", `{}`))
+	assert.ErrorIs(t, r.Err, errNoExecutor)
+	assert.Equal(t, StatusFailed, tr.Ledger()[0].Status, "the allowed call is recorded, not left holding its slot")
+}
+
+// RunRound checks the calls of one model response as one round, then runs
+// the allowed ones in order.
+func TestWrapRunRound(t *testing.T) {
+	tr := NewTracker(Policy{MaxCallsPerTurn: 3, BudgetUnit: CountCalls})
+	var ran []string
+	exec := tr.Wrap(func(ctx context.Context, c Call) (string, error) {
+		ran = append(ran, string(c.Args))
+		return "results for " + string(c.Args), nil
+	})
+	calls := []Call{
+		call("web_search", `{"query":"golang generics tutorial"}`),
+		call("web_search", `{"query":"golang generics tutorials"}`), // similar, same round: a distinct question
+		call("read", `{"path":"a"}`),
+		call("read", `{"path":"b"}`), // past the budget: refused before anything ran
+	}
+	rs := exec.RunRound(context.Background(), calls)
+	require.Len(t, rs, 4)
+	for i := 0; i < 3; i++ {
+		assert.Equal(t, Allow, rs[i].Decision.Verdict, i)
+		assert.Equal(t, "results for "+string(calls[i].Args), rs[i].Text)
+	}
+	assert.Equal(t, Abort, rs[3].Decision.Verdict)
+	assert.ErrorIs(t, rs[3].Err, ErrBudgetExhausted)
+	assert.Equal(t, []string{`{"query":"golang generics tutorial"}`, `{"query":"golang generics tutorials"}`, `{"path":"a"}`}, ran)
+	assert.Equal(t, PhaseWindDown, rs[2].Phase)
+	rounds := map[uint64]bool{}
+	for _, e := range tr.Ledger() {
+		rounds[e.Round] = true
+	}
+	assert.Len(t, rounds, 1)
+
+	// With CountRounds the round uses one unit.
+	tr = NewTracker(Policy{MaxCallsPerTurn: 2, BudgetUnit: CountRounds})
+	rs = tr.Wrap(func(context.Context, Call) (string, error) { return "ok", nil }).RunRound(context.Background(), calls)
+	for _, r := range rs {
+		assert.Equal(t, Allow, r.Decision.Verdict)
+	}
+	assert.Equal(t, 1, tr.Summary().Budget.Used)
 }
 
 func TestEnumStrings(t *testing.T) {

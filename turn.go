@@ -201,6 +201,13 @@ type turnState struct {
 	pending     []pendingCall
 	history     history
 	window      window
+	stop        stop // the first Abort of the turn, or the wind-down
+}
+
+// stop is what stopped a turn: the rule and the tool of its first Abort.
+type stop struct {
+	reason Reason // ReasonNone: the turn was not stopped
+	tool   string
 }
 
 func (ts *turnState) init(c *config) {
@@ -214,6 +221,7 @@ func (ts *turnState) init(c *config) {
 
 func (ts *turnState) reset() {
 	ts.phase, ts.changes, ts.cycleHinted = PhaseNormal, 0, 0
+	ts.stop = stop{}
 	ts.reserved, ts.used, ts.skipped, ts.failed, ts.newResults = 0, 0, 0, 0, 0
 	clear(ts.keys)
 	clear(ts.slab)

@@ -53,9 +53,15 @@ func newNode(t *testing.T, tracker *toolguard.Tracker, tools []tool.BaseTool, op
 	return node
 }
 
+// skipText reports whether s is the text of a refused call: a loop hint
+// or a turn budget refusal.
+func skipText(s string) bool {
+	return strings.HasPrefix(s, toolguard.HintMarker) || strings.HasPrefix(s, "[budget-exhausted]")
+}
+
 func hinted(msgs []*schema.Message) (ids []string) {
 	for _, m := range msgs {
-		if strings.HasPrefix(m.Content, toolguard.HintMarker) {
+		if skipText(m.Content) {
 			ids = append(ids, m.ToolCallID)
 		}
 	}
@@ -147,7 +153,7 @@ func TestToolsNodeBudget(t *testing.T) {
 	assert.Len(t, hinted(out), 2)
 	var guidance int
 	for _, m := range out {
-		if strings.Contains(m.Content, "Summarize your work") && !strings.HasPrefix(m.Content, toolguard.HintMarker) {
+		if strings.Contains(m.Content, "Summarize your work") && !skipText(m.Content) {
 			guidance++ // the call that used the last slot carries the wind-down text
 		}
 	}

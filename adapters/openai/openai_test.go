@@ -148,7 +148,7 @@ func TestInvalidCallIsAnswered(t *testing.T) {
 	require.ErrorIs(t, r.Err(), toolguard.ErrInvalidCall)
 	got := wire(t, r.Run(context.Background(), nil)[0])
 	assert.Equal(t, "x", got["tool_call_id"])
-	assert.True(t, strings.HasPrefix(got["content"].(string), toolguard.HintMarker))
+	assert.True(t, strings.HasPrefix(got["content"].(string), "[invalid-call]"))
 }
 
 func TestGuidanceMessage(t *testing.T) {

@@ -30,20 +30,21 @@ func main() {
 	ctx := context.Background()
 	weather := toolguard.Call{Tool: "get_weather", Args: json.RawMessage(`{"city":"Paris"}`)}
 	for i := 1; i <= 5; i++ {
-		out, err := exec(ctx, weather)
+		r := exec.Run(ctx, weather)
 		var le *toolguard.LoopError
 		switch {
-		case errors.As(err, &le):
+		case errors.As(r.Err, &le):
 			fmt.Printf("call %d: abort: tool=%s reason=%s count=%d key=%s\n", i, le.Tool, le.Reason, le.Count, le.Key)
-		case err != nil:
-			fmt.Printf("call %d: error %v\n", i, err)
+		case r.Err != nil:
+			fmt.Printf("call %d: error %v\n", i, r.Err)
+		case r.Decision.Verdict == toolguard.Hint:
+			fmt.Printf("call %d: hint (%s), the model reads: %s\n", i, r.Decision.Reason, r.Text)
 		default:
-			fmt.Printf("call %d: %s\n", i, out)
+			fmt.Printf("call %d: %s\n", i, r.Text)
 		}
 	}
 	poll := toolguard.Call{Tool: "wait_for_deploy", Args: json.RawMessage(`{}`)}
 	for i := 1; i <= 6; i++ {
-		out, _ := exec(ctx, poll)
-		fmt.Printf("poll %d: %s\n", i, out)
+		fmt.Printf("poll %d: %s\n", i, exec.Run(ctx, poll).Text)
 	}
 }

@@ -20,7 +20,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -93,16 +92,16 @@ calls:
 			Tool: "generate_image",
 			Args: []byte(fmt.Sprintf(`{"prompt":"a lighthouse at dusk, variant %d"}`, i)),
 		}
-		out, err := generate(ctx, c)
+		r := generate.Run(ctx, c)
 		switch {
-		case errors.Is(err, toolguard.ErrStoreUnavailable):
-			return ran, err
-		case err != nil:
-			fmt.Fprintf(w, "%s: call %d aborted: %v\n", cfg.name, i, err)
+		case errors.Is(r.Err, toolguard.ErrStoreUnavailable):
+			return ran, r.Err
+		case r.Err != nil:
+			fmt.Fprintf(w, "%s: call %d aborted: %v\n", cfg.name, i, r.Err)
 			return ran, nil
-		case strings.HasPrefix(out, toolguard.HintMarker):
+		case r.Decision.Skip():
 			// The model gets this text instead of an image and wraps up.
-			fmt.Fprintf(w, "%s: call %d skipped; the model reads: %s\n", cfg.name, i, out)
+			fmt.Fprintf(w, "%s: call %d skipped; the model reads: %s\n", cfg.name, i, r.Text)
 			break calls
 		default:
 			ran++

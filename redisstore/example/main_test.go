@@ -61,7 +61,7 @@ func TestTwoReplicas(t *testing.T) {
 			assert.Zero(t, skips)
 		}
 	}
-	assert.Contains(t, all, "shared "+budget+" quota: 10 calls, 10 made")
+	assert.Contains(t, all, "has reached the shared quota '"+budget+"' (10 calls, 10 made by every session that shares it)")
 	assert.Contains(t, all, "the fleet has used 10 of 10")
 }
 

@@ -156,7 +156,7 @@ func TestParallelBatchOverrunsBudget(t *testing.T) {
 	for _, m := range final.Messages {
 		if m.ToolCallID == "call_2_2" {
 			assert.Contains(t, m.Content, "All 3 available tool calls for this turn were used")
-			assert.True(t, strings.HasPrefix(m.Content.(string), toolguard.HintMarker))
+			assert.True(t, strings.HasPrefix(m.Content.(string), "[budget-exhausted]"))
 		}
 	}
 }
