@@ -6,8 +6,8 @@
 #
 # The proxy's version list (@v/list, @latest) can be stale, so the newest
 # release is also found by asking for explicit versions: from the newest
-# known one, the next minor (vX.Y+1.0) and the next patch (vX.Y.Z+1) until
-# neither exists. Exits 1 when an adapter is behind. Needs curl.
+# known one, the next minor (vX.Y+1.0 to vX.Y+1.3) and the next patch
+# (vX.Y.Z+1) until neither exists. Major versions (/v2) are not probed. Exits 1 when an adapter is behind. Needs curl.
 #
 #   bash scripts/versions.sh
 set -uo pipefail
@@ -37,13 +37,15 @@ newest() { # module known-version
   best=${list:-$best}
   for _ in $(seq 100); do
     IFS=. read -r major minor patch <<<"${best#v}"
-    if exists "$mod" "v$major.$((minor + 1)).0"; then
-      best="v$major.$((minor + 1)).0"
-    elif exists "$mod" "v$major.$minor.$((patch + 1))"; then
-      best="v$major.$minor.$((patch + 1))"
-    else
-      break
+    v=""
+    for p in 0 1 2 3; do # a minor release may start at a patch (v1.13.0 withdrawn, v1.13.1 out)
+      if exists "$mod" "v$major.$((minor + 1)).$p"; then v="v$major.$((minor + 1)).$p"; break; fi
+    done
+    if [ -z "$v" ] && exists "$mod" "v$major.$minor.$((patch + 1))"; then
+      v="v$major.$minor.$((patch + 1))"
     fi
+    [ -z "$v" ] && break
+    best=$v
   done
   echo "$best"
 }
