@@ -114,7 +114,7 @@ func (g *guarded) Description() string { return g.next.Description() }
 // its outcome.
 func (g *guarded) Call(ctx context.Context, input string) (string, error) {
 	c := toolguard.Call{Tool: g.next.Name(), Args: Args(input)}
-	d := g.tracker.ShouldSkip(c)
+	d := g.tracker.ShouldSkipContext(ctx, c)
 	switch d.Verdict {
 	case toolguard.Allow:
 	case toolguard.Hint:
@@ -129,7 +129,7 @@ func (g *guarded) Call(ctx context.Context, input string) (string, error) {
 		return "", d.Err
 	}
 	out, err := g.next.Call(ctx, input)
-	phase := g.tracker.Record(c, toolguard.Outcome{Result: out, Err: err})
+	phase := g.tracker.RecordContext(ctx, c, toolguard.Outcome{Result: out, Err: err})
 	if err == nil && !g.opts.noGuidance && phase != d.Phase &&
 		(phase == toolguard.PhaseNudge || phase == toolguard.PhaseWindDown) {
 		// A concurrent call may have moved the phase on since; a later

@@ -1,10 +1,11 @@
-package eino_test
+package einoguard_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,7 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/toolguard/toolguard"
-	tgeino "github.com/toolguard/toolguard/adapters/eino"
+	einoguard "github.com/toolguard/toolguard/adapters/einoguard"
 )
 
 type lookupIn struct {
@@ -43,11 +44,11 @@ func toolCall(id, name, args string) schema.ToolCall {
 	return schema.ToolCall{ID: id, Type: "function", Function: schema.FunctionCall{Name: name, Arguments: args}}
 }
 
-func newNode(t *testing.T, tracker *toolguard.Tracker, tools []tool.BaseTool, opts ...tgeino.Option) *compose.ToolsNode {
+func newNode(t *testing.T, tracker *toolguard.Tracker, tools []tool.BaseTool, opts ...einoguard.Option) *compose.ToolsNode {
 	t.Helper()
 	node, err := compose.NewToolNode(context.Background(), &compose.ToolsNodeConfig{
 		Tools:               tools,
-		ToolCallMiddlewares: []compose.ToolMiddleware{tgeino.Middleware(tracker, opts...)},
+		ToolCallMiddlewares: []compose.ToolMiddleware{einoguard.Middleware(tracker, opts...)},
 	})
 	require.NoError(t, err)
 	return node
@@ -146,7 +147,7 @@ func TestToolsNodeBudget(t *testing.T) {
 	// With WithAbortAsResult the refused calls answer with the message.
 	runs.Store(0)
 	tracker = toolguard.NewTracker(toolguard.Policy{MaxCallsPerTurn: 3})
-	node = newNode(t, tracker, []tool.BaseTool{lookupTool(t, &runs)}, tgeino.WithAbortAsResult())
+	node = newNode(t, tracker, []tool.BaseTool{lookupTool(t, &runs)}, einoguard.WithAbortAsResult())
 	out, err := node.Invoke(context.Background(), schema.AssistantMessage("", calls))
 	require.NoError(t, err)
 	assert.EqualValues(t, 3, runs.Load())
@@ -221,8 +222,10 @@ func TestToolsNodeStreamClosedEarly(t *testing.T) {
 	_, err = sr.Recv()
 	require.NoError(t, err)
 	sr.Close()
-	// The copying goroutine notices the closed reader and records the call.
+	// What the call produced is recorded once the closed reader is
+	// collected.
 	require.Eventually(t, func() bool {
+		runtime.GC()
 		l := tracker.Ledger()
 		return len(l) == 1 && l[0].Status == toolguard.StatusOK
 	}, 5e9, 1e6)
@@ -256,7 +259,7 @@ func TestWrapInvokable(t *testing.T) {
 	var runs atomic.Int64
 	inner := lookupTool(t, &runs)
 	tracker := toolguard.NewTracker(toolguard.Policy{})
-	w := tgeino.WrapInvokable(tracker, inner)
+	w := einoguard.WrapInvokable(tracker, inner)
 
 	want, err := inner.Info(ctx)
 	require.NoError(t, err)
@@ -283,8 +286,8 @@ func TestWrapInvokable(t *testing.T) {
 	assert.Equal(t, "Lookup", typ, "the wrapped tool's type names it in callbacks")
 	assert.False(t, components.IsCallbacksEnabled(w))
 
-	assert.Nil(t, tgeino.WrapInvokable(tracker, nil))
-	assert.Equal(t, inner, tgeino.WrapInvokable(nil, inner))
+	assert.Nil(t, einoguard.WrapInvokable(tracker, nil))
+	assert.Equal(t, inner, einoguard.WrapInvokable(nil, inner))
 }
 
 // A wrapped tool in a plain ToolsNode sees the schema.ToolCall ID.
@@ -292,7 +295,7 @@ func TestWrapInvokableCallID(t *testing.T) {
 	var runs atomic.Int64
 	tracker := toolguard.NewTracker(toolguard.Policy{})
 	node, err := compose.NewToolNode(context.Background(), &compose.ToolsNodeConfig{
-		Tools: []tool.BaseTool{tgeino.WrapInvokable(tracker, lookupTool(t, &runs))},
+		Tools: []tool.BaseTool{einoguard.WrapInvokable(tracker, lookupTool(t, &runs))},
 	})
 	require.NoError(t, err)
 	_, err = node.Invoke(context.Background(), schema.AssistantMessage("", []schema.ToolCall{
@@ -314,17 +317,17 @@ func (failingInfo) Info(context.Context) (*schema.ToolInfo, error) { return nil,
 
 func TestWrapInvokableInfoError(t *testing.T) {
 	var runs atomic.Int64
-	w := tgeino.WrapInvokable(toolguard.NewTracker(toolguard.Policy{}), failingInfo{lookupTool(t, &runs)})
+	w := einoguard.WrapInvokable(toolguard.NewTracker(toolguard.Policy{}), failingInfo{lookupTool(t, &runs)})
 	typ, _ := components.GetType(w)
 	assert.Equal(t, "failingInfo", typ, "without a Typer, the type name")
 	_, err := w.InvokableRun(context.Background(), `{}`)
 	require.Error(t, err)
-	assert.True(t, strings.HasPrefix(err.Error(), "toolguard/eino: "), err.Error())
+	assert.True(t, strings.HasPrefix(err.Error(), "toolguard/einoguard: "), err.Error())
 	assert.Zero(t, runs.Load())
 }
 
 func TestNilTrackerMiddleware(t *testing.T) {
-	assert.Equal(t, compose.ToolMiddleware{}, tgeino.Middleware(nil))
+	assert.Equal(t, compose.ToolMiddleware{}, einoguard.Middleware(nil))
 }
 
 // loopModel is a model.ToolCallingChatModel that asks for the same lookup
@@ -361,7 +364,7 @@ func newAgent(t *testing.T, m model.ToolCallingChatModel, tracker *toolguard.Tra
 		ToolCallingModel: m,
 		ToolsConfig: compose.ToolsNodeConfig{
 			Tools:               []tool.BaseTool{lookupTool(t, runs)},
-			ToolCallMiddlewares: []compose.ToolMiddleware{tgeino.Middleware(tracker)},
+			ToolCallMiddlewares: []compose.ToolMiddleware{einoguard.Middleware(tracker)},
 		},
 		MaxStep: 40,
 	})

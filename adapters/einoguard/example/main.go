@@ -19,7 +19,7 @@ import (
 	"github.com/cloudwego/eino/flow/agent/react"
 	"github.com/cloudwego/eino/schema"
 	"github.com/toolguard/toolguard"
-	tgeino "github.com/toolguard/toolguard/adapters/eino"
+	einoguard "github.com/toolguard/toolguard/adapters/einoguard"
 )
 
 func main() {
@@ -52,7 +52,7 @@ func run(w io.Writer) error {
 			ToolCallingModel: &scriptedModel{w: w, stubborn: stubborn},
 			ToolsConfig: compose.ToolsNodeConfig{
 				Tools:               []tool.BaseTool{weather},
-				ToolCallMiddlewares: []compose.ToolMiddleware{tgeino.Middleware(tracker)},
+				ToolCallMiddlewares: []compose.ToolMiddleware{einoguard.Middleware(tracker)},
 				ExecuteSequentially: true, // a stable transcript; parallel works the same
 			},
 			MaxStep: 40,

@@ -1,47 +1,35 @@
-// Package genkit guards the tools of a Firebase Genkit for Go
+// Package genkitguard guards the tools of a Firebase Genkit for Go
 // (github.com/firebase/genkit/go) application with a toolguard.Tracker.
 //
-// Define a tool with DefineGuardedTool instead of genkit.DefineTool (or
-// NewGuardedTool instead of ai.NewTool, or wrap the function with Guard):
+// The usual form is Middleware, passed to genkit.Generate with ai.WithUse:
+// it guards every tool of the Generate call, whatever its output type and
+// wherever it was defined, uses the tool request's ref as the call id,
+// starts a new turn per Generate and removes the tools in the wind-down.
 //
-//	tracker := toolguard.NewTracker(toolguard.Policy{})
-//	search := tggenkit.DefineGuardedTool(g, tracker, "search", "Searches the web.",
-//		func(ctx *ai.ToolContext, in SearchInput) (string, error) { ... })
-//	tracker.Reset() // before each new user input
-//	resp, err := genkit.Generate(ctx, g, ai.WithPrompt(question), ai.WithTools(search))
+// Guard (and DefineGuardedTool, NewGuardedTool) guards one tool function
+// instead, so that the tool is guarded wherever it runs, also outside
+// Generate (a flow calling tool.RunRaw, another framework running the
+// tool). It cannot see the request's ref, so its calls carry no ID, and a
+// hint can be the tool's output only when Out can hold text: Out's kind is
+// string, Out is an interface type such as any, or WithHintOutput gave a
+// function that turns the text into an Out; for any other Out a hint
+// fails the call. Use one form or the other for a tool, not both: a call
+// checked twice counts twice.
 //
-// Before each call the tracker decides:
+// With either form, an Abort fails the tool call with Decision.Err, which
+// ends Generate with an error for which errors.Is(err, toolguard.ErrLoop)
+// or errors.Is(err, toolguard.ErrBudgetExhausted) holds; WithAbortAsResult
+// makes the abort message the tool's output instead, and Genkit's own
+// turn limit (ai.WithMaxTurns) ends the run. Genkit runs the tool requests
+// of one model response concurrently; the Tracker is safe for that, and
+// each call is its own round.
 //
-//   - Allow: the function runs and its outcome is recorded.
-//   - Hint: the function does not run. The model must read the hint text
-//     (it starts with toolguard.HintMarker) as the tool's output, so it
-//     is returned as the output when Out can hold it: Out's kind is
-//     string, or Out is an interface type such as any, or WithHintOutput
-//     gave a function that turns the text into an Out. For any other Out
-//     the call fails with an error holding the hint text: Genkit v1.4
-//     turns every tool error into a failure of the whole Generate call
-//     and never shows it to the model, so then a Hint stops the run like
-//     an Abort.
-//   - Abort: the function does not run and the call fails with
-//     Decision.Err. Genkit ends Generate with a *core.GenkitError (status
-//     INTERNAL) whose message includes that error's text but does not wrap
-//     it, so errors.Is(err, toolguard.ErrLoop) is false for the error of
-//     Generate; the tracker's Ledger (an entry with Verdict Abort) or
-//     Phase (PhaseExhausted) tells why the run stopped. With
-//     WithAbortAsResult an Abort is returned like a Hint instead, and
-//     Genkit's own turn limit (ai.WithMaxTurns) ends the run.
-//
-// The call is checked as toolguard.Call{Tool: name, Args: JSON of the
-// input}. Genkit does not hand a tool the model's call reference, so calls
-// carry no ID. Genkit runs the tool requests of one model response
-// concurrently; the Tracker is safe for that, and each call is its own
-// round.
-//
-// When a call moves the turn into toolguard.PhaseNudge or
+// With Guard, when a call moves the turn into toolguard.PhaseNudge or
 // toolguard.PhaseWindDown and Out's kind is string, the tracker's Guidance
-// message is appended to the output after a blank line; WithoutGuidance
-// turns this off.
-package genkit
+// message is appended to the output after a blank line; with Middleware
+// it is added to each model request of the phase. WithoutGuidance turns
+// both off.
+package genkitguard
 
 import (
 	"encoding/json"
@@ -59,6 +47,7 @@ type Option func(*options)
 type options struct {
 	abortAsResult bool
 	noGuidance    bool
+	noReset       bool
 	hintOutput    any // func(string) Out
 }
 
@@ -72,6 +61,13 @@ func WithAbortAsResult() Option {
 // messages to the output of the call that entered those phases.
 func WithoutGuidance() Option {
 	return func(o *options) { o.noGuidance = true }
+}
+
+// WithoutReset stops Middleware from resetting the tracker at the start of
+// each Generate call; the caller calls Tracker.Reset before each new user
+// input instead.
+func WithoutReset() Option {
+	return func(o *options) { o.noReset = true }
 }
 
 // WithHintOutput sets how a skipped call's message becomes the tool's
@@ -104,7 +100,7 @@ func Guard[In, Out any](t *toolguard.Tracker, name string, fn ai.ToolFunc[In, Ou
 		var zero Out
 		args, err := json.Marshal(in)
 		if err != nil {
-			return zero, fmt.Errorf("toolguard/genkit: tool %q: encode input: %w", name, err)
+			return zero, fmt.Errorf("toolguard/genkitguard: tool %q: encode input: %w", name, err)
 		}
 		c := toolguard.Call{Tool: name, Args: args}
 		d := t.ShouldSkip(c)
@@ -113,12 +109,12 @@ func Guard[In, Out any](t *toolguard.Tracker, name string, fn ai.ToolFunc[In, Ou
 				if d.Err != nil {
 					return zero, d.Err
 				}
-				return zero, fmt.Errorf("toolguard/genkit: tool %q was not executed: %s", name, d.Message)
+				return zero, fmt.Errorf("toolguard/genkitguard: tool %q was not executed: %s", name, d.Message)
 			}
 			if out, ok := toText(d.Message); ok {
 				return out, nil
 			}
-			return zero, fmt.Errorf("toolguard/genkit: tool %q was not executed and its output type cannot carry the hint: %s",
+			return zero, fmt.Errorf("toolguard/genkitguard: tool %q was not executed and its output type cannot carry the hint: %s",
 				name, d.Message)
 		}
 		out, err := fn(ctx, in)

@@ -1,4 +1,4 @@
-// Package eino guards the tool calls of a github.com/cloudwego/eino agent
+// Package einoguard guards the tool calls of a github.com/cloudwego/eino agent
 // with a toolguard.Tracker.
 //
 // The usual way is the tools-node middleware: it guards every tool of a
@@ -8,7 +8,7 @@
 //	tracker := toolguard.NewTracker(toolguard.Policy{})
 //	conf := &compose.ToolsNodeConfig{
 //		Tools:               []tool.BaseTool{search, fetch},
-//		ToolCallMiddlewares: []compose.ToolMiddleware{eino.Middleware(tracker)},
+//		ToolCallMiddlewares: []compose.ToolMiddleware{einoguard.Middleware(tracker)},
 //	}
 //
 // WrapInvokable guards a single tool.InvokableTool instead, for code that
@@ -45,7 +45,7 @@
 // that call's result after a blank line; WithoutGuidance turns this off.
 //
 // One Tracker holds one session: call its Reset before each new user input.
-package eino
+package einoguard
 
 import (
 	"context"
@@ -54,7 +54,9 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cloudwego/eino/components"
@@ -107,12 +109,12 @@ func newGuard(t *toolguard.Tracker, opts []Option) *guard {
 }
 
 // check builds the call and asks the tracker.
-func (g *guard) check(id, name, args string) (toolguard.Call, toolguard.Decision) {
+func (g *guard) check(ctx context.Context, id, name, args string) (toolguard.Call, toolguard.Decision) {
 	c := toolguard.Call{ID: id, Tool: name}
 	if strings.TrimSpace(args) != "" {
 		c.Args = json.RawMessage(args)
 	}
-	return c, g.t.ShouldSkip(c)
+	return c, g.t.ShouldSkipContext(ctx, c)
 }
 
 // skipped returns the result or error of a call that must not run.
@@ -121,14 +123,14 @@ func (g *guard) skipped(d toolguard.Decision) (string, error) {
 		return d.Message, nil
 	}
 	if d.Err == nil {
-		return "", errors.New("toolguard/eino: call refused: " + d.Reason.String())
+		return "", errors.New("toolguard/einoguard: call refused: " + d.Reason.String())
 	}
 	return "", d.Err
 }
 
 // record books the outcome and returns the guidance to append, if any.
-func (g *guard) record(c toolguard.Call, d toolguard.Decision, result string, err error) string {
-	phase := g.t.Record(c, toolguard.Outcome{Result: result, Err: err})
+func (g *guard) record(ctx context.Context, c toolguard.Call, d toolguard.Decision, result string, err error) string {
+	phase := g.t.RecordContext(ctx, c, toolguard.Outcome{Result: result, Err: err})
 	if err != nil || g.opts.noGuidance || phase == d.Phase ||
 		(phase != toolguard.PhaseNudge && phase != toolguard.PhaseWindDown) {
 		return ""
@@ -161,7 +163,7 @@ func Middleware(t *toolguard.Tracker, opts ...Option) compose.ToolMiddleware {
 
 func (g *guard) invokable(next compose.InvokableToolEndpoint) compose.InvokableToolEndpoint {
 	return func(ctx context.Context, in *compose.ToolInput) (*compose.ToolOutput, error) {
-		c, d := g.check(in.CallID, in.Name, in.Arguments)
+		c, d := g.check(ctx, in.CallID, in.Name, in.Arguments)
 		if d.Skip() {
 			res, err := g.skipped(d)
 			if err != nil {
@@ -174,7 +176,7 @@ func (g *guard) invokable(next compose.InvokableToolEndpoint) compose.InvokableT
 		if out != nil {
 			res = out.Result
 		}
-		extra := g.record(c, d, res, err)
+		extra := g.record(ctx, c, d, res, err)
 		if err != nil {
 			return nil, err
 		}
@@ -188,7 +190,7 @@ func (g *guard) invokable(next compose.InvokableToolEndpoint) compose.InvokableT
 
 func (g *guard) enhancedInvokable(next compose.EnhancedInvokableToolEndpoint) compose.EnhancedInvokableToolEndpoint {
 	return func(ctx context.Context, in *compose.ToolInput) (*compose.EnhancedInvokableToolOutput, error) {
-		c, d := g.check(in.CallID, in.Name, in.Arguments)
+		c, d := g.check(ctx, in.CallID, in.Name, in.Arguments)
 		if d.Skip() {
 			res, err := g.skipped(d)
 			if err != nil {
@@ -201,7 +203,7 @@ func (g *guard) enhancedInvokable(next compose.EnhancedInvokableToolEndpoint) co
 		if out != nil {
 			res = out.Result
 		}
-		extra := g.record(c, d, resultText(res), err)
+		extra := g.record(ctx, c, d, resultText(res), err)
 		if err != nil {
 			return nil, err
 		}
@@ -249,14 +251,16 @@ func (g *guard) enhancedStreamable(next compose.EnhancedStreamableToolEndpoint) 
 	}
 }
 
-// guardStream checks a streamed call. An allowed call's chunks are passed
-// through a pipe by one goroutine, which records the outcome when the
-// stream ends, fails or its reader is closed.
+// guardStream checks a streamed call. An allowed call's stream is read
+// through a converting reader, with no goroutine of its own: the outcome is
+// recorded, in the reader's goroutine, when the stream ends or fails. When
+// the reader is closed early or dropped without Close, what the call
+// produced until then is recorded once the reader is garbage collected.
 func guardStream[T any](g *guard, ctx context.Context, in *compose.ToolInput,
 	fromText func(string) T, toText func(T) string,
 	next func(context.Context, *compose.ToolInput) (*schema.StreamReader[T], error),
 ) (*schema.StreamReader[T], error) {
-	c, d := g.check(in.CallID, in.Name, in.Arguments)
+	c, d := g.check(ctx, in.CallID, in.Name, in.Arguments)
 	if d.Skip() {
 		res, err := g.skipped(d)
 		if err != nil {
@@ -266,50 +270,72 @@ func guardStream[T any](g *guard, ctx context.Context, in *compose.ToolInput,
 	}
 	src, err := next(ctx, in)
 	if err != nil {
-		g.record(c, d, "", err)
+		g.record(ctx, c, d, "", err)
 		return nil, err
 	}
 	if src == nil {
-		extra := g.record(c, d, "", nil)
+		extra := g.record(ctx, c, d, "", nil)
 		if extra == "" {
 			return schema.StreamReaderFromArray([]T{}), nil
 		}
 		return schema.StreamReaderFromArray([]T{fromText(extra)}), nil
 	}
-	dst, w := schema.Pipe[T](0)
-	go func() {
-		defer w.Close()
-		defer src.Close()
-		var text strings.Builder
-		for {
-			chunk, err := src.Recv()
-			if errors.Is(err, io.EOF) {
-				if extra := g.record(c, d, text.String(), nil); extra != "" {
-					w.Send(fromText(extra), nil)
-				}
-				return
+	st := &streamOutcome{g: g, ctx: context.WithoutCancel(ctx), c: c, d: d}
+	dst := schema.StreamReaderWithConvert(src,
+		func(chunk T) (T, error) {
+			st.add(toText(chunk))
+			return chunk, nil
+		},
+		schema.WithErrWrapper(func(err error) error {
+			st.finish(err)
+			return err
+		}),
+		schema.WithOnEOF(func() (any, error) {
+			if extra := st.finish(nil); extra != "" {
+				return fromText(extra), nil
 			}
-			if err != nil {
-				g.record(c, d, text.String(), err)
-				w.Send(chunk, err)
-				return
-			}
-			if text.Len() < maxStreamText {
-				s := toText(chunk)
-				if room := maxStreamText - text.Len(); len(s) > room {
-					s = s[:room]
-				}
-				text.WriteString(s)
-			}
-			if w.Send(chunk, nil) {
-				// The reader was closed early: the call ran, book what it
-				// produced so far.
-				g.record(c, d, text.String(), nil)
-				return
-			}
-		}
-	}()
+			return nil, io.EOF
+		}))
+	runtime.AddCleanup(dst, func(st *streamOutcome) { st.finish(nil) }, st)
 	return dst, nil
+}
+
+// streamOutcome collects what a streamed call produced and records it
+// once.
+type streamOutcome struct {
+	g    *guard
+	ctx  context.Context
+	c    toolguard.Call
+	d    toolguard.Decision
+	once sync.Once
+
+	mu   sync.Mutex
+	text strings.Builder
+}
+
+// add keeps up to maxStreamText bytes of the result to tell whether it
+// changed; the rest of the stream still reaches the reader.
+func (s *streamOutcome) add(chunk string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if room := maxStreamText - s.text.Len(); room > 0 {
+		if len(chunk) > room {
+			chunk = chunk[:room]
+		}
+		s.text.WriteString(chunk)
+	}
+}
+
+// finish records the outcome the first time it is called and returns the
+// guidance to append, if any.
+func (s *streamOutcome) finish(err error) (extra string) {
+	s.once.Do(func() {
+		s.mu.Lock()
+		text := s.text.String()
+		s.mu.Unlock()
+		extra = s.g.record(s.ctx, s.c, s.d, text, err)
+	})
+	return extra
 }
 
 // textResult is a ToolResult holding one text part.
@@ -390,12 +416,12 @@ func (w *guardedTool) InvokableRun(ctx context.Context, argumentsInJSON string, 
 	if err != nil {
 		return "", err
 	}
-	c, d := w.g.check(compose.GetToolCallID(ctx), name, argumentsInJSON)
+	c, d := w.g.check(ctx, compose.GetToolCallID(ctx), name, argumentsInJSON)
 	if d.Skip() {
 		return w.g.skipped(d)
 	}
 	res, err := w.next.InvokableRun(ctx, argumentsInJSON, opts...)
-	extra := w.g.record(c, d, res, err)
+	extra := w.g.record(ctx, c, d, res, err)
 	return res + extra, err
 }
 
@@ -405,10 +431,10 @@ func (w *guardedTool) toolName(ctx context.Context) (string, error) {
 	}
 	info, err := w.Info(ctx)
 	if err != nil {
-		return "", fmt.Errorf("toolguard/eino: tool info: %w", err)
+		return "", fmt.Errorf("toolguard/einoguard: tool info: %w", err)
 	}
 	if info == nil {
-		return "", errors.New("toolguard/eino: tool info is nil")
+		return "", errors.New("toolguard/einoguard: tool info is nil")
 	}
 	return info.Name, nil
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/firebase/genkit/go/ai"
 	"github.com/firebase/genkit/go/genkit"
 	"github.com/toolguard/toolguard"
-	tggenkit "github.com/toolguard/toolguard/adapters/genkit"
+	"github.com/toolguard/toolguard/adapters/genkitguard"
 )
 
 func main() {
@@ -32,7 +32,7 @@ func run(w io.Writer) error {
 	ctx := context.Background()
 	g := genkit.Init(ctx)
 	tracker := toolguard.NewTracker(toolguard.Policy{})
-	weather := tggenkit.DefineGuardedTool(g, tracker, "weather", "Current weather of a city.",
+	weather := genkitguard.DefineGuardedTool(g, tracker, "weather", "Current weather of a city.",
 		func(_ *ai.ToolContext, in WeatherInput) (string, error) {
 			return "sunny in " + in.City, nil
 		})

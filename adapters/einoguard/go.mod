@@ -1,9 +1,9 @@
-module github.com/toolguard/toolguard/adapters/eino
+module github.com/toolguard/toolguard/adapters/einoguard
 
 go 1.24
 
 require (
-	github.com/cloudwego/eino v0.7.36
+	github.com/cloudwego/eino v0.9.21
 	github.com/stretchr/testify v1.12.1
 	github.com/toolguard/toolguard v0.0.0-00010101000000-000000000000
 )
@@ -36,7 +36,7 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/arch v0.11.0 // indirect
 	golang.org/x/exp v0.0.0-20230713183714-613f0c0eb8a1 // indirect
-	golang.org/x/sys v0.26.0 // indirect
+	golang.org/x/sys v0.29.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 

@@ -1,4 +1,4 @@
-package genkit_test
+package genkitguard_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/toolguard/toolguard"
-	tggenkit "github.com/toolguard/toolguard/adapters/genkit"
+	"github.com/toolguard/toolguard/adapters/genkitguard"
 )
 
 type lookupIn struct {
@@ -77,7 +77,7 @@ func TestGenerateLoopIsStopped(t *testing.T) {
 	g, model := newGenkit(t, m)
 	tracker := toolguard.NewTracker(toolguard.Policy{})
 	var runs atomic.Int64
-	lookup := tggenkit.DefineGuardedTool(g, tracker, "lookup", "Looks a record up by id.",
+	lookup := genkitguard.DefineGuardedTool(g, tracker, "lookup", "Looks a record up by id.",
 		func(_ *ai.ToolContext, in lookupIn) (string, error) {
 			runs.Add(1)
 			return fmt.Sprintf("record %d: Ada", in.ID), nil
@@ -87,8 +87,7 @@ func TestGenerateLoopIsStopped(t *testing.T) {
 		ai.WithModel(model), ai.WithPrompt("Find record 1."), ai.WithTools(lookup), ai.WithMaxTurns(20))
 
 	require.Error(t, err)
-	// Genkit flattens tool errors: the text survives, the chain does not.
-	assert.Contains(t, err.Error(), "toolguard: loop detected")
+	assert.ErrorIs(t, err, toolguard.ErrLoop, "the typed error survives Generate")
 	assert.EqualValues(t, 2, runs.Load())
 	assert.Equal(t, 4, m.requests, "stopped at the fourth model request, not at the turn limit")
 	require.Len(t, m.outputs, 3)
@@ -108,7 +107,7 @@ func TestGenerateFinishesAfterHint(t *testing.T) {
 	g, model := newGenkit(t, m)
 	tracker := toolguard.NewTracker(toolguard.Policy{})
 	var runs atomic.Int64
-	lookup := tggenkit.DefineGuardedTool(g, tracker, "lookup", "Looks a record up by id.",
+	lookup := genkitguard.DefineGuardedTool(g, tracker, "lookup", "Looks a record up by id.",
 		func(_ *ai.ToolContext, in lookupIn) (string, error) {
 			runs.Add(1)
 			return fmt.Sprintf("record %d: Ada", in.ID), nil
@@ -129,12 +128,12 @@ func TestStructOutputWithHintOutput(t *testing.T) {
 	g, model := newGenkit(t, m)
 	tracker := toolguard.NewTracker(toolguard.Policy{})
 	var runs atomic.Int64
-	fetch := tggenkit.DefineGuardedTool(g, tracker, "fetch", "Fetches a record.",
+	fetch := genkitguard.DefineGuardedTool(g, tracker, "fetch", "Fetches a record.",
 		func(_ *ai.ToolContext, in lookupIn) (record, error) {
 			runs.Add(1)
 			return record{ID: in.ID, Name: "Ada"}, nil
 		},
-		tggenkit.WithHintOutput(func(msg string) record { return record{Note: msg} }))
+		genkitguard.WithHintOutput(func(msg string) record { return record{Note: msg} }))
 
 	_, err := genkit.Generate(context.Background(), g,
 		ai.WithModel(model), ai.WithPrompt("Find record 1."), ai.WithTools(fetch), ai.WithMaxTurns(20))
@@ -153,7 +152,7 @@ func TestStructOutputWithoutHintOutput(t *testing.T) {
 	m := &loopModel{tool: "fetch"}
 	g, model := newGenkit(t, m)
 	tracker := toolguard.NewTracker(toolguard.Policy{})
-	fetch := tggenkit.DefineGuardedTool(g, tracker, "fetch", "Fetches a record.",
+	fetch := genkitguard.DefineGuardedTool(g, tracker, "fetch", "Fetches a record.",
 		func(_ *ai.ToolContext, in lookupIn) (record, error) {
 			return record{ID: in.ID, Name: "Ada"}, nil
 		})
@@ -162,7 +161,7 @@ func TestStructOutputWithoutHintOutput(t *testing.T) {
 		ai.WithModel(model), ai.WithPrompt("Find record 1."), ai.WithTools(fetch), ai.WithMaxTurns(20))
 
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "toolguard/genkit: tool \"fetch\" was not executed")
+	assert.Contains(t, err.Error(), "toolguard/genkitguard: tool \"fetch\" was not executed")
 	assert.Contains(t, err.Error(), toolguard.HintMarker)
 	var ge *core.GenkitError
 	assert.ErrorAs(t, err, &ge)
@@ -174,11 +173,11 @@ func TestAbortAsResultUntilMaxTurns(t *testing.T) {
 	g, model := newGenkit(t, m)
 	tracker := toolguard.NewTracker(toolguard.Policy{})
 	var runs atomic.Int64
-	lookup := tggenkit.NewGuardedTool(tracker, "lookup", "Looks a record up by id.",
+	lookup := genkitguard.NewGuardedTool(tracker, "lookup", "Looks a record up by id.",
 		func(_ *ai.ToolContext, in lookupIn) (string, error) {
 			runs.Add(1)
 			return "record", nil
-		}, tggenkit.WithAbortAsResult())
+		}, genkitguard.WithAbortAsResult())
 
 	_, err := genkit.Generate(context.Background(), g,
 		ai.WithModel(model), ai.WithPrompt("Find record 1."), ai.WithTools(lookup), ai.WithMaxTurns(6))
@@ -196,7 +195,7 @@ func TestGuard(t *testing.T) {
 	ctx := &ai.ToolContext{Context: context.Background()}
 	tracker := toolguard.NewTracker(toolguard.Policy{MaxCallsPerTurn: 4, NudgeRatio: 0.5})
 	var runs int
-	fn := tggenkit.Guard(tracker, "step", func(_ *ai.ToolContext, in lookupIn) (string, error) {
+	fn := genkitguard.Guard(tracker, "step", func(_ *ai.ToolContext, in lookupIn) (string, error) {
 		runs++
 		return "ok", nil
 	})
@@ -223,28 +222,28 @@ func TestGuardOutputKinds(t *testing.T) {
 	ctx := &ai.ToolContext{Context: context.Background()}
 	policy := toolguard.Policy{MaxRepeats: 1}
 
-	named := tggenkit.Guard(toolguard.NewTracker(policy), "named",
+	named := genkitguard.Guard(toolguard.NewTracker(policy), "named",
 		func(*ai.ToolContext, lookupIn) (answer, error) { return "x", nil })
 	_, _ = named(ctx, lookupIn{})
 	out, err := named(ctx, lookupIn{})
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(out), toolguard.HintMarker))
 
-	anyOut := tggenkit.Guard(toolguard.NewTracker(policy), "any",
+	anyOut := genkitguard.Guard(toolguard.NewTracker(policy), "any",
 		func(*ai.ToolContext, lookupIn) (any, error) { return map[string]int{"a": 1}, nil })
 	_, _ = anyOut(ctx, lookupIn{})
 	v, err := anyOut(ctx, lookupIn{})
 	require.NoError(t, err)
 	assert.IsType(t, "", v)
 
-	ptr := tggenkit.Guard(toolguard.NewTracker(policy), "ptr",
+	ptr := genkitguard.Guard(toolguard.NewTracker(policy), "ptr",
 		func(*ai.ToolContext, lookupIn) (*record, error) { return &record{}, nil },
-		tggenkit.WithHintOutput(func(string) string { return "wrong type, ignored" }))
+		genkitguard.WithHintOutput(func(string) string { return "wrong type, ignored" }))
 	_, _ = ptr(ctx, lookupIn{})
 	p, err := ptr(ctx, lookupIn{})
 	assert.Nil(t, p)
 	require.Error(t, err)
-	assert.True(t, strings.HasPrefix(err.Error(), "toolguard/genkit: "), err.Error())
+	assert.True(t, strings.HasPrefix(err.Error(), "toolguard/genkitguard: "), err.Error())
 
 	// Abort keeps the typed error.
 	_, err = ptr(ctx, lookupIn{})
@@ -252,17 +251,17 @@ func TestGuardOutputKinds(t *testing.T) {
 }
 
 func TestGuardNil(t *testing.T) {
-	assert.Nil(t, tggenkit.Guard[lookupIn, string](toolguard.NewTracker(toolguard.Policy{}), "x", nil))
+	assert.Nil(t, genkitguard.Guard[lookupIn, string](toolguard.NewTracker(toolguard.Policy{}), "x", nil))
 	fn := func(*ai.ToolContext, lookupIn) (string, error) { return "", nil }
-	assert.NotNil(t, tggenkit.Guard(nil, "x", fn))
+	assert.NotNil(t, genkitguard.Guard(nil, "x", fn))
 }
 
 func TestGuardUnencodableInput(t *testing.T) {
-	fn := tggenkit.Guard(toolguard.NewTracker(toolguard.Policy{}), "ch",
+	fn := genkitguard.Guard(toolguard.NewTracker(toolguard.Policy{}), "ch",
 		func(*ai.ToolContext, chan int) (string, error) { return "ran", nil })
 	_, err := fn(&ai.ToolContext{Context: context.Background()}, make(chan int))
 	require.Error(t, err)
-	assert.True(t, strings.HasPrefix(err.Error(), "toolguard/genkit: "), err.Error())
+	assert.True(t, strings.HasPrefix(err.Error(), "toolguard/genkitguard: "), err.Error())
 }
 
 // Parallel tool requests of one model response run concurrently in
@@ -272,7 +271,7 @@ func TestParallelToolRequests(t *testing.T) {
 	g := genkit.Init(context.Background(), genkit.WithPromptDir(t.TempDir()))
 	tracker := toolguard.NewTracker(toolguard.Policy{})
 	var runs atomic.Int64
-	lookup := tggenkit.DefineGuardedTool(g, tracker, "lookup", "Looks a record up by id.",
+	lookup := genkitguard.DefineGuardedTool(g, tracker, "lookup", "Looks a record up by id.",
 		func(_ *ai.ToolContext, in lookupIn) (string, error) {
 			runs.Add(1)
 			return fmt.Sprint("record ", in.ID), nil
