@@ -48,7 +48,9 @@ func (l *ledger) add(e Entry) *Entry {
 			l.entries = make([]Entry, 0, 8) // most turns fit without regrowing
 		}
 	}
-	if l.size > 0 && len(l.entries) >= 2*l.size {
+	// len-size ≥ size, not len ≥ 2*size: a size near math.MaxInt must not
+	// overflow.
+	if l.size > 0 && len(l.entries)-l.size >= l.size {
 		// Keep the newest size entries; amortized O(1) per add.
 		n := copy(l.entries, l.entries[len(l.entries)-l.size:])
 		clear(l.entries[n:])

@@ -36,9 +36,10 @@ type Reservation struct {
 // Counter is one shared total.
 type Counter struct {
 	// Key names the total; the store namespaces it. The Tracker uses
-	// "session:{SessionID}:{tool}" for session quotas and "quota:{Name}"
-	// (PerTool: "quota:{Name}:{tool}") for shared quotas, with '%' and ':'
-	// inside each part escaped as %25 and %3A.
+	// "quota:{Name}" for shared quotas ("quota:{Name}:{tool}" with PerTool),
+	// with the name and the tool as written, and "session:{SessionID}:{tool}"
+	// for session quotas, with '%' and ':' in the session id escaped as %25
+	// and %3A (the tool's name is the last part, so it needs no escaping).
 	Key    string
 	Limit  int           // units allowed; the reservation fails at the limit
 	Window time.Duration // the total expires this long after its first unit; 0: never
@@ -65,13 +66,23 @@ type SharedQuota struct {
 }
 
 // Key returns the counter key of the quota for a call of tool, as the
-// Tracker passes it to the Store.
+// Tracker passes it to the Store: "quota:" and the name as written, then,
+// with PerTool, ":" and the tool's name. Store.Count and redis-cli take it
+// as it is. Policy.Validate reports quotas whose keys can meet.
 func (q SharedQuota) Key(tool string) string {
-	key := "quota:" + escapeKey(q.Name)
+	key := "quota:" + q.Name
 	if q.PerTool {
-		key += ":" + escapeKey(tool)
+		key += ":" + tool
 	}
 	return key
+}
+
+// sessionKey returns the counter key of a tool's session quota. The
+// session id is escaped so that it holds no ':': the tool's name is all
+// that follows the first ':' after it, and a session cannot spend another
+// session's quota through a tool name that holds ':'.
+func sessionKey(sessionID, tool string) string {
+	return "session:" + escapeKey(sessionID) + ":" + tool
 }
 
 // ErrStoreUnavailable is matched by the error of a call refused because
@@ -101,7 +112,7 @@ const (
 	DefaultReservationTTL = 5 * time.Minute
 )
 
-// escapeKey escapes the parts of a counter key, so that "a:b" + "c" and
+// escapeKey escapes '%' and ':' in a session id, so that "a:b" + "c" and
 // "a" + "b:c" never make the same key.
 func escapeKey(s string) string {
 	if !strings.ContainsAny(s, "%:") {

@@ -670,7 +670,14 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 
 func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, digest, sig Hash, shape string, now time.Time, evs *events) (Phase, pendingCall) {
 	ts := &t.turn
-	pc, ok := ts.takePending(c.ID, key)
+	// A call id names one call: the call of this turn with that id, else
+	// the call of an earlier turn with it, and only then an id-less call of
+	// this turn with the same key. A late Record never completes a call of
+	// the new turn that is not its own.
+	pc, ok := ts.takePending(c.ID, key, false)
+	if !ok && (c.ID == "" || findPending(t.stale, c.ID, key, false) < 0) {
+		pc, ok = ts.takePending(c.ID, key, true)
+	}
 	if !ok {
 		if old, ok := t.takeStale(c.ID, key); ok {
 			e := t.ledger.get(old.seq)
@@ -698,7 +705,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		e := t.appendLocked(c, key, purpose, round, now, Decision{Phase: ts.phase})
 		t.reserveLocked(c, &p, round, e.Seq, now, tool, st, &ks)
 		ts.pending[len(ts.pending)-1].slot = ts.storeKey(key, slot, ks)
-		pc, _ = ts.takePending(c.ID, key)
+		pc, _ = ts.takePending(c.ID, key, true)
 	}
 
 	entry := pc.tool // found in ShouldSkip: not looked up again
@@ -843,7 +850,7 @@ func (t *Tracker) appendLocked(c Call, key callKey, purpose string, round uint64
 
 // takeStale finds a call allowed in an earlier turn.
 func (t *Tracker) takeStale(id string, key callKey) (pendingCall, bool) {
-	i := findPending(t.stale, id, key)
+	i := findPending(t.stale, id, key, true)
 	if i < 0 {
 		return pendingCall{}, false
 	}
