@@ -219,6 +219,12 @@ type Policy struct {
 	// EventStore for each failure. Once the Store answers again, its own
 	// totals count.
 	FailOpen bool
+	// Breaker stops asking the Store for a moment after it failed, so an
+	// outage costs one StoreTimeout rather than one per call (see Breaker
+	// for its rules). nil means a Breaker private to this Tracker with the
+	// default cooldown (1s); share one among the Trackers of a process so
+	// they learn of an outage together; Breaker{Cooldown: -1} turns it off.
+	Breaker *Breaker
 
 	// Now is the clock. nil means time.Now.
 	Now func() time.Time
@@ -407,6 +413,7 @@ type config struct {
 	ttl           time.Duration
 	failOpen      bool
 	fallback      *MemoryStore // counts locally while the store is down (FailOpen)
+	breaker       *Breaker
 	now           func() time.Time
 	onEvent       func(Event)
 	logger        *slog.Logger
@@ -449,6 +456,9 @@ func newConfig(p Policy) config {
 	}
 	if c.store != nil && c.failOpen {
 		c.fallback = NewMemoryStore(c.now)
+	}
+	if c.breaker = p.Breaker; c.breaker == nil && c.store != nil {
+		c.breaker = &Breaker{}
 	}
 	c.storeTimeout = p.StoreTimeout
 	if c.storeTimeout <= 0 {

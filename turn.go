@@ -201,8 +201,8 @@ type turnState struct {
 	newResults  int
 	keys        map[callKey]int32 // a key's slot in slab
 	slab        []keyState
-	hand        int    // the slot the eviction looks at next (see evict)
-	evictSteps  uint64 // slots the eviction looked at, for tests
+	hand        int                    // the slot the eviction looks at next (see evict)
+	evictSteps  uint64                 // slots the eviction looked at, for tests
 	rounds      map[uint64]*roundState // CountRounds only
 	pending     []pendingCall
 	history     history
