@@ -246,6 +246,9 @@ type probe struct {
 	rule  *toolRule
 	key   callKey
 	query string // normalized; search tools only
+	// purpose is the ledger's purpose when it is not query: query with
+	// its secrets redacted (see redactSecrets).
+	purpose string
 	sim   simKey // of query, computed before the lock is taken
 	scope Hash   // of the arguments other than the query
 	url   string // host and path; calls whose arguments hold a URL
@@ -270,6 +273,9 @@ func (t *Tracker) inspect(c Call, buf []byte) (probe, []byte) {
 		for _, k := range queryKeys {
 			if s, ok := topLevelString(c.Args, []string{k}); ok {
 				p.query = normalizeQuery(s)
+				if r := redactSecrets(s); r != s {
+					p.purpose = normalizeQuery(r)
+				}
 				p.sim = simKeyOf(p.query)
 				// The other arguments: page 2, another path, is a new question.
 				p.scope = hashArgs(c.Args, append(slices.Clip(p.rule.ignore), k))
@@ -404,15 +410,7 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, round uint64, now
 		d.Phase = PhaseExhausted
 	}
 
-	purpose := p.query
-	if purpose == "" {
-		// Most calls of a tool name the same arguments as its last call:
-		// they share its string.
-		if purpose = p.tool.purpose; string(names) != purpose {
-			purpose = string(names)
-			p.tool.purpose = purpose
-		}
-	}
+	purpose := t.purposeLocked(p, names)
 	e := t.appendLocked(c, p.key, purpose, round, now, d)
 	if !fired {
 		t.reserveLocked(c, p, round, e.Seq, now, tool, st, &ks)
@@ -442,6 +440,26 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, round uint64, now
 		evs.add(Event{Kind: EventPhase, Seq: e.Seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, From: from, Phase: ts.phase})
 	}
 	return d
+}
+
+// purposeLocked returns the ledger's purpose of a call: its query, or
+// else the names of its arguments (names), with secrets redacted.
+func (t *Tracker) purposeLocked(p *probe, names []byte) string {
+	switch {
+	case p.purpose != "":
+		return p.purpose
+	case p.query != "":
+		return p.query
+	case string(names) == p.tool.purpose:
+		// Most calls of a tool name the same arguments as its last call:
+		// they share its string.
+		return p.tool.purpose
+	}
+	purpose := redactSecrets(string(names))
+	if purpose == string(names) {
+		p.tool.purpose = purpose
+	}
+	return purpose
 }
 
 // budgetLocked refuses a call when the turn budget is used up.
@@ -698,11 +716,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		tool := t.turnTool(p.tool)
 		st := &p.tool.session
 		ks, slot := ts.keyState(key)
-		purpose := p.query
-		if purpose == "" {
-			purpose = string(names)
-		}
-		e := t.appendLocked(c, key, purpose, round, now, Decision{Phase: ts.phase})
+		e := t.appendLocked(c, key, t.purposeLocked(&p, names), round, now, Decision{Phase: ts.phase})
 		t.reserveLocked(c, &p, round, e.Seq, now, tool, st, &ks)
 		ts.pending[len(ts.pending)-1].slot = ts.storeKey(key, slot, ks)
 		pc, _ = ts.takePending(c.ID, key, true)
