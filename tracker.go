@@ -249,9 +249,9 @@ type probe struct {
 	// purpose is the ledger's purpose when it is not query: query with
 	// its secrets redacted (see redactSecrets).
 	purpose string
-	sim   simKey // of query, computed before the lock is taken
-	scope Hash   // of the arguments other than the query
-	url   string // host and path; calls whose arguments hold a URL
+	sim     simKey // of query, computed before the lock is taken
+	scope   Hash   // of the arguments other than the query
+	url     string // host and path; calls whose arguments hold a URL
 }
 
 // inspect derives the probe of a call and, when it has no query, appends
