@@ -154,12 +154,7 @@ func (t *Tracker) tool(name string) *toolEntry {
 // turn left. t.mu must be held.
 func (t *Tracker) turnTool(e *toolEntry) *toolState {
 	if e.turnNo != t.turnNo {
-		q := e.turn.queries
 		e.turn = toolState{}
-		if q != nil {
-			q.reset()
-			e.turn.queries = q
-		}
 		e.turnNo = t.turnNo
 	}
 	return &e.turn
@@ -884,6 +879,7 @@ func (t *Tracker) Reset() {
 		t.dropLocked(t.stale[:n])
 		t.stale = append(t.stale[:0], t.stale[n:]...)
 	}
+	t.clearToolTurnsLocked()
 	t.turnNo++
 	t.turn.reset()
 	orphans := t.takeOrphansLocked()
@@ -893,6 +889,15 @@ func (t *Tracker) Reset() {
 		ctx := context.Background()
 		t.settleOrphans(ctx, orphans, &evs)
 		t.emit(ctx, &evs)
+	}
+}
+
+// clearToolTurnsLocked drops the per-turn state of the tools called in
+// the turn that ends, so that a tool never called again does not keep it
+// (its search queries, up to a megabyte and more) for the session.
+func (t *Tracker) clearToolTurnsLocked() {
+	for _, e := range t.turnTools() {
+		e.turn = toolState{}
 	}
 }
 

@@ -227,3 +227,41 @@ func TestHungServer(t *testing.T) {
 	// stopped: then it holds its unit until its TTL.
 	assert.Contains(t, []int{2, 3}, n)
 }
+
+// TestOutageCost measures what a hung server (SIGSTOP) costs for a
+// second: 8 callers, fail open, the default StoreTimeout (250ms). Each
+// call used to wait the whole timeout (issue 16 item 6: about 32 calls got
+// through); with the breaker the outage costs one timeout per caller in
+// flight, and the rest run at once, counted locally.
+func TestOutageCost(t *testing.T) {
+	srv := redistest.Start(t)
+	c := privateClient(t, srv)
+	defer c.Close()
+	s := redisstore.New(c)
+	p := fleetPolicy(s, 1<<30)
+	p.StoreTimeout = 0 // the default
+	p.FailOpen = true
+	tr := toolguard.NewTracker(p)
+	ok, _ := runCall(tr, callN("t", -1))
+	require.True(t, ok)
+
+	srv.Pause(t)
+	defer srv.Resume(t)
+	var through atomic.Int64
+	var wg sync.WaitGroup
+	end := time.Now().Add(time.Second)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; time.Now().Before(end); i++ {
+				if ok, _ := runCall(tr, callN("t", g*10_000_000+i)); ok {
+					through.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("1s hung server, 8 callers, StoreTimeout 250ms, fail open: %d calls through", through.Load())
+	assert.Greater(t, through.Load(), int64(1000))
+}

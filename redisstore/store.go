@@ -37,8 +37,9 @@
 //
 //	toolguard:r:I  a list: the counter keys it holds (PEXPIRE: its TTL)
 //
-// K and I are escaped: bytes other than letters, digits and "-_.:/@" are
-// written %XX, so "quota:tenant:acme" stays readable, while a key holding
+// K and I are escaped, once: bytes other than letters, digits and
+// "-_.:/@" are written %XX, so the counter of the SharedQuota named
+// "tenant:acme" is toolguard:c:quota:tenant:acme, while a key holding
 // braces, spaces, newlines or "%" can neither leave the namespace, nor
 // form a Redis Cluster hash tag, nor collide with another key. A key of
 // the namespace holding anything else than the store wrote (a wrong type,
@@ -49,6 +50,16 @@
 // On Redis Cluster every key of one operation must live in one slot: use
 // a prefix with a hash tag, such as WithPrefix("{toolguard}:").
 //
+// # Eviction
+//
+// The server must run with maxmemory-policy noeviction. Under any other
+// policy a server at its maxmemory may evict the counter keys, and an
+// evicted total starts again from zero: quotas stop holding. The Store
+// reads the policy (INFO memory) before its first operation and again
+// after the client dials a new connection, and refuses every operation on
+// such a server with an error matching ErrEvictionPolicy, unless it was
+// made with AllowEviction.
+//
 // # Faults
 //
 // Every operation is bounded by its context; the Tracker passes one
@@ -57,7 +68,9 @@
 // without it a hung server holds a call for ReadTimeout. When the server
 // does not answer, Reserve returns an error and the Tracker fails closed
 // (the call is refused with toolguard.ErrStoreUnavailable) or, with
-// Policy.FailOpen, allows the call and reports an EventStore. A Commit or
+// Policy.FailOpen, allows the call and reports an EventStore; the
+// Tracker's toolguard.Breaker then leaves the server alone for a cooldown,
+// so an outage costs one timeout rather than one per call. A Commit or
 // Release that fails leaves the reservation to expire after its TTL.
 //
 // A restarted server resumes from what it persisted: without persistence
@@ -330,8 +343,10 @@ func (s *Store) settleOp(ctx context.Context, op, id, commit string) error {
 }
 
 // Count returns a counter's total, live reservations included, as
-// toolguard.MemoryStore.Count does. key is a Counter.Key, such as
-// "quota:tenant:acme" for the SharedQuota named "tenant:acme".
+// toolguard.MemoryStore.Count does. key is a Counter.Key as
+// toolguard.SharedQuota.Key returns it: "quota:tenant:acme" for the
+// SharedQuota named "tenant:acme". Count does not check the eviction
+// policy.
 func (s *Store) Count(ctx context.Context, key string) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("redisstore: count: %w", err)
