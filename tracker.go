@@ -83,6 +83,11 @@ const (
 	maxPending   = 4096
 	maxStale     = 256
 	maxKeys      = 1 << 16
+	// maxTurnQueries bounds the search queries a turn remembers over all
+	// its tools (each at most queryIndexCap, about 2 KiB a query): past it,
+	// a query is checked against those remembered but not remembered
+	// itself. Only a turn without a budget of its size reaches it.
+	maxTurnQueries = 4096
 )
 
 // NewTracker returns a Tracker for a new session under policy p. The zero
@@ -606,11 +611,12 @@ func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Ti
 	st.reserved++
 	ks.count++
 	ks.pending++
-	if p.query != "" {
+	if p.query != "" && ts.queries < maxTurnQueries {
 		if tool.queries == nil {
 			tool.queries = &queryIndex{}
 		}
 		tool.queries.addKey(p.query, p.sim, p.scope, round, seq)
+		ts.queries++
 	}
 	hist := ts.history.push(histItem{key: p.key, seq: seq, exempt: p.rule.exempt})
 	if t.cfg.window > 0 && !p.rule.exempt && (p.query != "" || p.url != "") {

@@ -199,6 +199,7 @@ type turnState struct {
 	skipped     int
 	failed      int
 	newResults  int
+	queries     int               // search queries remembered (maxTurnQueries)
 	keys        map[callKey]int32 // a key's slot in slab
 	slab        []keyState
 	hand        int                    // the slot the eviction looks at next (see evict)
@@ -220,7 +221,7 @@ func (ts *turnState) init(c *config) {
 
 func (ts *turnState) reset() {
 	ts.phase, ts.changes, ts.cycleHinted = PhaseNormal, 0, 0
-	ts.reserved, ts.used, ts.skipped, ts.failed, ts.newResults = 0, 0, 0, 0, 0
+	ts.reserved, ts.used, ts.skipped, ts.failed, ts.newResults, ts.queries = 0, 0, 0, 0, 0, 0
 	clear(ts.keys)
 	clear(ts.slab)
 	ts.slab, ts.hand = ts.slab[:0], 0
