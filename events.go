@@ -19,11 +19,14 @@ const (
 	// EventStore: a Store operation failed (Err); with FailOpen the call
 	// was counted locally.
 	EventStore
+	// EventBreaker: the store's Breaker changed state (Breaker; Err is the
+	// failure that opened it).
+	EventBreaker
 )
 
-var eventNames = [...]string{"decision", "record", "phase", "store"}
+var eventNames = [...]string{"decision", "record", "phase", "store", "breaker"}
 
-// String returns "decision", "record", "phase" or "store".
+// String returns "decision", "record", "phase", "store" or "breaker".
 func (k EventKind) String() string { return enumString(eventNames[:], int(k), "EventKind") }
 
 // Event is delivered to Policy.OnEvent and Policy.Logger. It carries no
@@ -46,14 +49,15 @@ type Event struct {
 	Duration  time.Duration // EventRecord: from the check to the Record
 	From      Phase         // EventPhase: the phase before
 	Phase     Phase         // the phase after the event
-	Err       error         // EventStore
+	Err       error         // EventStore, EventBreaker
+	Breaker   BreakerState  // EventBreaker: the state after
 }
 
-// events collects the (at most three) events of one operation, so they can
+// events collects the (at most five) events of one operation, so they can
 // be delivered after the lock is released without allocating.
 type events struct {
 	on  bool // there is a hook or a logger to deliver to
-	buf [3]Event
+	buf [5]Event
 	n   int
 }
 
@@ -87,7 +91,8 @@ func (t *Tracker) emit(ctx context.Context, evs *events) {
 func logEvent(l *slog.Logger, ev Event) {
 	ctx := ev.Context
 	level := slog.LevelDebug
-	if ev.Kind == EventDecision && ev.Decision.Verdict != Allow || ev.Kind == EventStore {
+	if ev.Kind == EventDecision && ev.Decision.Verdict != Allow || ev.Kind == EventStore ||
+		ev.Kind == EventBreaker && ev.Breaker == BreakerOpen {
 		level = slog.LevelWarn
 	}
 	if !l.Enabled(ctx, level) {
@@ -122,6 +127,12 @@ func logEvent(l *slog.Logger, ev Event) {
 	case EventStore:
 		msg = "toolguard: quota store failed"
 		attrs = append(attrs, slog.String("error", ev.Err.Error()))
+	case EventBreaker:
+		msg = "toolguard: quota store breaker " + ev.Breaker.String()
+		attrs = append(attrs, slog.String("toolguard.breaker", ev.Breaker.String()))
+		if ev.Err != nil {
+			attrs = append(attrs, slog.String("error", ev.Err.Error()))
+		}
 	}
 	l.LogAttrs(ctx, level, msg, attrs...)
 }

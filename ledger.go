@@ -15,8 +15,16 @@ type Entry struct {
 	CallID   string `json:"call_id,omitempty"` // the provider's call id
 	Tool     string `json:"tool"`
 	ArgsHash Hash   `json:"args_hash"`
-	// Purpose is the normalized query for search tools and the sorted
-	// argument names (never their values) for other tools.
+	// Purpose is, for a search tool, its normalized query (lowercase,
+	// letters, digits, '_' and single spaces, at most 256 runes); for other
+	// tools, the sorted names of its top-level arguments, never their
+	// values (at most 8 names of at most 32 bytes), or "arguments of N
+	// bytes" past 64 KiB. Secrets are redacted from both: provider key
+	// prefixes (sk-…, ghp_…, AKIA…), the word after bearer, basic or token,
+	// the value of password=, token:, api_key= and similar names, a URL's
+	// user and password, and long random-looking strings (24 or more
+	// letters and digits with high entropy) read "[REDACTED]" ("redacted"
+	// in a normalized query).
 	Purpose   string        `json:"purpose"`
 	Verdict   Verdict       `json:"verdict"`
 	Reason    Reason        `json:"reason"`
@@ -48,7 +56,9 @@ func (l *ledger) add(e Entry) *Entry {
 			l.entries = make([]Entry, 0, 8) // most turns fit without regrowing
 		}
 	}
-	if l.size > 0 && len(l.entries) >= 2*l.size {
+	// len-size ≥ size, not len ≥ 2*size: a size near math.MaxInt must not
+	// overflow.
+	if l.size > 0 && len(l.entries)-l.size >= l.size {
 		// Keep the newest size entries; amortized O(1) per add.
 		n := copy(l.entries, l.entries[len(l.entries)-l.size:])
 		clear(l.entries[n:])

@@ -219,6 +219,12 @@ type Policy struct {
 	// EventStore for each failure. Once the Store answers again, its own
 	// totals count.
 	FailOpen bool
+	// Breaker stops asking the Store for a moment after it failed, so an
+	// outage costs one StoreTimeout rather than one per call (see Breaker
+	// for its rules). nil means a Breaker private to this Tracker with the
+	// default cooldown (1s); share one among the Trackers of a process so
+	// they learn of an outage together; Breaker{Cooldown: -1} turns it off.
+	Breaker *Breaker
 
 	// Now is the clock. nil means time.Now.
 	Now func() time.Time
@@ -270,12 +276,20 @@ type ToolPolicy struct {
 // written.
 func (p Policy) Validate() error {
 	var errs []error
-	if math.IsNaN(p.NudgeRatio) || math.IsInf(p.NudgeRatio, 0) {
-		errs = append(errs, fmt.Errorf("NudgeRatio %v is not a number (0.75 is used)", p.NudgeRatio))
+	// NaN falls back to the default; an infinity is outside the range, so
+	// it turns the feature off (see newConfig).
+	switch {
+	case math.IsNaN(p.NudgeRatio):
+		errs = append(errs, fmt.Errorf("NudgeRatio NaN is not a number (0.75 is used)"))
+	case math.IsInf(p.NudgeRatio, 0):
+		errs = append(errs, fmt.Errorf("NudgeRatio %v is not a number (the nudge is off)", p.NudgeRatio))
 	}
-	if math.IsNaN(p.SimilarityThreshold) || math.IsInf(p.SimilarityThreshold, 0) {
-		errs = append(errs, fmt.Errorf("SimilarityThreshold %v is not a number (0.75 is used)", p.SimilarityThreshold))
-	} else if p.SimilarityThreshold > 1 {
+	switch {
+	case math.IsNaN(p.SimilarityThreshold):
+		errs = append(errs, fmt.Errorf("SimilarityThreshold NaN is not a number (0.75 is used)"))
+	case math.IsInf(p.SimilarityThreshold, 0):
+		errs = append(errs, fmt.Errorf("SimilarityThreshold %v is not a number (the check is off)", p.SimilarityThreshold))
+	case p.SimilarityThreshold > 1:
 		errs = append(errs, fmt.Errorf("SimilarityThreshold %v is above 1 (the check is off)", p.SimilarityThreshold))
 	}
 	if p.Action != ActionHint && p.Action != ActionAbort {
@@ -316,10 +330,53 @@ func (p Policy) Validate() error {
 			errs = append(errs, fmt.Errorf("%s.Default %d is negative (not set)", q.name, q.q.Default))
 		}
 	}
+	errs = append(errs, validateSharedQuotas(p.SharedQuotas)...)
 	if len(errs) == 0 {
 		return nil
 	}
 	return fmt.Errorf("toolguard: invalid policy: %w", errors.Join(errs...))
+}
+
+// validateSharedQuotas reports the shared quotas that are ignored or
+// used otherwise than written, and those whose counter keys can meet: a
+// PerTool quota's key is its name, ':' and the tool's name, so a quota
+// named "t:web" would count the calls of tool "web" of a PerTool quota
+// named "t".
+func validateSharedQuotas(qs []SharedQuota) []error {
+	var errs []error
+	for i, q := range qs {
+		at := fmt.Sprintf("SharedQuotas[%d] %q", i, q.Name)
+		if q.Name == "" {
+			errs = append(errs, fmt.Errorf("%s: the name is empty (the quota is ignored)", at))
+			continue
+		}
+		if q.Window < 0 {
+			errs = append(errs, fmt.Errorf("%s: Window %v is negative (the total never expires)", at, q.Window))
+		}
+		for j, o := range qs[:i] {
+			if key := sharedKeyMeet(o, q); key != "" {
+				errs = append(errs, fmt.Errorf("%s: SharedQuotas[%d] %q uses its counter %q too (each call counts in it twice)", at, j, o.Name, key))
+			}
+		}
+	}
+	return errs
+}
+
+// sharedKeyMeet returns a counter key that quotas a and b both use, or "".
+func sharedKeyMeet(a, b SharedQuota) string {
+	if a.Name == b.Name && a.PerTool == b.PerTool {
+		return a.Key("{tool}")
+	}
+	for _, pair := range [2][2]SharedQuota{{a, b}, {b, a}} {
+		per, other := pair[0], pair[1]
+		if tool, ok := strings.CutPrefix(other.Name, per.Name+":"); ok && per.PerTool && tool != "" {
+			if other.PerTool {
+				tool += ":{tool}"
+			}
+			return per.Key(tool)
+		}
+	}
+	return ""
 }
 
 // config is a Policy with every default and fallback applied. It never
@@ -356,6 +413,7 @@ type config struct {
 	ttl           time.Duration
 	failOpen      bool
 	fallback      *MemoryStore // counts locally while the store is down (FailOpen)
+	breaker       *Breaker
 	now           func() time.Time
 	onEvent       func(Event)
 	logger        *slog.Logger
@@ -398,6 +456,9 @@ func newConfig(p Policy) config {
 	}
 	if c.store != nil && c.failOpen {
 		c.fallback = NewMemoryStore(c.now)
+	}
+	if c.breaker = p.Breaker; c.breaker == nil && c.store != nil {
+		c.breaker = &Breaker{}
 	}
 	c.storeTimeout = p.StoreTimeout
 	if c.storeTimeout <= 0 {
@@ -652,7 +713,7 @@ func (c *config) resolve(tool string) toolRule {
 	consider(rule, "rule")
 
 	if c.store != nil && c.sessionID != "" && r.quota > 0 {
-		r.counters = append(r.counters, Counter{Key: "session:" + escapeKey(c.sessionID) + ":" + escapeKey(tool), Limit: r.quota})
+		r.counters = append(r.counters, Counter{Key: sessionKey(c.sessionID, tool), Limit: r.quota})
 		r.counterOf = append(r.counterOf, r.quotaFrom)
 	}
 	for i, q := range c.shared {

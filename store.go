@@ -36,9 +36,10 @@ type Reservation struct {
 // Counter is one shared total.
 type Counter struct {
 	// Key names the total; the store namespaces it. The Tracker uses
-	// "session:{SessionID}:{tool}" for session quotas and "quota:{Name}"
-	// (PerTool: "quota:{Name}:{tool}") for shared quotas, with '%' and ':'
-	// inside each part escaped as %25 and %3A.
+	// "quota:{Name}" for shared quotas ("quota:{Name}:{tool}" with PerTool),
+	// with the name and the tool as written, and "session:{SessionID}:{tool}"
+	// for session quotas, with '%' and ':' in the session id escaped as %25
+	// and %3A (the tool's name is the last part, so it needs no escaping).
 	Key    string
 	Limit  int           // units allowed; the reservation fails at the limit
 	Window time.Duration // the total expires this long after its first unit; 0: never
@@ -65,21 +66,31 @@ type SharedQuota struct {
 }
 
 // Key returns the counter key of the quota for a call of tool, as the
-// Tracker passes it to the Store.
+// Tracker passes it to the Store: "quota:" and the name as written, then,
+// with PerTool, ":" and the tool's name. Store.Count and redis-cli take it
+// as it is. Policy.Validate reports quotas whose keys can meet.
 func (q SharedQuota) Key(tool string) string {
-	key := "quota:" + escapeKey(q.Name)
+	key := "quota:" + q.Name
 	if q.PerTool {
-		key += ":" + escapeKey(tool)
+		key += ":" + tool
 	}
 	return key
+}
+
+// sessionKey returns the counter key of a tool's session quota. The
+// session id is escaped so that it holds no ':': the tool's name is all
+// that follows the first ':' after it, and a session cannot spend another
+// session's quota through a tool name that holds ':'.
+func sessionKey(sessionID, tool string) string {
+	return "session:" + escapeKey(sessionID) + ":" + tool
 }
 
 // ErrStoreUnavailable is matched by the error of a call refused because
 // the quota store did not answer and Policy.FailOpen is false.
 var ErrStoreUnavailable = errors.New("toolguard: quota store unavailable")
 
-// StoreError reports a failed Store operation; it matches
-// ErrStoreUnavailable.
+// StoreError reports a failed Store operation, or one the Breaker held
+// back; it matches ErrStoreUnavailable.
 type StoreError struct {
 	Op  string // "reserve", "commit" or "release"
 	Err error
@@ -101,7 +112,7 @@ const (
 	DefaultReservationTTL = 5 * time.Minute
 )
 
-// escapeKey escapes the parts of a counter key, so that "a:b" + "c" and
+// escapeKey escapes '%' and ':' in a session id, so that "a:b" + "c" and
 // "a" + "b:c" never make the same key.
 func escapeKey(s string) string {
 	if !strings.ContainsAny(s, "%:") {
@@ -286,13 +297,14 @@ type grant struct {
 
 // reserve asks the Store for the call's shared counters, outside the lock.
 func (t *Tracker) reserve(ctx context.Context, c Call, r *toolRule, evs *events) *grant {
-	ctx, cancel := context.WithTimeout(ctx, t.cfg.storeTimeout)
-	defer cancel()
 	id := newReservationID()
-	g, err := t.cfg.store.Reserve(ctx, Reservation{ID: id, Counters: r.counters, TTL: t.cfg.ttl})
+	var g Grant
+	err := t.storeOp(ctx, c, "reserve", evs, func(ctx context.Context) error {
+		var err error
+		g, err = t.cfg.store.Reserve(ctx, Reservation{ID: id, Counters: r.counters, TTL: t.cfg.ttl})
+		return err
+	})
 	if err != nil {
-		serr := &StoreError{Op: "reserve", Err: err}
-		evs.add(Event{Kind: EventStore, CallID: c.ID, Tool: c.Tool, Err: serr})
 		if t.cfg.failOpen {
 			// Count locally while the store is down.
 			g, _ = t.cfg.fallback.Reserve(context.Background(), Reservation{ID: id, Counters: r.counters, TTL: t.cfg.ttl})
@@ -301,7 +313,7 @@ func (t *Tracker) reserve(ctx context.Context, c Call, r *toolRule, evs *events)
 			}
 			return &grant{id: id, g: g, local: true}
 		}
-		return &grant{err: serr}
+		return &grant{err: err}
 	}
 	if !g.OK {
 		return &grant{g: g}
@@ -309,25 +321,67 @@ func (t *Tracker) reserve(ctx context.Context, c Call, r *toolRule, evs *events)
 	return &grant{id: id, g: g}
 }
 
+// storeOp runs one operation on the Store, bounded by StoreTimeout, unless
+// the breaker holds it back, and tells the breaker how it went. A failure
+// is returned as a *StoreError (matching ErrBreakerOpen when held back)
+// and reported as an EventStore, followed by the breaker's change, if any.
+func (t *Tracker) storeOp(ctx context.Context, c Call, name string, evs *events, op func(context.Context) error) error {
+	b := t.cfg.breaker
+	bt := b.begin(t.cfg.now())
+	t.breakerEvent(c, bt, nil, evs)
+	var err error
+	if !bt.run {
+		err = ErrBreakerOpen
+	} else {
+		opCtx, cancel := context.WithTimeout(ctx, t.cfg.storeTimeout)
+		err = op(opCtx)
+		cancel()
+		// A context the caller cancelled says nothing of the store.
+		cancelled := err != nil && ctx.Err() != nil
+		bt = b.end(t.cfg.now(), bt.probe, err != nil && !cancelled, err == nil)
+	}
+	if err == nil {
+		t.breakerEvent(c, bt, nil, evs)
+		return nil
+	}
+	serr := &StoreError{Op: name, Err: err}
+	evs.add(Event{Kind: EventStore, CallID: c.ID, Tool: c.Tool, Err: serr})
+	t.breakerEvent(c, bt, serr, evs)
+	return serr
+}
+
+func (t *Tracker) breakerEvent(c Call, bt breakerTurn, err error, evs *events) {
+	if bt.changed() {
+		evs.add(Event{Kind: EventBreaker, CallID: c.ID, Tool: c.Tool, Breaker: bt.to, Err: err})
+	}
+}
+
 // settle commits or releases a reservation, outside the lock.
 // The commit or release runs even when ctx is already cancelled (the call
 // ran, or its reservation must be returned): only ctx's values are kept.
 func (t *Tracker) settle(ctx context.Context, c Call, id string, local, commit bool, evs *events) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.cfg.storeTimeout)
-	defer cancel()
-	var store Store = t.cfg.store
-	if local {
-		store = t.cfg.fallback
-	}
-	op, f := "release", store.Release
+	ctx = context.WithoutCancel(ctx)
+	op := "release"
 	if commit {
-		op, f = "commit", store.Commit
+		op = "commit"
 	}
-	if err := f(ctx, id); err != nil {
-		// The reservation expires after its TTL: a commit lost here returns
-		// its unit to the quota then, a release lost here holds it until then.
-		evs.add(Event{Kind: EventStore, CallID: c.ID, Tool: c.Tool, Err: &StoreError{Op: op, Err: err}})
+	if local {
+		f := t.cfg.fallback.Release
+		if commit {
+			f = t.cfg.fallback.Commit
+		}
+		_ = f(ctx, id) // a MemoryStore does not fail
+		return
 	}
+	// A failure is an EventStore. The reservation expires after its TTL: a
+	// commit lost here returns its unit to the quota then, a release lost
+	// here holds it until then.
+	_ = t.storeOp(ctx, c, op, evs, func(ctx context.Context) error {
+		if commit {
+			return t.cfg.store.Commit(ctx, id)
+		}
+		return t.cfg.store.Release(ctx, id)
+	})
 }
 
 // storeLocked turns a refused or failed reservation into a decision.

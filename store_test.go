@@ -23,7 +23,7 @@ func TestSharedQuotaAcrossTrackers(t *testing.T) {
 		hint(call("web_search", `{"query":"totally different"}`), ReasonToolLimit),
 		allow(call("read_file", `{"path":"a"}`), "ok"), // not a web_* tool
 	})
-	assert.Equal(t, 3, store.Count("quota:tenant%3Aacme"))
+	assert.Equal(t, 3, store.Count("quota:tenant:acme"))
 	d := a.ShouldSkip(call("web_fetch", `{"url":"https://x.org/3"}`))
 	assert.Equal(t, Hint, d.Verdict)
 	// A fleet-wide quota is named as shared, not as the session's.
@@ -154,10 +154,12 @@ func (slowStore) Release(ctx context.Context, id string) error { return nil }
 
 func TestCounterKeysDoNotCollide(t *testing.T) {
 	store := NewMemoryStore(nil)
-	a := NewTracker(Policy{Store: store, SharedQuotas: []SharedQuota{{Name: "x", PerTool: true, Limit: 1}}})
-	b := NewTracker(Policy{Store: store, SharedQuotas: []SharedQuota{{Name: "x:y", Limit: 1}}})
-	run(t, a, []step{allow(call("y", `{}`), "r")})
-	run(t, b, []step{allow(call("y", `{}`), "r")})
+	// Quota names are keys as written: names that meet are the operator's
+	// choice, and Validate reports them.
+	p := Policy{SharedQuotas: []SharedQuota{{Name: "x", PerTool: true, Limit: 1}, {Name: "x:y", Limit: 1}}}
+	require.ErrorContains(t, p.Validate(), `uses its counter "quota:x:y" too`)
+	// Session ids are escaped: a tool name holding ':' cannot reach another
+	// session's counter.
 	s1 := NewTracker(Policy{Store: store, SessionID: "a:b", AgentQuota: &Quota{Default: 1}})
 	s2 := NewTracker(Policy{Store: store, SessionID: "a", AgentQuota: &Quota{Default: 1}})
 	run(t, s1, []step{allow(call("c", `{}`), "r")})

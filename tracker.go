@@ -87,6 +87,11 @@ const (
 	maxPending   = 4096
 	maxStale     = 256
 	maxKeys      = 1 << 16
+	// maxTurnQueries bounds the search queries a turn remembers over all
+	// its tools (each at most queryIndexCap, about 2 KiB a query): past it,
+	// a query is checked against those remembered but not remembered
+	// itself. Only a turn without a budget of its size reaches it.
+	maxTurnQueries = 4096
 )
 
 // NewTracker returns a Tracker for a new session under policy p. The zero
@@ -158,12 +163,7 @@ func (t *Tracker) tool(name string) *toolEntry {
 // turn left. t.mu must be held.
 func (t *Tracker) turnTool(e *toolEntry) *toolState {
 	if e.turnNo != t.turnNo {
-		q := e.turn.queries
 		e.turn = toolState{}
-		if q != nil {
-			q.reset()
-			e.turn.queries = q
-		}
 		e.turnNo = t.turnNo
 	}
 	return &e.turn
@@ -255,9 +255,12 @@ type probe struct {
 	rule  *toolRule
 	key   callKey
 	query string // normalized; search tools only
-	sim   simKey // of query, computed before the lock is taken
-	scope Hash   // of the arguments other than the query
-	url   string // host and path; calls whose arguments hold a URL
+	// purpose is the ledger's purpose when it is not query: query with
+	// its secrets redacted (see redactSecrets).
+	purpose string
+	sim     simKey // of query, computed before the lock is taken
+	scope   Hash   // of the arguments other than the query
+	url     string // host and path; calls whose arguments hold a URL
 }
 
 // inspect derives the probe of a call and, when it has no query, appends
@@ -279,6 +282,9 @@ func (t *Tracker) inspect(c Call, buf []byte) (probe, []byte) {
 		for _, k := range queryKeys {
 			if s, ok := topLevelString(c.Args, []string{k}); ok {
 				p.query = normalizeQuery(s)
+				if r := redactSecrets(s); r != s {
+					p.purpose = normalizeQuery(r)
+				}
 				p.sim = simKeyOf(p.query)
 				// The other arguments: page 2, another path, is a new question.
 				p.scope = hashArgs(c.Args, append(slices.Clip(p.rule.ignore), k))
@@ -420,15 +426,7 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, round uint64, now
 		ts.stop = stop{reason: d.Reason, tool: c.Tool}
 	}
 
-	purpose := p.query
-	if purpose == "" {
-		// Most calls of a tool name the same arguments as its last call:
-		// they share its string.
-		if purpose = p.tool.purpose; string(names) != purpose {
-			purpose = string(names)
-			p.tool.purpose = purpose
-		}
-	}
+	purpose := t.purposeLocked(p, names)
 	e := t.appendLocked(c, p.key, purpose, round, now, d)
 	if !fired {
 		t.reserveLocked(c, p, round, e.Seq, now, tool, st, &ks)
@@ -458,6 +456,26 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, round uint64, now
 		evs.add(Event{Kind: EventPhase, Seq: e.Seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, From: from, Phase: ts.phase})
 	}
 	return d
+}
+
+// purposeLocked returns the ledger's purpose of a call: its query, or
+// else the names of its arguments (names), with secrets redacted.
+func (t *Tracker) purposeLocked(p *probe, names []byte) string {
+	switch {
+	case p.purpose != "":
+		return p.purpose
+	case p.query != "":
+		return p.query
+	case string(names) == p.tool.purpose:
+		// Most calls of a tool name the same arguments as its last call:
+		// they share its string.
+		return p.tool.purpose
+	}
+	purpose := redactSecrets(string(names))
+	if purpose == string(names) {
+		p.tool.purpose = purpose
+	}
+	return purpose
 }
 
 // budgetLocked refuses a call when the turn budget is used up.
@@ -609,11 +627,12 @@ func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Ti
 	st.reserved++
 	ks.count++
 	ks.pending++
-	if p.query != "" {
+	if p.query != "" && ts.queries < maxTurnQueries {
 		if tool.queries == nil {
 			tool.queries = &queryIndex{}
 		}
 		tool.queries.addKey(p.query, p.sim, p.scope, round, seq)
+		ts.queries++
 	}
 	hist := ts.history.push(histItem{key: p.key, seq: seq, exempt: p.rule.exempt})
 	if t.cfg.window > 0 && !p.rule.exempt && (p.query != "" || p.url != "") {
@@ -686,7 +705,14 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 
 func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, digest, sig Hash, shape string, now time.Time, evs *events) (Phase, pendingCall) {
 	ts := &t.turn
-	pc, ok := ts.takePending(c.ID, key)
+	// A call id names one call: the call of this turn with that id, else
+	// the call of an earlier turn with it, and only then an id-less call of
+	// this turn with the same key. A late Record never completes a call of
+	// the new turn that is not its own.
+	pc, ok := ts.takePending(c.ID, key, false)
+	if !ok && (c.ID == "" || findPending(t.stale, c.ID, key, false) < 0) {
+		pc, ok = ts.takePending(c.ID, key, true)
+	}
 	if !ok {
 		if old, ok := t.takeStale(c.ID, key); ok {
 			e := t.ledger.get(old.seq)
@@ -707,14 +733,10 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		tool := t.turnTool(p.tool)
 		st := &p.tool.session
 		ks, slot := ts.keyState(key)
-		purpose := p.query
-		if purpose == "" {
-			purpose = string(names)
-		}
-		e := t.appendLocked(c, key, purpose, round, now, Decision{Phase: ts.phase})
+		e := t.appendLocked(c, key, t.purposeLocked(&p, names), round, now, Decision{Phase: ts.phase})
 		t.reserveLocked(c, &p, round, e.Seq, now, tool, st, &ks)
 		ts.pending[len(ts.pending)-1].slot = ts.storeKey(key, slot, ks)
-		pc, _ = ts.takePending(c.ID, key)
+		pc, _ = ts.takePending(c.ID, key, true)
 	}
 
 	entry := pc.tool // found in ShouldSkip: not looked up again
@@ -859,7 +881,7 @@ func (t *Tracker) appendLocked(c Call, key callKey, purpose string, round uint64
 
 // takeStale finds a call allowed in an earlier turn.
 func (t *Tracker) takeStale(id string, key callKey) (pendingCall, bool) {
-	i := findPending(t.stale, id, key)
+	i := findPending(t.stale, id, key, true)
 	if i < 0 {
 		return pendingCall{}, false
 	}
@@ -882,6 +904,7 @@ func (t *Tracker) Reset() {
 	if t.turn.stop.reason != ReasonNone || t.turn.phase >= PhaseWindDown {
 		t.stoppedTurns++
 	}
+	t.clearToolTurnsLocked()
 	t.turnNo++
 	t.turn.reset()
 	orphans := t.takeOrphansLocked()
@@ -891,6 +914,15 @@ func (t *Tracker) Reset() {
 		ctx := context.Background()
 		t.settleOrphans(ctx, orphans, &evs)
 		t.emit(ctx, &evs)
+	}
+}
+
+// clearToolTurnsLocked drops the per-turn state of the tools called in
+// the turn that ends, so that a tool never called again does not keep it
+// (its search queries, up to a megabyte and more) for the session.
+func (t *Tracker) clearToolTurnsLocked() {
+	for _, e := range t.turnTools() {
+		e.turn = toolState{}
 	}
 }
 

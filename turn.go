@@ -18,6 +18,8 @@ type keyState struct {
 	failed  bool   // the last result was a failure
 	last    Hash   // digest of the last result or error output (noise masked)
 	changes uint64 // turnState.changes when the key last ran
+	key     callKey
+	used    bool // stored again since the eviction hand last passed it
 }
 
 // refresh starts the key's count over when another call may have changed
@@ -158,8 +160,9 @@ type pendingCall struct {
 }
 
 // findPending returns the index of the pending call that a Record of (id,
-// key) completes: the one with that id, else the oldest with that key.
-func findPending(ps []pendingCall, id string, key callKey) int {
+// key) completes: the one with that id, else, when byKey is set, the
+// oldest with that key and no other id.
+func findPending(ps []pendingCall, id string, key callKey, byKey bool) int {
 	if id != "" {
 		for i := range ps {
 			if ps[i].id == id && ps[i].key.tool == key.tool {
@@ -167,9 +170,11 @@ func findPending(ps []pendingCall, id string, key callKey) int {
 			}
 		}
 	}
-	for i := range ps {
-		if ps[i].key == key && (id == "" || ps[i].id == "") {
-			return i
+	if byKey {
+		for i := range ps {
+			if ps[i].key == key && (id == "" || ps[i].id == "") {
+				return i
+			}
 		}
 	}
 	return -1
@@ -194,9 +199,11 @@ type turnState struct {
 	skipped     int
 	failed      int
 	newResults  int
+	queries     int               // search queries remembered (maxTurnQueries)
 	keys        map[callKey]int32 // a key's slot in slab
 	slab        []keyState
-	free        []int32                // slots of forgotten keys
+	hand        int                    // the slot the eviction looks at next (see evict)
+	evictSteps  uint64                 // slots the eviction looked at, for tests
 	rounds      map[uint64]*roundState // CountRounds only
 	pending     []pendingCall
 	history     history
@@ -222,10 +229,10 @@ func (ts *turnState) init(c *config) {
 func (ts *turnState) reset() {
 	ts.phase, ts.changes, ts.cycleHinted = PhaseNormal, 0, 0
 	ts.stop = stop{}
-	ts.reserved, ts.used, ts.skipped, ts.failed, ts.newResults = 0, 0, 0, 0, 0
+	ts.reserved, ts.used, ts.skipped, ts.failed, ts.newResults, ts.queries = 0, 0, 0, 0, 0, 0
 	clear(ts.keys)
 	clear(ts.slab)
-	ts.slab, ts.free = ts.slab[:0], ts.free[:0]
+	ts.slab, ts.hand = ts.slab[:0], 0
 	clear(ts.rounds)
 	clear(ts.pending) // Reset copied them to the stale calls
 	ts.pending = ts.pending[:0]
@@ -243,25 +250,20 @@ func (ts *turnState) keyState(k callKey) (keyState, int32) {
 }
 
 // storeKey stores the state of k in its slot, or in a new slot if slot is
-// -1, and returns the slot. Past maxKeys distinct calls in one turn it
-// forgets the settled calls seen only once, then, if that freed nothing,
-// every settled call: memory stays bounded, and a forgotten call starts its
-// count over. A key with a pending call is never forgotten, so the slot a
-// pending call holds stays valid until its Record.
+// -1, and returns the slot. Past maxKeys distinct calls in one turn a new
+// key takes the slot of a settled key that evict forgets: memory stays
+// bounded, and a forgotten call starts its count over. A key with a
+// pending call is never forgotten, so the slot a pending call holds stays
+// valid until its Record.
 func (ts *turnState) storeKey(k callKey, slot int32, s keyState) int32 {
+	s.key = k
 	if slot >= 0 {
+		s.used = true
 		ts.slab[slot] = s
 		return slot
 	}
-	if len(ts.keys) >= maxKeys {
-		ts.forget(func(st *keyState) bool { return st.count <= 1 && st.hinted == 0 })
-		if len(ts.keys) >= maxKeys {
-			ts.forget(func(*keyState) bool { return true })
-		}
-	}
-	if n := len(ts.free); n > 0 {
-		slot = ts.free[n-1]
-		ts.free = ts.free[:n-1]
+	if len(ts.slab) >= maxKeys {
+		slot = ts.evict()
 		ts.slab[slot] = s
 	} else {
 		if cap(ts.slab) == 0 {
@@ -274,13 +276,28 @@ func (ts *turnState) storeKey(k callKey, slot int32, s keyState) int32 {
 	return slot
 }
 
-// forget drops the settled keys for which drop reports true.
-func (ts *turnState) forget(drop func(*keyState) bool) {
-	for key, i := range ts.keys {
-		if st := &ts.slab[i]; st.pending == 0 && drop(st) {
-			delete(ts.keys, key)
+// evict forgets a settled key and returns its slot. It is the clock
+// algorithm: a hand goes round the slots; a key stored again since the
+// hand last passed it (a repeat, whose count matters) is passed over once
+// and its mark cleared, a pending key is passed over, and the first other
+// key is forgotten. Keys seen once go first. Each step either clears a mark
+// that a store set or passes a pending call (at most maxPending of them in
+// a round of maxKeys slots), so an eviction costs O(1) amortized, whatever
+// the keys.
+func (ts *turnState) evict() int32 {
+	for {
+		i := ts.hand
+		ts.hand = (ts.hand + 1) % len(ts.slab)
+		ts.evictSteps++
+		st := &ts.slab[i]
+		switch {
+		case st.pending > 0:
+		case st.used:
+			st.used = false
+		default:
+			delete(ts.keys, st.key)
 			*st = keyState{}
-			ts.free = append(ts.free, i)
+			return int32(i)
 		}
 	}
 }
@@ -300,8 +317,8 @@ func (ts *turnState) keyOf(c Call) (callKey, bool) {
 	return callKey{}, false
 }
 
-func (ts *turnState) takePending(id string, key callKey) (pendingCall, bool) {
-	i := findPending(ts.pending, id, key)
+func (ts *turnState) takePending(id string, key callKey, byKey bool) (pendingCall, bool) {
+	i := findPending(ts.pending, id, key, byKey)
 	if i < 0 {
 		return pendingCall{}, false
 	}

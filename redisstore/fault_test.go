@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,6 +44,16 @@ func (l *eventLog) take() []error {
 	l.errs = nil
 	return errs
 }
+
+// skewClock is a clock that a test can move past the breaker's cooldown
+// (toolguard.Breaker) once the server is back, instead of sleeping.
+type skewClock struct{ ahead atomic.Int64 }
+
+func (c *skewClock) now() time.Time { return time.Now().Add(time.Duration(c.ahead.Load())) }
+
+// pastCooldown moves the clock past the breaker's cooldown: the next call
+// probes the store.
+func (c *skewClock) pastCooldown() { c.ahead.Add(int64(toolguard.DefaultBreakerCooldown)) }
 
 // waitUp waits until the store answers again: go-redis may keep failing
 // for up to a second after the server is back, until its probe dials.
@@ -87,6 +98,8 @@ func TestRestartFailClosed(t *testing.T) {
 	p := fleetPolicy(s, 10)
 	p.StoreTimeout = 300 * time.Millisecond
 	p.OnEvent = log.on
+	var clock skewClock
+	p.Now = clock.now
 	tr := toolguard.NewTracker(p)
 
 	for i := 0; i < 4; i++ {
@@ -103,10 +116,14 @@ func TestRestartFailClosed(t *testing.T) {
 		assert.Contains(t, d.Message, "not executed")
 		assert.Less(t, time.Since(start), time.Second, "bounded by StoreTimeout")
 	}
-	assert.Len(t, log.take(), 3)
+	errs := log.take()
+	require.Len(t, errs, 3, "one EventStore per call while down")
+	require.NotErrorIs(t, errs[0], toolguard.ErrBreakerOpen, "the first call waited for the server")
+	require.ErrorIs(t, errs[1], toolguard.ErrBreakerOpen, "the breaker answered the next ones at once")
 
 	srv.Restart(t)
 	waitUp(t, s)
+	clock.pastCooldown()
 	n, err := s.Count(context.Background(), "quota:fleet")
 	require.NoError(t, err)
 	require.Equal(t, 4, n, "the persisted total is back")
@@ -138,6 +155,8 @@ func TestRestartFailOpen(t *testing.T) {
 	p.StoreTimeout = 300 * time.Millisecond
 	p.FailOpen = true
 	p.OnEvent = log.on
+	var clock skewClock
+	p.Now = clock.now
 	tr := toolguard.NewTracker(p)
 
 	for i := 0; i < 3; i++ {
@@ -157,6 +176,7 @@ func TestRestartFailOpen(t *testing.T) {
 
 	srv.Restart(t)
 	waitUp(t, s)
+	clock.pastCooldown()
 	n, err := s.Count(context.Background(), "quota:fleet")
 	require.NoError(t, err)
 	require.Equal(t, 0, n, "no persistence: the server starts from zero")
@@ -182,6 +202,8 @@ func TestHungServer(t *testing.T) {
 	s := redisstore.New(c)
 	p := fleetPolicy(s, 100)
 	p.StoreTimeout = 150 * time.Millisecond
+	var clock skewClock
+	p.Now = clock.now
 	tr := toolguard.NewTracker(p)
 	ok, _ := runCall(tr, callN("t", 0))
 	require.True(t, ok)
@@ -197,10 +219,49 @@ func TestHungServer(t *testing.T) {
 	assert.Less(t, elapsed, 600*time.Millisecond, "bounded by StoreTimeout, not by ReadTimeout (1s)")
 
 	waitUp(t, s)
+	clock.pastCooldown()
 	ok, _ = runCall(tr, callN("t", 2))
 	assert.True(t, ok)
 	n, _ := s.Count(context.Background(), "quota:fleet")
 	// The refused reservation may have reached the server before it
 	// stopped: then it holds its unit until its TTL.
 	assert.Contains(t, []int{2, 3}, n)
+}
+
+// TestOutageCost measures what a hung server (SIGSTOP) costs for a
+// second: 8 callers, fail open, the default StoreTimeout (250ms). Each
+// call used to wait the whole timeout (issue 16 item 6: about 32 calls got
+// through); with the breaker the outage costs one timeout per caller in
+// flight, and the rest run at once, counted locally.
+func TestOutageCost(t *testing.T) {
+	srv := redistest.Start(t)
+	c := privateClient(t, srv)
+	defer c.Close()
+	s := redisstore.New(c)
+	p := fleetPolicy(s, 1<<30)
+	p.StoreTimeout = 0 // the default
+	p.FailOpen = true
+	tr := toolguard.NewTracker(p)
+	ok, _ := runCall(tr, callN("t", -1))
+	require.True(t, ok)
+
+	srv.Pause(t)
+	defer srv.Resume(t)
+	var through atomic.Int64
+	var wg sync.WaitGroup
+	end := time.Now().Add(time.Second)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; time.Now().Before(end); i++ {
+				if ok, _ := runCall(tr, callN("t", g*10_000_000+i)); ok {
+					through.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("1s hung server, 8 callers, StoreTimeout 250ms, fail open: %d calls through", through.Load())
+	assert.Greater(t, through.Load(), int64(1000))
 }

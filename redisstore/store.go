@@ -37,8 +37,9 @@
 //
 //	toolguard:r:I  a list: the counter keys it holds (PEXPIRE: its TTL)
 //
-// K and I are escaped: bytes other than letters, digits and "-_.:/@" are
-// written %XX, so "quota:tenant:acme" stays readable, while a key holding
+// K and I are escaped, once: bytes other than letters, digits and
+// "-_.:/@" are written %XX, so the counter of the SharedQuota named
+// "tenant:acme" is toolguard:c:quota:tenant:acme, while a key holding
 // braces, spaces, newlines or "%" can neither leave the namespace, nor
 // form a Redis Cluster hash tag, nor collide with another key. A key of
 // the namespace holding anything else than the store wrote (a wrong type,
@@ -49,6 +50,16 @@
 // On Redis Cluster every key of one operation must live in one slot: use
 // a prefix with a hash tag, such as WithPrefix("{toolguard}:").
 //
+// # Eviction
+//
+// The server must run with maxmemory-policy noeviction. Under any other
+// policy a server at its maxmemory may evict the counter keys, and an
+// evicted total starts again from zero: quotas stop holding. The Store
+// reads the policy (INFO memory) before its first operation and again
+// after the client dials a new connection, and refuses every operation on
+// such a server with an error matching ErrEvictionPolicy, unless it was
+// made with AllowEviction.
+//
 // # Faults
 //
 // Every operation is bounded by its context; the Tracker passes one
@@ -57,7 +68,9 @@
 // without it a hung server holds a call for ReadTimeout. When the server
 // does not answer, Reserve returns an error and the Tracker fails closed
 // (the call is refused with toolguard.ErrStoreUnavailable) or, with
-// Policy.FailOpen, allows the call and reports an EventStore. A Commit or
+// Policy.FailOpen, allows the call and reports an EventStore; the
+// Tracker's toolguard.Breaker then leaves the server alone for a cooldown,
+// so an outage costs one timeout rather than one per call. A Commit or
 // Release that fails leaves the reservation to expire after its TTL.
 //
 // A restarted server resumes from what it persisted: without persistence
@@ -70,7 +83,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -97,7 +112,32 @@ type Store struct {
 	reserve *redis.Script
 	settle  *redis.Script
 	count   *redis.Script
+
+	// The eviction check (see ErrEvictionPolicy).
+	allowEviction bool
+	warn          func(error)                 // AllowEviction's callback; may be nil
+	recheck       atomic.Bool                 // a connection was dialled since the last check
+	checking      chan struct{}               // one check at a time
+	evicting      atomic.Pointer[policyError] // the last check's finding; nil: safe
 }
+
+// ErrEvictionPolicy is matched by the error of an operation refused
+// because the server's maxmemory-policy is not noeviction: such a server
+// may evict the counter keys under memory pressure, and every evicted
+// total starts again from zero, so quotas stop holding. The Store reads
+// the policy (INFO memory) before its first operation and again after
+// the client dials a new connection (a reconnect, a failover). Configure
+// the server with maxmemory-policy noeviction, or accept the risk with
+// AllowEviction.
+var ErrEvictionPolicy = errors.New("redisstore: the server may evict quota keys")
+
+type policyError struct{ addr, policy string }
+
+func (e *policyError) Error() string {
+	return fmt.Sprintf("redisstore: the server %s has maxmemory-policy %s: it may evict quota keys, and an evicted total starts again from zero; set maxmemory-policy noeviction", e.addr, e.policy)
+}
+
+func (e *policyError) Is(target error) bool { return target == ErrEvictionPolicy }
 
 var _ toolguard.Store = (*Store)(nil)
 
@@ -127,7 +167,104 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 			o(s)
 		}
 	}
+	s.checking = make(chan struct{}, 1)
+	s.recheck.Store(true)
+	client.AddHook(dialHook{s})
 	return s
+}
+
+// AllowEviction lets the Store work on a server whose maxmemory-policy may
+// evict keys, where quotas hold only while the server has memory to
+// spare. warn, when not nil, receives an error matching ErrEvictionPolicy
+// when the Store finds such a policy (it checks before its first operation
+// and after each new connection), and again when the policy it finds
+// changes. Without this option such a server refuses every operation.
+func AllowEviction(warn func(error)) Option {
+	return func(s *Store) { s.allowEviction, s.warn = true, warn }
+}
+
+// dialHook marks the policy for a new check whenever the client dials.
+type dialHook struct{ s *Store }
+
+func (h dialHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err == nil {
+			h.s.recheck.Store(true)
+		}
+		return conn, err
+	}
+}
+
+func (dialHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (dialHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// ready checks the server's maxmemory-policy when a connection was dialled
+// since the last check, and returns an error matching ErrEvictionPolicy
+// while it may evict (unless AllowEviction).
+func (s *Store) ready(ctx context.Context, op string) error {
+	if s.recheck.Load() {
+		select {
+		case s.checking <- struct{}{}:
+		case <-ctx.Done():
+			return fmt.Errorf("redisstore: %s: %w", op, ctx.Err())
+		}
+		err := s.checkPolicy(ctx)
+		<-s.checking
+		if err != nil {
+			return fmt.Errorf("redisstore: %s: reading maxmemory-policy: %w", op, err)
+		}
+	}
+	if e := s.evicting.Load(); e != nil && !s.allowEviction {
+		return fmt.Errorf("redisstore: %s: %w", op, e)
+	}
+	return nil
+}
+
+// checkPolicy reads the maxmemory-policy of every server the client uses.
+func (s *Store) checkPolicy(ctx context.Context) error {
+	if !s.recheck.Swap(false) {
+		return nil // another operation checked meanwhile
+	}
+	var found atomic.Pointer[policyError]
+	check := func(ctx context.Context, c *redis.Client) error {
+		info, err := c.Info(ctx, "memory").Result()
+		if err != nil {
+			return err
+		}
+		policy := "unknown"
+		for _, line := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "maxmemory_policy:"); ok {
+				policy = v
+			}
+		}
+		if policy != "noeviction" {
+			found.Store(&policyError{addr: c.Options().Addr, policy: policy})
+		}
+		return nil
+	}
+	var err error
+	switch c := s.client.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachShard(ctx, check)
+	case *redis.Client:
+		err = check(ctx, c)
+	default:
+		// A Ring spreads keys over servers this Store does not support.
+		err = fmt.Errorf("unsupported client %T", s.client)
+	}
+	if err != nil {
+		s.recheck.Store(true)
+		return err
+	}
+	e := found.Load()
+	if old := s.evicting.Swap(e); e != nil && s.warn != nil && (old == nil || *old != *e) {
+		s.warn(fmt.Errorf("%w (allowed by AllowEviction)", e))
+	}
+	return nil
 }
 
 // Reserve implements toolguard.Store: one unit of every counter, or none,
@@ -141,6 +278,9 @@ func (s *Store) Reserve(ctx context.Context, r toolguard.Reservation) (toolguard
 	n := len(r.Counters)
 	if n == 0 {
 		return toolguard.Grant{OK: true, Blocked: -1, Counts: []int{}}, nil
+	}
+	if err := s.ready(ctx, "reserve"); err != nil {
+		return toolguard.Grant{}, err
 	}
 	ttl := r.TTL
 	if ttl <= 0 {
@@ -192,6 +332,9 @@ func (s *Store) settleOp(ctx context.Context, op, id, commit string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisstore: %s: %w", op, err)
 	}
+	if err := s.ready(ctx, op); err != nil {
+		return err
+	}
 	err := s.settle.Run(ctx, s.client, []string{s.reservationKey(id)}, id, commit, s.prefix).Err()
 	if err != nil {
 		return s.wrap(op, err)
@@ -200,8 +343,10 @@ func (s *Store) settleOp(ctx context.Context, op, id, commit string) error {
 }
 
 // Count returns a counter's total, live reservations included, as
-// toolguard.MemoryStore.Count does. key is a Counter.Key, such as
-// "quota:tenant:acme" for the SharedQuota named "tenant:acme".
+// toolguard.MemoryStore.Count does. key is a Counter.Key as
+// toolguard.SharedQuota.Key returns it: "quota:tenant:acme" for the
+// SharedQuota named "tenant:acme". Count does not check the eviction
+// policy.
 func (s *Store) Count(ctx context.Context, key string) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("redisstore: count: %w", err)
