@@ -5,7 +5,7 @@ go 1.24.1
 require (
 	github.com/firebase/genkit/go v1.4.0
 	github.com/stretchr/testify v1.12.1
-	github.com/toolguard/toolguard v0.0.0-00010101000000-000000000000
+	github.com/toolguard/toolguard v0.1.0
 )
 
 require (
@@ -35,4 +35,4 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
-replace github.com/toolguard/toolguard => ../..
+// toolguard:not-in-workspace Genkit's dotprompt needs github.com/wk8/go-ordered-map where the other modules' jsonschema brings github.com/pb33f/ordered-map
