@@ -12,6 +12,7 @@
 #   scripts/release.sh work-for DIR      # print a go.work for testing the module
 #       in DIR alone with the in-repository modules it needs (scripts/test.sh)
 #   scripts/release.sh check [vX.Y.Z]    # no replace, one version, go.work in sync
+#   scripts/release.sh version           # the version the nested modules require
 #   scripts/release.sh tags vX.Y.Z       # the tag names: vX.Y.Z, <folder>/vX.Y.Z
 #   scripts/release.sh tag vX.Y.Z        # create those tags on HEAD
 #
@@ -196,6 +197,11 @@ cmd_check() {
   echo "release layout ok: $(module_dirs | wc -l) modules, in-repository requirements at ${want:-(none)}"
 }
 
+lockstep_version() {
+  local d
+  for d in $(module_dirs); do repo_requires "$d"; done | awk '{ print $2 }' | sort -u | head -1
+}
+
 tag_names() {
   local v=$1 d
   valid_version "$v"
@@ -209,7 +215,7 @@ cmd_tag() {
   cmd_check "$v" >/dev/null
   git diff --quiet HEAD -- || die "commit first: the working tree differs from HEAD"
   for t in $(tag_names "$v"); do
-    git tag -a -m "toolguard ${t%/*} $v" "$t"
+    git tag -a -m "toolguard $t" "$t"
     echo "tagged $t"
   done
 }
@@ -220,6 +226,7 @@ case "${1:-}" in
   sync-work) cmd_sync_work ;;
   work-for) [ $# -eq 2 ] || die "usage: work-for DIR"; cmd_work_for "$2" ;;
   check) cmd_check "${2:-}" ;;
+  version) cmd_check >/dev/null && lockstep_version ;;
   tags) [ $# -eq 2 ] || die "usage: tags vX.Y.Z"; tag_names "$2" ;;
   tag) [ $# -eq 2 ] || die "usage: tag vX.Y.Z"; cmd_tag "$2" ;;
   *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
