@@ -45,8 +45,8 @@ trap cleanup EXIT
 
 step "publish $(git rev-parse --short HEAD) as $version"
 git clone -q --no-local "$root" "$work/src"
-(cd "$work/src" && git -c user.name=release-check -c user.email=release-check@toolguard.invalid \
-  -c tag.gpgSign=false bash scripts/release.sh tag "$version" | sed 's/^/  /')
+(cd "$work/src" && GIT_COMMITTER_NAME=release-check GIT_COMMITTER_EMAIL=release-check@toolguard.invalid \
+  GIT_CONFIG_PARAMETERS="'tag.gpgSign=false'" bash scripts/release.sh tag "$version" | sed 's/^/  /')
 git clone -q --bare "$work/src" "$work/remote/toolguard.git"
 git -C "$work/src" push -q --tags "$work/remote/toolguard.git"
 echo "  $(git -C "$work/remote/toolguard.git" tag | wc -l) tags in $work/remote/toolguard.git"
