@@ -63,7 +63,7 @@ proxy=$(go env GOPROXY)
 stranger=(env -u GOFLAGS -u GOWORK
   HOME="$work/home" GIT_CONFIG_GLOBAL="$work/gitconfig" GIT_CONFIG_NOSYSTEM=1
   GIT_ALLOW_PROTOCOL=file GOPRIVATE=$repo GOPROXY="$proxy" GOWORK=off
-  GOMODCACHE="$work/modcache" GOFLAGS=-modcacherw GOBIN="$work/bin" GOTOOLCHAIN=local)
+  GOMODCACHE="$work/modcache" GOFLAGS="-modcacherw -trimpath" GOBIN="$work/bin" GOTOOLCHAIN=local)
 
 modules=$(bash scripts/release.sh modules | awk '{ print $1 " " $2 }')
 failed=0
@@ -73,6 +73,7 @@ while read -r dir path; do
   app="$work/use/$name"
   mkdir -p "$app"
   log="$work/use/$name.log"
+  start=$SECONDS
   if (
     cd "$app"
     "${stranger[@]}" go mod init example.com/stranger
@@ -96,7 +97,7 @@ while read -r dir path; do
     "${stranger[@]}" go vet .
     echo "packages: $(echo "$pkgs" | grep -c . || true) imported"
   ) > "$log" 2>&1; then
-    results+=("ok    $path@$version ($(tail -1 "$log"))")
+    results+=("ok    $path@$version ($(tail -1 "$log"), $((SECONDS - start)) s)")
   else
     results+=("FAIL  $path@$version (log below)")
     failed=1
