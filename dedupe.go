@@ -15,11 +15,12 @@ import (
 	"unicode/utf8"
 )
 
-// Hash is a 128-bit digest. Argument hashes (hashArgs) are collision
-// resistant: the first 16 bytes of SHA-256 over a domain-separated
-// canonical form. Result and error digests (digestResult, digestError) only
-// detect change: they are keyed non-cryptographic hashes with per-process
-// seeds, comparable within one process only.
+// Hash is a 128-bit digest. The hash of a call's arguments (Entry.ArgsHash)
+// is collision resistant: the first 16 bytes of SHA-256 over a
+// domain-separated canonical form of the arguments, the same in every
+// process. The digests the Tracker keeps of results and errors only detect
+// change: they are keyed non-cryptographic hashes with per-process seeds,
+// comparable within one process only.
 type Hash [16]byte
 
 // String returns h as 32 lower-case hexadecimal digits.

@@ -11,13 +11,16 @@
 // tool call and tells it the outcome after:
 //
 //	tr := toolguard.NewTracker(toolguard.Policy{}) // the zero Policy is the defaults
+//	var told toolguard.Phase                       // the phase the model was last told of
 //
 //	d := tr.ShouldSkip(call)
 //	switch d.Verdict {
 //	case toolguard.Allow:
 //		out, err := run(call)
-//		phase := tr.Record(call, toolguard.Outcome{Result: out, Err: err})
-//		// On a phase change, inject tr.Guidance().Message.
+//		if phase := tr.Record(call, toolguard.Outcome{Result: out, Err: err}); phase != told {
+//			told = phase // the turn entered the nudge or the wind-down:
+//			// give the model tr.Guidance().Message
+//		}
 //	case toolguard.Hint:
 //		// Do not run the call: give the model d.Message as its result.
 //	case toolguard.Abort:
