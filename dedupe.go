@@ -16,11 +16,14 @@ import (
 	"unicode/utf8"
 )
 
-// Hash identifies a call's arguments (Entry.ArgsHash, LoopError.Key): the
-// first 16 bytes of SHA-256 over their canonical JSON form (keys sorted,
-// whitespace dropped, numbers by value; arguments that are not JSON are
-// hashed as bytes). Equal hashes mean equal arguments for the Tracker. It
-// encodes to text and JSON as 32 hexadecimal digits.
+// Hash is a 128-bit digest; it encodes to text and JSON as 32 hexadecimal
+// digits. The hash of a call's arguments (Entry.ArgsHash, LoopError.Key) is
+// collision resistant: the first 16 bytes of SHA-256 over a domain-separated
+// canonical form of the arguments (keys sorted, whitespace dropped, numbers
+// by value; arguments that are not JSON are hashed as bytes), the same in
+// every process. The digests the Tracker keeps of results and errors only
+// detect change: they are keyed non-cryptographic hashes with per-process
+// seeds, comparable within one process only.
 type Hash [16]byte
 
 // String returns h as 32 lower-case hexadecimal digits.

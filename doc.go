@@ -11,9 +11,10 @@
 // the function that runs tools:
 //
 //	tr := toolguard.NewTracker(toolguard.Policy{}) // the zero Policy is the defaults
-//	exec := tr.Wrap(runTool)                       // runTool: func(ctx, Call) (string, error)
+//	exec := tr.Wrap(run)                           // run: func(ctx, Call) (string, error)
 //
 //	r := exec.Run(ctx, call)
+//	fmt.Println(r.Text) // give it to the model as the call's result
 //	// r.Text is the call's result for the model: the tool's output, or a
 //	// hint saying the call was not executed and what to do instead.
 //	// r.Decision.Skip() tells a hint or refusal from a real result;
@@ -27,12 +28,16 @@
 //
 // Without Wrap, ask before each call and report after it:
 //
+//	tr := toolguard.NewTracker(toolguard.Policy{})
+//	var told toolguard.Phase // the phase the model was last told of
+//
 //	d := tr.ShouldSkip(call)
 //	switch d.Verdict {
 //	case toolguard.Allow:
-//		out, err := runTool(ctx, call)
-//		if phase := tr.Record(call, toolguard.Outcome{Result: out, Err: err}); phase != toolguard.PhaseNormal {
-//			fmt.Println(tr.Guidance().Message) // inject it once per phase change
+//		out, err := run(ctx, call)
+//		if phase := tr.Record(call, toolguard.Outcome{Result: out, Err: err}); phase != told {
+//			told = phase // the turn entered the nudge or the wind-down:
+//			// give the model tr.Guidance().Message
 //		}
 //	case toolguard.Hint:
 //		// Do not run the call: give the model d.Message as its result.

@@ -120,8 +120,9 @@ type Policy struct {
 	// preset sets an agent runtime's 30.
 	MaxCallsPerTurn int
 	// NudgeRatio is the share of the budget at which the turn enters
-	// PhaseNudge. 0 or NaN means 0.75; a value ≤ 0 or ≥ 1 disables the
-	// nudge (the turn goes straight from PhaseNormal to PhaseWindDown).
+	// PhaseNudge. 0 (the zero Policy) or NaN means 0.75; a negative value,
+	// or one ≥ 1 (an infinity among them), disables the nudge: the turn
+	// goes straight from PhaseNormal to PhaseWindDown.
 	NudgeRatio float64
 	// BudgetUnit chooses what the budget counts: calls (default) or rounds.
 	BudgetUnit Unit

@@ -4,10 +4,8 @@ go 1.24
 
 require (
 	github.com/stretchr/testify v1.12.1
-	github.com/toolguard/toolguard v0.0.0-00010101000000-000000000000
+	github.com/toolguard/toolguard v0.1.0
 	go.yaml.in/yaml/v3 v3.0.6
 )
 
 require github.com/agnivade/levenshtein v1.2.2 // indirect
-
-replace github.com/toolguard/toolguard => ../

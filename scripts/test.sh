@@ -1,19 +1,39 @@
 #!/usr/bin/env bash
 # Runs the tests of every module in the repository — the core and each nested
-# module — each against its own go.mod (GOWORK=off), as a user who imports it
-# gets it. Arguments go to `go test`; without any, -race -count=1.
+# module — each in a workspace of its own: the module, and the modules of this
+# repository it requires as they are in the tree (scripts/release.sh
+# work-for). So a module is built with the dependency versions of its own
+# go.mod, as a user who `go get`s it gets them, not with the newest version
+# any module of the repository asks for. Arguments go to `go test`; without
+# any, -race -count=1.
+#
+# Every skipped test is listed with its reason (some tests need
+# redis-server; see README.md); failed tests print their whole output.
 #
 #   bash scripts/test.sh            # every test of every module, with -race
 #   bash scripts/test.sh -short     # quicker
 set -uo pipefail
 cd "$(dirname "$0")/.."
+root=$PWD
 [ $# -eq 0 ] && set -- -race -count=1
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if ! GOWORK=off go build -o "$tmp/testreport" ./scripts/testreport; then
+  echo "cannot build scripts/testreport" >&2
+  exit 1
+fi
+
 status=0
 passed=0
 failed=0
-for mod in $(find . -name go.mod -not -path './.git/*' -not -path '*/testdata/*' | xargs -n1 dirname | sort); do
+for mod in $(bash scripts/release.sh modules | awk '{ print $1 }'); do
   echo "=== module $mod"
-  if (cd "$mod" && GOWORK=off go test "$@" ./...); then
+  work="$tmp/$(echo "$mod" | tr / _).work"
+  bash scripts/release.sh work-for "$mod" > "$work" || { failed=$((failed + 1)); status=1; continue; }
+  (cd "$mod" && GOWORK="$work" go test -json "$@" ./... 2>&1) | "$tmp/testreport" -module "$mod"
+  codes=("${PIPESTATUS[@]}")
+  if [ "${codes[0]}" -eq 0 ] && [ "${codes[1]}" -eq 0 ]; then
     passed=$((passed + 1))
   else
     failed=$((failed + 1))

@@ -5,7 +5,7 @@ go 1.24
 require (
 	github.com/anthropics/anthropic-sdk-go v1.84.0
 	github.com/stretchr/testify v1.12.1
-	github.com/toolguard/toolguard v0.0.0-00010101000000-000000000000
+	github.com/toolguard/toolguard v0.1.0
 )
 
 require (
@@ -29,5 +29,3 @@ require (
 	go.yaml.in/yaml/v4 v4.0.0-rc.2 // indirect
 	golang.org/x/sync v0.16.0 // indirect
 )
-
-replace github.com/toolguard/toolguard => ../..

@@ -5,7 +5,7 @@ go 1.24
 require (
 	github.com/cloudwego/eino v0.9.21
 	github.com/stretchr/testify v1.12.1
-	github.com/toolguard/toolguard v0.0.0-00010101000000-000000000000
+	github.com/toolguard/toolguard v0.1.0
 )
 
 require (
@@ -39,5 +39,3 @@ require (
 	golang.org/x/sys v0.29.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
-
-replace github.com/toolguard/toolguard => ../..

@@ -5,7 +5,7 @@ go 1.25.0
 require (
 	github.com/firebase/genkit/go v1.13.1
 	github.com/stretchr/testify v1.12.1
-	github.com/toolguard/toolguard v0.0.0-00010101000000-000000000000
+	github.com/toolguard/toolguard v0.1.0
 )
 
 require (
@@ -35,5 +35,3 @@ require (
 	golang.org/x/sys v0.42.0 // indirect
 	golang.org/x/text v0.36.0 // indirect
 )
-
-replace github.com/toolguard/toolguard => ../..

@@ -5,7 +5,7 @@ go 1.25.0
 require (
 	github.com/openai/openai-go/v3 v3.74.0
 	github.com/stretchr/testify v1.12.1
-	github.com/toolguard/toolguard v0.0.0-00010101000000-000000000000
+	github.com/toolguard/toolguard v0.1.0
 )
 
 require (
@@ -17,5 +17,3 @@ require (
 	github.com/tidwall/sjson v1.2.5 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )
-
-replace github.com/toolguard/toolguard => ../..

@@ -4,17 +4,12 @@ go 1.24.0
 
 require (
 	github.com/stretchr/testify v1.12.1
-	github.com/toolguard/toolguard v0.0.0-00010101000000-000000000000
-	github.com/toolguard/toolguard/quotafile v0.0.0-00010101000000-000000000000
+	github.com/toolguard/toolguard v0.1.0
+	github.com/toolguard/toolguard/quotafile v0.1.0
 	golang.org/x/net v0.47.0
 )
 
 require (
 	github.com/agnivade/levenshtein v1.2.2 // indirect
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
-)
-
-replace (
-	github.com/toolguard/toolguard => ../..
-	github.com/toolguard/toolguard/quotafile => ../../quotafile
 )
