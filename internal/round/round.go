@@ -10,13 +10,22 @@ import (
 	"github.com/toolguard/toolguard"
 )
 
-// Check returns the decisions for calls checked as one round with
-// t.ShouldSkipRound. A nil t allows every call.
-func Check(t *toolguard.Tracker, calls []toolguard.Call) []toolguard.Decision {
+// Check returns the decisions for calls checked as one round: each with
+// t.ShouldSkipContext under one t.WithRound(ctx), so the events carry ctx.
+// A nil t allows every call; a nil ctx is context.Background().
+func Check(ctx context.Context, t *toolguard.Tracker, calls []toolguard.Call) []toolguard.Decision {
 	if t == nil {
 		return make([]toolguard.Decision, len(calls))
 	}
-	return t.ShouldSkipRound(calls)
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx = t.WithRound(ctx)
+	ds := make([]toolguard.Decision, len(calls))
+	for i, c := range calls {
+		ds[i] = t.ShouldSkipContext(ctx, c)
+	}
+	return ds
 }
 
 // Err returns the error of the first aborted decision, toolguard.ErrLoop
@@ -63,7 +72,7 @@ func Skips[T any](calls []toolguard.Call, ds []toolguard.Decision, mk Result[T])
 }
 
 // Run runs the allowed calls with exec, one after another, records each
-// outcome with t (when not nil), and returns one result per call, in
+// outcome with t.RecordContext(ctx, …) (when t is not nil), and returns one result per call, in
 // order: mk(id, ResultText(res, err), err != nil) for a call that ran,
 // mk(id, SkipText(d), true) for a skipped one. A nil exec fails every
 // allowed call with noExec. calls and ds have the same length.
@@ -83,7 +92,7 @@ func Run[T any](ctx context.Context, t *toolguard.Tracker, exec toolguard.Execut
 			res, err = exec(ctx, c)
 		}
 		if t != nil {
-			t.Record(c, toolguard.Outcome{Result: res, Err: err})
+			t.RecordContext(ctx, c, toolguard.Outcome{Result: res, Err: err})
 		}
 		out[i] = mk(c.ID, ResultText(res, err), err != nil)
 	}

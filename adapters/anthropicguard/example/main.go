@@ -25,7 +25,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/option"
 
 	"github.com/toolguard/toolguard"
-	anthropicguard "github.com/toolguard/toolguard/adapters/anthropic"
+	anthropicguard "github.com/toolguard/toolguard/adapters/anthropicguard"
 )
 
 func main() {

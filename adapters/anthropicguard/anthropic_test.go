@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolguard/toolguard"
-	anthropicguard "github.com/toolguard/toolguard/adapters/anthropic"
+	anthropicguard "github.com/toolguard/toolguard/adapters/anthropicguard"
 )
 
 // message decodes an assistant message the way the SDK decodes a response.

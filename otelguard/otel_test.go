@@ -21,7 +21,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolguard/toolguard"
-	tgotel "github.com/toolguard/toolguard/otel"
+	tgotel "github.com/toolguard/toolguard/otelguard"
 )
 
 // env is an Observer wired to in-memory exporters.

@@ -88,7 +88,7 @@ import (
 )
 
 // ScopeName is the instrumentation scope of the Observer's tracer and meter.
-const ScopeName = "github.com/toolguard/toolguard/otel"
+const ScopeName = "github.com/toolguard/toolguard/otelguard"
 
 // DefaultMaxOpenSpans is the number of spans of allowed calls an Observer
 // keeps open at most when WithMaxOpenSpans is not given.

@@ -1,7 +1,7 @@
 // Package anthropicguard connects a toolguard.Tracker to the Messages API
 // of github.com/anthropics/anthropic-sdk-go.
 //
-// Its import path is github.com/toolguard/toolguard/adapters/anthropic; the
+// Its import path is github.com/toolguard/toolguard/adapters/anthropicguard; the
 // package is named anthropicguard so that it never collides with the SDK's
 // package anthropic.
 //

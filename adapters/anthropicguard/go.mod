@@ -1,4 +1,4 @@
-module github.com/toolguard/toolguard/adapters/anthropic
+module github.com/toolguard/toolguard/adapters/anthropicguard
 
 go 1.24
 

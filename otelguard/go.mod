@@ -1,4 +1,4 @@
-module github.com/toolguard/toolguard/otel
+module github.com/toolguard/toolguard/otelguard
 
 go 1.25.0
 
