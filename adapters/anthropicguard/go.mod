@@ -1,9 +1,9 @@
 module github.com/toolguard/toolguard/adapters/anthropicguard
 
-go 1.24
+go 1.25
 
 require (
-	github.com/anthropics/anthropic-sdk-go v1.84.0
+	github.com/anthropics/anthropic-sdk-go/v2 v2.14.0
 	github.com/stretchr/testify v1.12.1
 	github.com/toolguard/toolguard v0.0.0-00010101000000-000000000000
 )
