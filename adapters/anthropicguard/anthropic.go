@@ -145,12 +145,12 @@ func StripTools(p *anthropic.MessageNewParams) {
 
 // toolResult returns a tool_result block. An empty text is left out: the
 // API rejects empty text blocks.
-func toolResult(id, text string, isError bool) anthropic.ContentBlockParamUnion {
+func toolResult(c toolguard.Call, text string, isError bool) anthropic.ContentBlockParamUnion {
 	if text != "" {
-		return anthropic.NewToolResultBlock(id, text, isError)
+		return anthropic.NewToolResultBlock(c.ID, text, isError)
 	}
 	return anthropic.ContentBlockParamUnion{OfToolResult: &anthropic.ToolResultBlockParam{
-		ToolUseID: id,
+		ToolUseID: c.ID,
 		IsError:   anthropic.Bool(isError),
 	}}
 }

@@ -158,6 +158,6 @@ func StripTools(p *openai.ChatCompletionNewParams) {
 // toolMessage returns the tool message that answers the tool call id. The
 // Chat Completions API has no error flag on tool messages: a failure is
 // told by the text.
-func toolMessage(id, text string, _ bool) openai.ChatCompletionMessageParamUnion {
-	return openai.ToolMessage(text, id)
+func toolMessage(c toolguard.Call, text string, _ bool) openai.ChatCompletionMessageParamUnion {
+	return openai.ToolMessage(text, c.ID)
 }

@@ -119,18 +119,18 @@ func (r *ResponseRound) Run(ctx context.Context, exec toolguard.Executor) []resp
 // outputItem returns the maker of the round's output items. The Responses
 // API has no error flag on them: a failure is told by the text.
 func (r *ResponseRound) outputItem() round.Result[responses.ResponseInputItemUnionParam] {
-	customIDs := make(map[string]bool)
+	custom := make(map[string]bool)
 	for i, c := range r.Calls {
 		if i < len(r.custom) && r.custom[i] {
-			customIDs[c.ID] = true
+			custom[c.ID] = true
 		}
 	}
-	return func(id, text string, _ bool) responses.ResponseInputItemUnionParam {
-		if customIDs[id] {
-			return responses.ResponseInputItemParamOfCustomToolCallOutput(id, text)
+	return func(c toolguard.Call, text string, _ bool) responses.ResponseInputItemUnionParam {
+		if custom[c.ID] {
+			return responses.ResponseInputItemParamOfCustomToolCallOutput(c.ID, text)
 		}
 		item := responses.ResponseInputItemParamOfFunctionCallOutput(text)
-		item.OfFunctionCallOutput.CallID = param.NewOpt(id)
+		item.OfFunctionCallOutput.CallID = param.NewOpt(c.ID)
 		return item
 	}
 }

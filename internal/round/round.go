@@ -54,18 +54,18 @@ func Skipped(ds []toolguard.Decision) int {
 	return n
 }
 
-// Result makes one tool result message of an adapter's SDK: id is the
-// call's ID, text the result text and isError whether the call failed or
+// Result makes one tool result message of an adapter's SDK: c is the call
+// it answers, text the result text and isError whether the call failed or
 // was skipped.
-type Result[T any] func(id, text string, isError bool) T
+type Result[T any] func(c toolguard.Call, text string, isError bool) T
 
-// Skips returns mk(id, SkipText(d), true) for every skipped call, in
+// Skips returns mk(call, SkipText(d), true) for every skipped call, in
 // order. calls and ds have the same length.
 func Skips[T any](calls []toolguard.Call, ds []toolguard.Decision, mk Result[T]) []T {
 	var out []T
 	for i, d := range ds {
 		if d.Skip() && i < len(calls) {
-			out = append(out, mk(calls[i].ID, SkipText(d), true))
+			out = append(out, mk(calls[i], SkipText(d), true))
 		}
 	}
 	return out
@@ -73,8 +73,8 @@ func Skips[T any](calls []toolguard.Call, ds []toolguard.Decision, mk Result[T])
 
 // Run runs the allowed calls with exec, one after another, records each
 // outcome with t.RecordContext(ctx, …) (when t is not nil), and returns one result per call, in
-// order: mk(id, ResultText(res, err), err != nil) for a call that ran,
-// mk(id, SkipText(d), true) for a skipped one. A nil exec fails every
+// order: mk(call, ResultText(res, err), err != nil) for a call that ran,
+// mk(call, SkipText(d), true) for a skipped one. A nil exec fails every
 // allowed call with noExec. calls and ds have the same length.
 func Run[T any](ctx context.Context, t *toolguard.Tracker, exec toolguard.Executor, noExec error, calls []toolguard.Call, ds []toolguard.Decision, mk Result[T]) []T {
 	out := make([]T, len(calls))
@@ -84,7 +84,7 @@ func Run[T any](ctx context.Context, t *toolguard.Tracker, exec toolguard.Execut
 			d = ds[i]
 		}
 		if d.Skip() {
-			out[i] = mk(c.ID, SkipText(d), true)
+			out[i] = mk(c, SkipText(d), true)
 			continue
 		}
 		res, err := "", noExec
@@ -94,7 +94,7 @@ func Run[T any](ctx context.Context, t *toolguard.Tracker, exec toolguard.Execut
 		if t != nil {
 			t.RecordContext(ctx, c, toolguard.Outcome{Result: res, Err: err})
 		}
-		out[i] = mk(c.ID, ResultText(res, err), err != nil)
+		out[i] = mk(c, ResultText(res, err), err != nil)
 	}
 	return out
 }

@@ -17,7 +17,7 @@ type res struct {
 	IsError  bool
 }
 
-func mk(id, text string, isError bool) res { return res{id, text, isError} }
+func mk(c toolguard.Call, text string, isError bool) res { return res{c.ID, text, isError} }
 
 var errNoExec = errors.New("round: no executor")
 

@@ -1,0 +1,16 @@
+module github.com/toolguard/toolguard/adapters/goopenai
+
+go 1.24
+
+require (
+	github.com/sashabaranov/go-openai v1.43.0
+	github.com/stretchr/testify v1.12.1
+	github.com/toolguard/toolguard v0.0.0-00010101000000-000000000000
+)
+
+require (
+	github.com/agnivade/levenshtein v1.2.2 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
+)
+
+replace github.com/toolguard/toolguard => ../..
