@@ -44,5 +44,5 @@
 // malformed glob patterns, merge keys and aliases where a value is read.
 // Aliases are never expanded, so a "billion laughs" file costs no more than
 // its size, and files larger than MaxSize (1 MiB) are refused. Every
-// problem is an *Error naming the file, the line and the key.
+// problem is an *Error naming the file, the line, the column and the key.
 package quotafile

@@ -9,14 +9,13 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/toolguard/toolguard"
-	"go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v4"
 )
 
 // MaxSize is the largest file Load, Parse and Apply accept, in bytes
@@ -41,6 +40,9 @@ type Error struct {
 	// Line is the 1-based line of the file (of the whole Markdown file for
 	// front matter). 0 means the problem concerns the whole file.
 	Line int
+	// Column is the 1-based column on Line, where the YAML parser or the
+	// offending node gives one; 0 means unknown.
+	Column int
 	// Key is the dotted path of the key concerned, such as
 	// "tool_quota.Bash" or "loop_detection.max_retries". Tool names that are
 	// not plain words are quoted: tool_quota."web fetch". "" means no key
@@ -50,8 +52,8 @@ type Error struct {
 	Problem string
 }
 
-// Error returns "quotafile: FILE:LINE: KEY: PROBLEM", leaving out the line
-// and the key when they are not known. FILE is quoted when it is empty or
+// Error returns "quotafile: FILE:LINE:COLUMN: KEY: PROBLEM", leaving out
+// the line, the column and the key when they are not known. FILE is quoted when it is empty or
 // holds characters that are not printable.
 func (e *Error) Error() string {
 	var b strings.Builder
@@ -60,6 +62,10 @@ func (e *Error) Error() string {
 	if e.Line > 0 {
 		b.WriteByte(':')
 		b.WriteString(strconv.Itoa(e.Line))
+		if e.Column > 0 {
+			b.WriteByte(':')
+			b.WriteString(strconv.Itoa(e.Column))
+		}
 	}
 	b.WriteString(": ")
 	if e.Key != "" {
@@ -223,9 +229,6 @@ type decoder struct {
 	errs        []error
 }
 
-// yamlLine matches the position the YAML parser puts in its messages.
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
-
 // parse returns the single document's root node, or nil when the
 // document is empty.
 func (d *decoder) parse(src []byte) (root *yaml.Node, err error) {
@@ -266,25 +269,30 @@ func (d *decoder) parse(src []byte) (root *yaml.Node, err error) {
 	return root, nil
 }
 
-// yamlError turns an error of the YAML parser into an *Error. The parser
-// leaves the position out when the problem is on the first line, and for
-// an alias of an unknown anchor, which is looked up in src.
+// yamlError turns an error of the YAML parser into an *Error, with the
+// position of its *yaml.LoadError. An alias of an unknown anchor comes
+// without a position: it is looked up in src.
 func (d *decoder) yamlError(src []byte, err error) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 1
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = err.Error()[len(m[0]):]
-	} else if m := unknownAnchor.FindStringSubmatch(msg); m != nil {
-		if i := bytes.Index(src, []byte("*"+m[1])); i >= 0 {
-			line += bytes.Count(src[:i], []byte("\n"))
-		}
-		msg = fmt.Sprintf("alias *%s refers to no anchor", clip(m[1]))
+	var le *yaml.LoadError
+	if !errors.As(err, &le) {
+		return &Error{File: d.file, Problem: "malformed YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
-	return &Error{File: d.file, Line: line + d.lineOffset, Problem: "malformed YAML: " + msg}
+	line, col, msg := le.Mark.Line, le.Mark.Column, le.Message
+	if anchor, ok := strings.CutPrefix(msg, "unknown anchor '"); ok && strings.HasSuffix(anchor, "' referenced") {
+		anchor = strings.TrimSuffix(anchor, "' referenced")
+		msg = fmt.Sprintf("alias *%s refers to no anchor", clip(anchor))
+		if line == 0 {
+			if i := bytes.Index(src, []byte("*"+anchor)); i >= 0 {
+				line = 1 + bytes.Count(src[:i], []byte("\n"))
+				col = i - bytes.LastIndexByte(src[:i], '\n')
+			}
+		}
+	}
+	if line == 0 {
+		line, col = 1, 0
+	}
+	return &Error{File: d.file, Line: line + d.lineOffset, Column: col, Problem: "malformed YAML: " + msg}
 }
-
-var unknownAnchor = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
 
 func (d *decoder) line(n *yaml.Node) int { return n.Line + d.lineOffset }
 
@@ -296,7 +304,7 @@ func (d *decoder) fail(n *yaml.Node, key, format string, args ...any) {
 		d.errs = append(d.errs, &Error{File: d.file, Problem: "too many problems; fix these first"})
 		return
 	}
-	d.errs = append(d.errs, &Error{File: d.file, Line: d.line(n), Key: key, Problem: fmt.Sprintf(format, args...)})
+	d.errs = append(d.errs, &Error{File: d.file, Line: d.line(n), Column: n.Column, Key: key, Problem: fmt.Sprintf(format, args...)})
 }
 
 // Top-level and loop_detection keys.

@@ -307,7 +307,7 @@ func TestParseErrors(t *testing.T) {
 		{name: "bad indentation", file: "q.yaml", data: "tool_quota:\n  Bash: 10\n    WebFetch: 5\n",
 			line: 3, key: "", problem: "malformed YAML: mapping values are not allowed in this context"},
 		{name: "unclosed flow", file: "q.yaml", data: "tool_quota: {Bash: 10\n",
-			line: 1, key: "", problem: "malformed YAML"},
+			line: 2, key: "", problem: "malformed YAML"},
 		{name: "tab indentation", file: "q.yaml", data: "\ttool_quota: {}\n",
 			line: 1, key: "", problem: "malformed YAML"},
 		{name: "two documents", file: "q.yaml", data: "tool_quota: {Bash: 1}\n---\nloop_detection: {max_retries: 1}\n",
@@ -344,7 +344,11 @@ func checkError(t *testing.T, err error, tt errorCase) {
 	assert.Equal(t, tt.line, e.Line, msg)
 	assert.Equal(t, tt.key, e.Key, msg)
 	assert.Contains(t, e.Problem, tt.problem, msg)
-	head := tt.file + ":" + strconv.Itoa(tt.line) + ": "
+	head := tt.file + ":" + strconv.Itoa(tt.line)
+	if e.Column > 0 {
+		head += ":" + strconv.Itoa(e.Column)
+	}
+	head += ": "
 	if tt.key != "" {
 		head += tt.key + ": "
 	}
@@ -360,15 +364,42 @@ func TestErrorMessage(t *testing.T) {
 	assert.Equal(t, `quotafile: "a\nb.yaml":1: x`, e.Error())
 	e = &quotafile.Error{Line: 1, Problem: "x"}
 	assert.Equal(t, `quotafile: "":1: x`, e.Error())
+	e = &quotafile.Error{File: "q.yaml", Line: 2, Column: 9, Key: "tool_quota.Bash", Problem: "negative limit -1"}
+	assert.Equal(t, "quotafile: q.yaml:2:9: tool_quota.Bash: negative limit -1", e.Error())
+	e = &quotafile.Error{File: "q.yaml", Column: 9, Problem: "x"}
+	assert.Equal(t, "quotafile: q.yaml: x", e.Error(), "a column without a line is not shown")
+}
+
+// TestPositions pins the line and column of YAML syntax errors, which come
+// from the parser's typed *yaml.LoadError, and of problems in values.
+func TestPositions(t *testing.T) {
+	tests := []struct {
+		name, file, data string
+		line, col        int
+	}{
+		{"bad indentation", "q.yaml", "tool_quota:\n  Bash: 10\n    WebFetch: 5\n", 3, 13},
+		{"alias without anchor", "q.yaml", "tool_quota:\n  Bash: 1\n  Edit: *nothing\n", 3, 9},
+		{"front matter", "agent.md", "---\nname: a\ndescription: Use it when: always\n---\n", 3, 25},
+		{"negative limit", "q.yaml", "tool_quota:\n  Bash: -1\n", 2, 9},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := quotafile.Parse(tt.file, []byte(tt.data))
+			var e *quotafile.Error
+			require.ErrorAs(t, err, &e)
+			assert.Equal(t, tt.line, e.Line, err.Error())
+			assert.Equal(t, tt.col, e.Column, err.Error())
+		})
+	}
 }
 
 func TestSeveralErrors(t *testing.T) {
 	data := "tool_quota:\n  Bash: -1\n  Edit: ten\nloop_detection:\n  max_retries: 0\n"
 	_, err := quotafile.Parse("q.yaml", []byte(data))
 	require.Error(t, err)
-	assert.Equal(t, "quotafile: q.yaml:2: tool_quota.Bash: negative limit -1 (use a positive limit or remove the key)\n"+
-		"quotafile: q.yaml:3: tool_quota.Edit: want a positive integer, got \"ten\"\n"+
-		"quotafile: q.yaml:5: loop_detection.max_retries: limit 0 is not allowed (use a positive limit or remove the key)",
+	assert.Equal(t, "quotafile: q.yaml:2:9: tool_quota.Bash: negative limit -1 (use a positive limit or remove the key)\n"+
+		"quotafile: q.yaml:3:9: tool_quota.Edit: want a positive integer, got \"ten\"\n"+
+		"quotafile: q.yaml:5:16: loop_detection.max_retries: limit 0 is not allowed (use a positive limit or remove the key)",
 		err.Error())
 
 	// At most ten problems, then a note.
@@ -494,7 +525,7 @@ func TestBillionLaughs(t *testing.T) {
 	start := time.Now()
 	_, err := quotafile.Parse("q.yaml", []byte(laughs+"tool_quota: *a9\n"))
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "quotafile: q.yaml:1: a0: unknown key")
+	assert.Contains(t, err.Error(), "quotafile: q.yaml:1:1: a0: unknown key")
 	assert.Less(t, time.Since(start), time.Second)
 
 	// Aliases in keys an agent definition owns are never followed.

@@ -12,4 +12,5 @@ require (
 require (
 	github.com/agnivade/levenshtein v1.2.2 // indirect
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
+	go.yaml.in/yaml/v4 v4.0.0 // indirect
 )

@@ -10,13 +10,22 @@ import (
 	"github.com/toolguard/toolguard"
 )
 
-// Check returns the decisions for calls checked as one round with
-// t.ShouldSkipRound. A nil t allows every call.
-func Check(t *toolguard.Tracker, calls []toolguard.Call) []toolguard.Decision {
+// Check returns the decisions for calls checked as one round: each with
+// t.ShouldSkipContext under one t.WithRound(ctx), so the events carry ctx.
+// A nil t allows every call; a nil ctx is context.Background().
+func Check(ctx context.Context, t *toolguard.Tracker, calls []toolguard.Call) []toolguard.Decision {
 	if t == nil {
 		return make([]toolguard.Decision, len(calls))
 	}
-	return t.ShouldSkipRound(calls)
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx = t.WithRound(ctx)
+	ds := make([]toolguard.Decision, len(calls))
+	for i, c := range calls {
+		ds[i] = t.ShouldSkipContext(ctx, c)
+	}
+	return ds
 }
 
 // Err returns the error of the first aborted decision, toolguard.ErrLoop
@@ -45,27 +54,27 @@ func Skipped(ds []toolguard.Decision) int {
 	return n
 }
 
-// Result makes one tool result message of an adapter's SDK: id is the
-// call's ID, text the result text and isError whether the call failed or
+// Result makes one tool result message of an adapter's SDK: c is the call
+// it answers, text the result text and isError whether the call failed or
 // was skipped.
-type Result[T any] func(id, text string, isError bool) T
+type Result[T any] func(c toolguard.Call, text string, isError bool) T
 
-// Skips returns mk(id, SkipText(d), true) for every skipped call, in
+// Skips returns mk(call, SkipText(d), true) for every skipped call, in
 // order. calls and ds have the same length.
 func Skips[T any](calls []toolguard.Call, ds []toolguard.Decision, mk Result[T]) []T {
 	var out []T
 	for i, d := range ds {
 		if d.Skip() && i < len(calls) {
-			out = append(out, mk(calls[i].ID, SkipText(d), true))
+			out = append(out, mk(calls[i], SkipText(d), true))
 		}
 	}
 	return out
 }
 
 // Run runs the allowed calls with exec, one after another, records each
-// outcome with t (when not nil), and returns one result per call, in
-// order: mk(id, ResultText(res, err), err != nil) for a call that ran,
-// mk(id, SkipText(d), true) for a skipped one. A nil exec fails every
+// outcome with t.RecordContext(ctx, …) (when t is not nil), and returns one result per call, in
+// order: mk(call, ResultText(res, err), err != nil) for a call that ran,
+// mk(call, SkipText(d), true) for a skipped one. A nil exec fails every
 // allowed call with noExec. calls and ds have the same length.
 func Run[T any](ctx context.Context, t *toolguard.Tracker, exec toolguard.Executor, noExec error, calls []toolguard.Call, ds []toolguard.Decision, mk Result[T]) []T {
 	out := make([]T, len(calls))
@@ -75,7 +84,7 @@ func Run[T any](ctx context.Context, t *toolguard.Tracker, exec toolguard.Execut
 			d = ds[i]
 		}
 		if d.Skip() {
-			out[i] = mk(c.ID, SkipText(d), true)
+			out[i] = mk(c, SkipText(d), true)
 			continue
 		}
 		res, err := "", noExec
@@ -83,9 +92,9 @@ func Run[T any](ctx context.Context, t *toolguard.Tracker, exec toolguard.Execut
 			res, err = exec(ctx, c)
 		}
 		if t != nil {
-			t.Record(c, toolguard.Outcome{Result: res, Err: err})
+			t.RecordContext(ctx, c, toolguard.Outcome{Result: res, Err: err})
 		}
-		out[i] = mk(c.ID, ResultText(res, err), err != nil)
+		out[i] = mk(c, ResultText(res, err), err != nil)
 	}
 	return out
 }

@@ -17,7 +17,7 @@ type res struct {
 	IsError  bool
 }
 
-func mk(id, text string, isError bool) res { return res{id, text, isError} }
+func mk(c toolguard.Call, text string, isError bool) res { return res{c.ID, text, isError} }
 
 var errNoExec = errors.New("round: no executor")
 
@@ -147,7 +147,7 @@ func TestRun(t *testing.T) {
 			}
 			ds := tc.ds
 			if ds == nil {
-				ds = Check(tr, tc.calls)
+				ds = Check(context.Background(), tr, tc.calls)
 			}
 			got := Run(context.Background(), tr, tc.exec, errNoExec, tc.calls, ds, mk)
 			assert.Equal(t, tc.want, got)
@@ -163,7 +163,7 @@ func TestCheckAndSkips(t *testing.T) {
 	// first and skips the repeats.
 	tr := toolguard.NewTracker(toolguard.Policy{})
 	calls := []toolguard.Call{call("1"), call("2"), call("3")}
-	ds := Check(tr, calls)
+	ds := Check(context.Background(), tr, calls)
 	require.Len(t, ds, 3)
 	assert.Equal(t, toolguard.Allow, ds[0].Verdict)
 	require.Positive(t, Skipped(ds))
@@ -175,11 +175,36 @@ func TestCheckAndSkips(t *testing.T) {
 	}
 
 	// A nil tracker allows everything.
-	ds = Check(nil, calls)
+	ds = Check(context.Background(), nil, calls)
 	assert.Equal(t, make([]toolguard.Decision, 3), ds)
 	assert.Empty(t, Skips(calls, ds, mk))
 	assert.NoError(t, Err(ds))
 
 	// More decisions than calls do not panic.
 	assert.Empty(t, Skips(nil, []toolguard.Decision{{Verdict: toolguard.Hint}}, mk))
+}
+
+// ctxKey marks the context a test passes in, to see it in the events.
+type ctxKey struct{}
+
+func TestContextReachesEvents(t *testing.T) {
+	ctx := context.WithValue(context.Background(), ctxKey{}, "turn-7")
+	var seen []string
+	tr := toolguard.NewTracker(toolguard.Policy{OnEvent: func(ev toolguard.Event) {
+		v, _ := ev.Context.Value(ctxKey{}).(string)
+		seen = append(seen, ev.Kind.String()+":"+v)
+	}})
+	calls := []toolguard.Call{call("1")}
+	ds := Check(ctx, tr, calls)
+	Run(ctx, tr, func(context.Context, toolguard.Call) (string, error) { return "x", nil }, errNoExec, calls, ds, mk)
+	assert.Equal(t, []string{"decision:turn-7", "record:turn-7"}, seen)
+}
+
+func TestCheckIsOneRound(t *testing.T) {
+	// With CountRounds a budget of one round lets both calls of the round
+	// run; checked as two rounds, the second would be refused.
+	tr := toolguard.NewTracker(toolguard.Policy{MaxCallsPerTurn: 1, BudgetUnit: toolguard.CountRounds})
+	calls := []toolguard.Call{call("1"), {ID: "2", Tool: "list", Args: json.RawMessage(`{}`)}}
+	ds := Check(context.Background(), tr, calls)
+	assert.Zero(t, Skipped(ds))
 }

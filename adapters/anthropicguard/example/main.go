@@ -21,11 +21,11 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/toolguard/toolguard"
-	anthropicguard "github.com/toolguard/toolguard/adapters/anthropic"
+	anthropicguard "github.com/toolguard/toolguard/adapters/anthropicguard"
 )
 
 func main() {
@@ -129,7 +129,7 @@ func chat(ctx context.Context, client anthropic.Client, tracker *toolguard.Track
 			return "", err
 		}
 		messages = append(messages, msg.ToParam())
-		round := anthropicguard.Check(tracker, *msg)
+		round := anthropicguard.Check(ctx, tracker, *msg)
 		if len(round.Calls) == 0 {
 			return text(msg), nil
 		}

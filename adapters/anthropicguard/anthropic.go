@@ -1,14 +1,14 @@
 // Package anthropicguard connects a toolguard.Tracker to the Messages API
 // of github.com/anthropics/anthropic-sdk-go.
 //
-// Its import path is github.com/toolguard/toolguard/adapters/anthropic; the
+// Its import path is github.com/toolguard/toolguard/adapters/anthropicguard; the
 // package is named anthropicguard so that it never collides with the SDK's
 // package anthropic.
 //
 // One step of an agent loop, after the model answered with tool_use blocks:
 //
 //	messages = append(messages, msg.ToParam())
-//	round := anthropicguard.Check(tracker, *msg)
+//	round := anthropicguard.Check(ctx, tracker, *msg)
 //	blocks := round.Run(ctx, exec) // one tool_result block per tool_use block
 //	if g := tracker.Guidance(); g.Phase != told {
 //		told = g.Phase
@@ -43,7 +43,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/toolguard/toolguard"
 	"github.com/toolguard/toolguard/internal/round"
 )
@@ -80,10 +80,12 @@ type Round struct {
 }
 
 // Check converts the tool_use blocks of an assistant message with Calls
-// and checks them as one round. A nil Tracker allows every call.
-func Check(t *toolguard.Tracker, msg anthropic.Message) *Round {
+// and checks them as one round (Tracker.WithRound and ShouldSkipContext
+// with ctx, so hooks see the call's context). A nil Tracker allows every
+// call.
+func Check(ctx context.Context, t *toolguard.Tracker, msg anthropic.Message) *Round {
 	calls := Calls(msg)
-	return &Round{Calls: calls, Decisions: round.Check(t, calls), tracker: t}
+	return &Round{Calls: calls, Decisions: round.Check(ctx, t, calls), tracker: t}
 }
 
 // Err returns the error of the round's first aborted call (a
@@ -105,7 +107,7 @@ func (r *Round) SkipBlocks() []anthropic.ContentBlockParamUnion {
 }
 
 // Run runs the round's allowed calls with exec, one after another, records
-// each outcome with the Tracker, and returns one tool_result block per
+// each outcome with Tracker.RecordContext under ctx, and returns one tool_result block per
 // call, in the order of the calls: the tool's result for a call that ran
 // (is_error set, and "error: " with the error text before any result, for a
 // failed call), the decision's message with is_error set for a skipped
@@ -143,12 +145,12 @@ func StripTools(p *anthropic.MessageNewParams) {
 
 // toolResult returns a tool_result block. An empty text is left out: the
 // API rejects empty text blocks.
-func toolResult(id, text string, isError bool) anthropic.ContentBlockParamUnion {
+func toolResult(c toolguard.Call, text string, isError bool) anthropic.ContentBlockParamUnion {
 	if text != "" {
-		return anthropic.NewToolResultBlock(id, text, isError)
+		return anthropic.NewToolResultBlock(c.ID, text, isError)
 	}
 	return anthropic.ContentBlockParamUnion{OfToolResult: &anthropic.ToolResultBlockParam{
-		ToolUseID: id,
+		ToolUseID: c.ID,
 		IsError:   anthropic.Bool(isError),
 	}}
 }

@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolguard/toolguard"
-	anthropicguard "github.com/toolguard/toolguard/adapters/anthropic"
+	anthropicguard "github.com/toolguard/toolguard/adapters/anthropicguard"
 )
 
 // message decodes an assistant message the way the SDK decodes a response.
@@ -76,7 +76,7 @@ func TestCheckHintThenAbort(t *testing.T) {
 	tr := toolguard.NewTracker(toolguard.Policy{})
 	m := message(t, weatherCall)
 	for i := 0; i < 2; i++ {
-		r := anthropicguard.Check(tr, m)
+		r := anthropicguard.Check(context.Background(), tr, m)
 		blocks := r.Run(context.Background(), func(context.Context, toolguard.Call) (string, error) { return "sunny", nil })
 		require.Len(t, blocks, 1)
 		got := wire(t, blocks[0])
@@ -87,7 +87,7 @@ func TestCheckHintThenAbort(t *testing.T) {
 		require.NoError(t, r.Err())
 	}
 
-	r := anthropicguard.Check(tr, m)
+	r := anthropicguard.Check(context.Background(), tr, m)
 	require.Equal(t, toolguard.Hint, r.Decisions[0].Verdict)
 	require.Equal(t, 1, r.Skipped())
 	require.NoError(t, r.Err(), "a hint does not stop the loop")
@@ -99,7 +99,7 @@ func TestCheckHintThenAbort(t *testing.T) {
 	assert.Equal(t, r.Decisions[0].Message, got.text())
 	assert.True(t, strings.HasPrefix(got.text(), toolguard.HintMarker))
 
-	r = anthropicguard.Check(tr, m)
+	r = anthropicguard.Check(context.Background(), tr, m)
 	require.Equal(t, toolguard.Abort, r.Decisions[0].Verdict)
 	require.ErrorIs(t, r.Err(), toolguard.ErrLoop)
 	got = wire(t, r.Run(context.Background(), nil)[0])
@@ -113,7 +113,7 @@ func TestRunAnswersEveryCallInOrder(t *testing.T) {
 		{"type":"tool_use","id":"t1","name":"read","input":{"path":"a"}},
 		{"type":"tool_use","id":"t2","name":"read","input":{"path":"b"}},
 		{"type":"tool_use","id":"t3","name":"read","input":{"path":"c"}}]`)
-	r := anthropicguard.Check(tr, m)
+	r := anthropicguard.Check(context.Background(), tr, m)
 	var ran []string
 	blocks := r.Run(context.Background(), func(_ context.Context, c toolguard.Call) (string, error) {
 		ran = append(ran, c.ID)
@@ -139,13 +139,13 @@ func TestRunAnswersEveryCallInOrder(t *testing.T) {
 }
 
 func TestNilTrackerAndExecutor(t *testing.T) {
-	r := anthropicguard.Check(nil, message(t, weatherCall))
+	r := anthropicguard.Check(context.Background(), nil, message(t, weatherCall))
 	require.Len(t, r.Decisions, 1)
 	got := wire(t, r.Run(context.Background(), nil)[0])
 	assert.True(t, got.IsError)
 	assert.Equal(t, "error: anthropicguard: no executor", got.text())
 
-	empty := anthropicguard.Check(toolguard.NewTracker(toolguard.Policy{}), anthropic.Message{})
+	empty := anthropicguard.Check(context.Background(), toolguard.NewTracker(toolguard.Policy{}), anthropic.Message{})
 	assert.Empty(t, empty.Run(context.Background(), nil))
 	assert.NoError(t, empty.Err())
 }

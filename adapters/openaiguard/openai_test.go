@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolguard/toolguard"
-	openaiguard "github.com/toolguard/toolguard/adapters/openai"
+	openaiguard "github.com/toolguard/toolguard/adapters/openaiguard"
 )
 
 // message decodes an assistant message the way the SDK decodes a response.
@@ -58,7 +58,7 @@ func TestCheckHintThenAbort(t *testing.T) {
 	tr := toolguard.NewTracker(toolguard.Policy{})
 	m := message(t, weatherCall)
 	run := func() *openaiguard.Round {
-		r := openaiguard.Check(tr, m)
+		r := openaiguard.Check(context.Background(), tr, m)
 		r.Run(context.Background(), func(context.Context, toolguard.Call) (string, error) { return "sunny", nil })
 		return r
 	}
@@ -69,7 +69,7 @@ func TestCheckHintThenAbort(t *testing.T) {
 		require.Empty(t, r.SkipMessages())
 	}
 
-	r := openaiguard.Check(tr, m)
+	r := openaiguard.Check(context.Background(), tr, m)
 	require.Equal(t, toolguard.Hint, r.Decisions[0].Verdict)
 	require.Equal(t, 1, r.Skipped())
 	require.NoError(t, r.Err(), "a hint does not stop the loop")
@@ -81,7 +81,7 @@ func TestCheckHintThenAbort(t *testing.T) {
 	assert.Equal(t, r.Decisions[0].Message, got["content"])
 	assert.True(t, strings.HasPrefix(got["content"].(string), toolguard.HintMarker))
 
-	r = openaiguard.Check(tr, m)
+	r = openaiguard.Check(context.Background(), tr, m)
 	require.Equal(t, toolguard.Abort, r.Decisions[0].Verdict)
 	err := r.Err()
 	require.ErrorIs(t, err, toolguard.ErrLoop)
@@ -98,7 +98,7 @@ func TestRunAnswersEveryCallInOrder(t *testing.T) {
 		{"id":"c1","type":"function","function":{"name":"read","arguments":"{\"path\":\"a\"}"}},
 		{"id":"c2","type":"function","function":{"name":"read","arguments":"{\"path\":\"b\"}"}},
 		{"id":"c3","type":"function","function":{"name":"read","arguments":"{\"path\":\"c\"}"}}]}`)
-	r := openaiguard.Check(tr, m)
+	r := openaiguard.Check(context.Background(), tr, m)
 	var ran []string
 	msgs := r.Run(context.Background(), func(_ context.Context, c toolguard.Call) (string, error) {
 		ran = append(ran, c.ID)
@@ -130,21 +130,21 @@ func TestRunAnswersEveryCallInOrder(t *testing.T) {
 }
 
 func TestNilTrackerAndExecutor(t *testing.T) {
-	r := openaiguard.Check(nil, message(t, weatherCall))
+	r := openaiguard.Check(context.Background(), nil, message(t, weatherCall))
 	require.Len(t, r.Decisions, 1)
 	assert.Equal(t, toolguard.Allow, r.Decisions[0].Verdict)
 	msgs := r.Run(context.Background(), nil)
 	require.Len(t, msgs, 1)
 	assert.Equal(t, "error: openaiguard: no executor", wire(t, msgs[0])["content"])
 
-	empty := openaiguard.Check(toolguard.NewTracker(toolguard.Policy{}), openai.ChatCompletionMessage{})
+	empty := openaiguard.Check(context.Background(), toolguard.NewTracker(toolguard.Policy{}), openai.ChatCompletionMessage{})
 	assert.Empty(t, empty.Run(context.Background(), nil))
 	assert.NoError(t, empty.Err())
 }
 
 func TestInvalidCallIsAnswered(t *testing.T) {
 	tr := toolguard.NewTracker(toolguard.Policy{})
-	r := openaiguard.Check(tr, message(t, `{"role":"assistant","tool_calls":[{"id":"x","type":"mystery"}]}`))
+	r := openaiguard.Check(context.Background(), tr, message(t, `{"role":"assistant","tool_calls":[{"id":"x","type":"mystery"}]}`))
 	require.ErrorIs(t, r.Err(), toolguard.ErrInvalidCall)
 	got := wire(t, r.Run(context.Background(), nil)[0])
 	assert.Equal(t, "x", got["tool_call_id"])

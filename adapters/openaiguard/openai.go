@@ -1,7 +1,7 @@
 // Package openaiguard connects a toolguard.Tracker to the Chat Completions
-// API of github.com/openai/openai-go/v3.
+// API and the Responses API of github.com/openai/openai-go/v3.
 //
-// Its import path is github.com/toolguard/toolguard/adapters/openai; the
+// Its import path is github.com/toolguard/toolguard/adapters/openaiguard; the
 // package is named openaiguard so that it never collides with the SDK's
 // package openai.
 //
@@ -9,7 +9,7 @@
 //
 //	msg := completion.Choices[0].Message
 //	messages = append(messages, msg.ToParam())
-//	round := openaiguard.Check(tracker, msg)
+//	round := openaiguard.Check(ctx, tracker, msg)
 //	messages = append(messages, round.Run(ctx, exec)...) // one tool message per tool call
 //	if err := round.Err(); err != nil {
 //		return err // a call was aborted: stop the turn
@@ -23,6 +23,11 @@
 //	if tracker.Guidance().StripTools {
 //		openaiguard.StripTools(&params) // the next request goes without tools
 //	}
+//
+// For the Responses API, CheckResponse does the same for the function_call
+// and custom_tool_call items of a response, and its Run returns one
+// function_call_output (or custom_tool_call_output) item per call; see
+// CheckResponse.
 //
 // Every tool call of the assistant message is answered by a tool message,
 // skipped calls included, so the conversation stays valid for the API: a
@@ -90,10 +95,11 @@ type Round struct {
 }
 
 // Check converts the tool calls of an assistant message with Calls and
-// checks them as one round. A nil Tracker allows every call.
-func Check(t *toolguard.Tracker, msg openai.ChatCompletionMessage) *Round {
+// checks them as one round (Tracker.WithRound and ShouldSkipContext with
+// ctx, so hooks see the call's context). A nil Tracker allows every call.
+func Check(ctx context.Context, t *toolguard.Tracker, msg openai.ChatCompletionMessage) *Round {
 	calls := Calls(msg)
-	return &Round{Calls: calls, Decisions: round.Check(t, calls), tracker: t}
+	return &Round{Calls: calls, Decisions: round.Check(ctx, t, calls), tracker: t}
 }
 
 // Err returns the error of the round's first aborted call (a
@@ -115,7 +121,7 @@ func (r *Round) SkipMessages() []openai.ChatCompletionMessageParamUnion {
 }
 
 // Run runs the round's allowed calls with exec, one after another, records
-// each outcome with the Tracker, and returns one tool message per tool
+// each outcome with Tracker.RecordContext under ctx, and returns one tool message per tool
 // call, in the order of the calls: the tool's result for a call that ran
 // (for a failed call, "error: " and the error text, then any result), the
 // decision's message for a skipped call. Allowed calls run even when
@@ -152,6 +158,6 @@ func StripTools(p *openai.ChatCompletionNewParams) {
 // toolMessage returns the tool message that answers the tool call id. The
 // Chat Completions API has no error flag on tool messages: a failure is
 // told by the text.
-func toolMessage(id, text string, _ bool) openai.ChatCompletionMessageParamUnion {
-	return openai.ToolMessage(text, id)
+func toolMessage(c toolguard.Call, text string, _ bool) openai.ChatCompletionMessageParamUnion {
+	return openai.ToolMessage(text, c.ID)
 }

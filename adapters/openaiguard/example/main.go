@@ -27,7 +27,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/toolguard/toolguard"
-	openaiguard "github.com/toolguard/toolguard/adapters/openai"
+	openaiguard "github.com/toolguard/toolguard/adapters/openaiguard"
 )
 
 func main() {
@@ -140,7 +140,7 @@ func chat(ctx context.Context, client openai.Client, tracker *toolguard.Tracker,
 		}
 
 		messages = append(messages, msg.ToParam())
-		round := openaiguard.Check(tracker, msg)
+		round := openaiguard.Check(ctx, tracker, msg)
 		messages = append(messages, round.Run(ctx, exec)...)
 		for i, c := range round.Calls {
 			d := round.Decisions[i]
