@@ -82,10 +82,8 @@ const (
 )
 
 // DefaultSearchTools is the built-in list of search tools used when
-// Policy.SearchTools is nil: names and path.Match glob patterns. A tool on
-// it is subject to the similar-query check only when its arguments carry a
-// query (the first string among query, search_query, q, text, question,
-// prompt).
+// Policy.SearchTools is nil (listed there): names and path.Match glob
+// patterns.
 var DefaultSearchTools = []string{
 	"search", "*search*", "*Search*", "*_query", "query_*", "*_lookup", "lookup*", "Lookup*",
 	"web_fetch_search", "grep", "Grep", "*retrieve*", "*Retrieve*",
@@ -140,7 +138,12 @@ type Policy struct {
 	// greater than 1 disables the similar-query check.
 	SimilarityThreshold float64
 	// SearchTools names the search tools (names or glob patterns). nil
-	// means DefaultSearchTools; an empty non-nil slice means none.
+	// means the built-in list: search, *search*, *Search*, *_query,
+	// query_*, *_lookup, lookup*, Lookup*, web_fetch_search, grep, Grep,
+	// *retrieve*, *Retrieve*. An empty non-nil slice means none. A search
+	// tool's call is checked for similar queries only when its arguments
+	// carry a query (the first string among query, search_query, q, text,
+	// question, prompt).
 	SearchTools []string
 	// SimilarIgnoresResults makes the similar-query check result-blind: a
 	// query similar to any earlier one fires, whatever that one returned.
@@ -155,25 +158,6 @@ type Policy struct {
 	// exact name wins over patterns; among patterns the longest wins, then
 	// the lexically smallest.
 	Tools map[string]ToolPolicy
-
-	// SessionLimit is the rule default for calls to one tool in a session
-	// (across turns). 0 or negative means none: the zero Policy sets no
-	// per-tool session quota (the "quota-rule" preset sets 30).
-	SessionLimit int
-	// HighCostLimit is the rule default for a high-cost tool (an external,
-	// paid or rate-limited API, named by HighCostTools or
-	// ToolPolicy.HighCost). 0 means 10; negative means high-cost tools get
-	// SessionLimit.
-	HighCostLimit int
-	// HighCostTools names high-cost tools (names or glob patterns), in
-	// addition to ToolPolicy.HighCost. nil means none.
-	HighCostTools []string
-	// AgentQuota and PlatformQuota are the quotas declared by the agent
-	// definition and by the platform. nil means not set. The effective
-	// session limit of a tool is the minimum of the agent quota, the
-	// platform quota and the rule default, over those that are set.
-	AgentQuota    *Quota
-	PlatformQuota *Quota
 
 	// CyclePeriod is the longest cycle detected (A,B,… of distinct calls).
 	// 0 means 4; 1 means 2; negative disables cycle detection. At most 16.
@@ -197,9 +181,51 @@ type Policy struct {
 	// hold secrets, so the default keeps only hashes and a redacted purpose.
 	KeepRaw bool
 
-	// Store shares quota counters between Trackers (see Store). nil means
-	// the session quotas are counted in this Tracker alone and SharedQuotas,
-	// if any, in a MemoryStore private to it.
+	// Quotas are the call quotas over a session and across sessions: the
+	// per-tool session quotas (agent, platform and rule default) and the
+	// quotas shared through a store. The zero value sets none.
+	Quotas
+
+	// Now is the clock. nil means time.Now.
+	Now func() time.Time
+	// OnEvent, when set, receives every decision, record and phase change.
+	// It runs after the Tracker's lock is released and may call back into
+	// the Tracker.
+	OnEvent func(Event)
+	// Logger, when set, logs firings at Warn and other decisions and records
+	// at Debug, with the attributes gen_ai.tool.name and gen_ai.tool.call.id.
+	// nil means silent.
+	Logger *slog.Logger
+}
+
+// Quotas are the quotas of a Policy. Their fields are promoted: p.Store is
+// p.Quotas.Store. In a composite literal, write them inside Quotas:
+//
+//	toolguard.Policy{Quotas: toolguard.Quotas{SessionLimit: 30}}
+type Quotas struct {
+	// SessionLimit is the rule default for calls to one tool in a session
+	// (across turns). 0 or negative means none: the zero Policy sets no
+	// per-tool session quota (the "quota-rule" preset sets 30).
+	SessionLimit int
+	// HighCostLimit is the rule default for a high-cost tool (an external,
+	// paid or rate-limited API, named by HighCostTools or
+	// ToolPolicy.HighCost). 0 means 10; negative means high-cost tools get
+	// SessionLimit.
+	HighCostLimit int
+	// HighCostTools names high-cost tools (names or glob patterns), in
+	// addition to ToolPolicy.HighCost. nil means none.
+	HighCostTools []string
+	// AgentQuota and PlatformQuota are the quotas declared by the agent
+	// definition and by the platform. nil means not set. The effective
+	// session limit of a tool is the minimum of the agent quota, the
+	// platform quota and the rule default, over those that are set.
+	AgentQuota    *Quota
+	PlatformQuota *Quota
+
+	// Store shares quota counters between Trackers: a store.Memory from
+	// store.NewMemory inside one process, or the redisstore module across
+	// processes. nil means the session quotas are counted in this Tracker
+	// alone and SharedQuotas, if any, in a store.Memory private to it.
 	Store Store
 	// SessionID names the session in the Store, so the replicas that serve
 	// one session's turns share its per-tool session quotas. Empty means
@@ -227,16 +253,6 @@ type Policy struct {
 	// they learn of an outage together; Breaker{Cooldown: -1} turns it off.
 	Breaker *Breaker
 
-	// Now is the clock. nil means time.Now.
-	Now func() time.Time
-	// OnEvent, when set, receives every decision, record and phase change.
-	// It runs after the Tracker's lock is released and may call back into
-	// the Tracker.
-	OnEvent func(Event)
-	// Logger, when set, logs firings at Warn and other decisions and records
-	// at Debug, with the attributes gen_ai.tool.name and gen_ai.tool.call.id.
-	// nil means silent.
-	Logger *slog.Logger
 }
 
 // ToolPolicy overrides the Policy for one tool or a glob pattern of tools.

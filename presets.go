@@ -2,14 +2,16 @@ package toolguard
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
 
 // Presets are ready policies, each reproducing one published behaviour with
-// its numbers, so a team moving from it keeps what it knows. Every preset is
-// result-aware (a repeat with a new result is progress): that is where
-// toolguard goes past all four.
+// its numbers, so a team moving from it keeps what it knows. Every preset
+// but "turn-tracker", whose similar-query check stays result-blind as in
+// its seed, is result-aware (a repeat with a new result is progress): that
+// is where toolguard goes past them.
 //
 //   - "quota-rule": a portable agent rule: 3 equivalent failing retries, 5
 //     similar calls in a rolling window of 10, 30 calls to one tool per
@@ -79,7 +81,7 @@ func presetQuotaRule() Policy {
 	p.SearchTools = nil // the built-in list, for the window rule
 	p.Window, p.WindowLimit = 10, 5
 	p.SessionLimit, p.HighCostLimit = 30, 10
-	p.HighCostTools = HighCostToolsQuotaRule
+	p.HighCostTools = slices.Clone(HighCostToolsQuotaRule)
 	p.CyclePeriod, p.CycleRepeats = 0, 0 // ping-pong and cycles up to 4 calls, 3 times
 	return p
 }

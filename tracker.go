@@ -962,14 +962,8 @@ func (t *Tracker) Ledger() []Entry {
 	return t.ledger.snapshot()
 }
 
-// Phase returns the turn's current phase.
-func (t *Tracker) Phase() Phase {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.turn.phase
-}
-
-// Guidance is what the harness does for the turn's phase.
+// Guidance is what the harness does for the turn's phase. Tracker.Guidance
+// is the one place to read the current phase.
 type Guidance struct {
 	Phase Phase
 	// Message is the text to inject into the model's context: the nudge
