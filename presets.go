@@ -15,7 +15,7 @@ import (
 //
 //   - "quota-rule": a portable agent rule: 3 equivalent failing retries, 5
 //     similar calls in a rolling window of 10, 30 calls to one tool per
-//     session, 10 to a high-cost tool (HighCostToolsQuotaRule), ping-pong
+//     session, 10 to a high-cost tool (quotaRuleHighCostTools), ping-pong
 //     and cycles; no turn budget; escalation with Tracker.Summary.
 //   - "turn-tracker": a chat service's per-turn tracker: per-tool limits
 //     per turn (composio_execute 2; search_knowledge, semantic_search,
@@ -37,9 +37,9 @@ var presets = map[string]func() Policy{
 	"turn-budget":          presetTurnBudget,
 }
 
-// HighCostToolsQuotaRule are the tools the "quota-rule" preset treats as
+// quotaRuleHighCostTools are the tools the "quota-rule" preset treats as
 // high-cost: external, paid or rate-limited APIs.
-var HighCostToolsQuotaRule = []string{
+var quotaRuleHighCostTools = []string{
 	"WebFetch", "WebSearch", "web_fetch", "web_search", "fetch", "http_request",
 	"*_api", "api_*", "browser*", "Browser*",
 }
@@ -67,10 +67,12 @@ func off() Policy {
 		MaxFailures:         -1,
 		SimilarityThreshold: -1,
 		SearchTools:         []string{},
-		SessionLimit:        -1,
-		HighCostLimit:       -1,
-		CyclePeriod:         -1,
-		Window:              -1,
+		Quotas: Quotas{
+			SessionLimit:  -1,
+			HighCostLimit: -1,
+		},
+		CyclePeriod: -1,
+		Window:      -1,
 	}
 }
 
@@ -81,7 +83,7 @@ func presetQuotaRule() Policy {
 	p.SearchTools = nil // the built-in list, for the window rule
 	p.Window, p.WindowLimit = 10, 5
 	p.SessionLimit, p.HighCostLimit = 30, 10
-	p.HighCostTools = slices.Clone(HighCostToolsQuotaRule)
+	p.HighCostTools = slices.Clone(quotaRuleHighCostTools)
 	p.CyclePeriod, p.CycleRepeats = 0, 0 // ping-pong and cycles up to 4 calls, 3 times
 	return p
 }

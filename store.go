@@ -87,7 +87,7 @@ func newReservationID() string {
 // grant is the outcome of a Store reservation for one call.
 type grant struct {
 	id    string // the reservation to settle; empty when none is held
-	g     Grant
+	g     store.Grant
 	err   error // the store failed and the policy fails closed
 	local bool  // the store failed and the policy fails open: id is held in cfg.fallback
 }
@@ -95,16 +95,16 @@ type grant struct {
 // reserve asks the Store for the call's shared counters, outside the lock.
 func (t *Tracker) reserve(ctx context.Context, c Call, r *toolRule, evs *events) *grant {
 	id := newReservationID()
-	var g Grant
+	var g store.Grant
 	err := t.storeOp(ctx, c, "reserve", evs, func(ctx context.Context) error {
 		var err error
-		g, err = t.cfg.store.Reserve(ctx, Reservation{ID: id, Counters: r.counters, TTL: t.cfg.ttl})
+		g, err = t.cfg.store.Reserve(ctx, store.Reservation{ID: id, Counters: r.counters, TTL: t.cfg.ttl})
 		return err
 	})
 	if err != nil {
 		if t.cfg.failOpen {
 			// Count locally while the store is down.
-			g, _ = t.cfg.fallback.Reserve(context.Background(), Reservation{ID: id, Counters: r.counters, TTL: t.cfg.ttl})
+			g, _ = t.cfg.fallback.Reserve(context.Background(), store.Reservation{ID: id, Counters: r.counters, TTL: t.cfg.ttl})
 			if !g.OK {
 				return &grant{g: g, local: true}
 			}
@@ -120,7 +120,7 @@ func (t *Tracker) reserve(ctx context.Context, c Call, r *toolRule, evs *events)
 
 // storeOp runs one operation on the Store, bounded by StoreTimeout, unless
 // the breaker holds it back, and tells the breaker how it went. A failure
-// is returned as a *StoreError (matching ErrBreakerOpen when held back)
+// is returned as a *storeError (matching ErrBreakerOpen when held back)
 // and reported as an EventStore, followed by the breaker's change, if any.
 func (t *Tracker) storeOp(ctx context.Context, c Call, name string, evs *events, op func(context.Context) error) error {
 	b := t.cfg.breaker
@@ -141,7 +141,7 @@ func (t *Tracker) storeOp(ctx context.Context, c Call, name string, evs *events,
 		t.breakerEvent(c, bt, nil, evs)
 		return nil
 	}
-	serr := &StoreError{Op: name, Err: err}
+	serr := &storeError{Op: name, Err: err}
 	evs.add(Event{Kind: EventStore, CallID: c.ID, Tool: c.Tool, Err: serr})
 	t.breakerEvent(c, bt, serr, evs)
 	return serr
