@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"path"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -84,19 +83,14 @@ const (
 
 // defaultSearchTools is the built-in list of search tools used when
 // Policy.SearchTools is nil (listed there): names and path.Match glob
-// patterns.
+// patterns. It is never modified.
 var defaultSearchTools = []string{
 	"search", "*search*", "*Search*", "*_query", "query_*", "*_lookup", "lookup*", "Lookup*",
 	"web_fetch_search", "grep", "Grep", "*retrieve*", "*Retrieve*",
 }
 
-// defaultSearchGlobs is defaultSearchTools as the package declares it,
-// compiled once. It is never modified; a Tracker uses it while
-// defaultSearchTools still holds the same names.
-var defaultSearchGlobs = struct {
-	src   []string
-	globs globs
-}{slices.Clone(defaultSearchTools), compileGlobs(defaultSearchTools)}
+// defaultSearchGlobs is defaultSearchTools compiled once.
+var defaultSearchGlobs = compileGlobs(defaultSearchTools)
 
 // Quota is a set of per-session call limits declared by an agent or by the
 // platform that runs it. Tools maps tool names or path.Match glob patterns
@@ -507,14 +501,10 @@ func newConfig(p Policy) config {
 		// The window rule still needs a notion of "similar".
 		c.threshold = defaultSimilarityThreshold
 	}
-	searchTools := p.SearchTools
-	if searchTools == nil {
-		searchTools = defaultSearchTools
-	}
-	if slices.Equal(searchTools, defaultSearchGlobs.src) {
-		c.searchTools = defaultSearchGlobs.globs // the usual case: compiled once
+	if p.SearchTools == nil {
+		c.searchTools = defaultSearchGlobs // the usual case: compiled once
 	} else {
-		c.searchTools = compileGlobs(searchTools)
+		c.searchTools = compileGlobs(p.SearchTools)
 	}
 
 	c.sessionLimit = max(p.SessionLimit, 0)

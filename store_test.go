@@ -44,38 +44,6 @@ func TestSessionQuotaAcrossReplicas(t *testing.T) {
 	run(t, NewTracker(other), []step{allow(call("Bash", `{"c":1}`), "1")})
 }
 
-func TestStoreWindowAndTTL(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
-	mem := store.NewMemory(clock)
-	ctx := context.Background()
-	c := []store.Counter{{Key: "k", Limit: 2, Window: time.Hour}}
-	g, err := mem.Reserve(ctx, store.Reservation{ID: "1", Counters: c})
-	require.NoError(t, err)
-	require.True(t, g.OK)
-	require.NoError(t, mem.Commit(ctx, "1"))
-	g, _ = mem.Reserve(ctx, store.Reservation{ID: "2", Counters: c, TTL: time.Minute})
-	require.True(t, g.OK)
-	g, _ = mem.Reserve(ctx, store.Reservation{ID: "3", Counters: c})
-	require.False(t, g.OK)
-	assert.Equal(t, 0, g.Blocked)
-	assert.Equal(t, []int{2}, g.Counts)
-	// Reservation 2 is never settled: after its TTL its unit returns.
-	now = now.Add(2 * time.Minute)
-	g, _ = mem.Reserve(ctx, store.Reservation{ID: "4", Counters: c})
-	require.True(t, g.OK)
-	require.NoError(t, mem.Release(ctx, "4"))
-	assert.Equal(t, 1, mem.Count("k"))
-	// The window ends: the total starts over.
-	now = now.Add(time.Hour)
-	assert.Equal(t, 0, mem.Count("k"))
-	// All or nothing.
-	g, _ = mem.Reserve(ctx, store.Reservation{ID: "5", Counters: []store.Counter{{Key: "a", Limit: 5}, {Key: "b", Limit: 0}}})
-	require.False(t, g.OK)
-	assert.Equal(t, 1, g.Blocked)
-	assert.Equal(t, 0, mem.Count("a"))
-}
-
 func TestStoreConcurrency(t *testing.T) {
 	mem := store.NewMemory(nil)
 	p := Policy{Quotas: Quotas{Store: mem, SharedQuotas: []SharedQuota{{Name: "fleet", Limit: 10}}}, MaxCallsPerTurn: -1}
@@ -170,18 +138,6 @@ func TestCounterKeysDoNotCollide(t *testing.T) {
 	s2 := NewTracker(Policy{Quotas: Quotas{Store: mem, SessionID: "a", AgentQuota: &Quota{Default: 1}}})
 	run(t, s1, []step{allow(call("c", `{}`), "r")})
 	run(t, s2, []step{allow(call("b:c", `{}`), "r")})
-}
-
-func TestMemoryStoreRetriedReservation(t *testing.T) {
-	mem := store.NewMemory(nil)
-	ctx := context.Background()
-	r := store.Reservation{ID: "same", Counters: []store.Counter{{Key: "k", Limit: 5}}}
-	_, _ = mem.Reserve(ctx, r)
-	g, _ := mem.Reserve(ctx, r)
-	require.True(t, g.OK)
-	assert.Equal(t, 1, mem.Count("k"))
-	require.NoError(t, mem.Release(ctx, "same"))
-	assert.Equal(t, 0, mem.Count("k"))
 }
 
 // countingStore counts the reservations a Tracker asks for.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -1058,21 +1057,4 @@ func TestMayHoldURL(t *testing.T) {
 		want := strings.Contains(s, "//") || strings.Contains(s, `\/\/`)
 		assert.Equal(t, want, mayHoldURL([]byte(s)), "%s", s)
 	}
-}
-
-// TestDefaultSearchToolsChange checks that a Tracker follows
-// defaultSearchTools as it is when the Tracker is made, although the
-// declared list is compiled once.
-func TestDefaultSearchToolsChange(t *testing.T) {
-	q := call("ask_docs", `{"query":"how to rotate keys"}`)
-	tr := NewTracker(Policy{})
-	tr.ShouldSkip(q)
-	assert.False(t, tr.tool("ask_docs").rule.search)
-
-	saved := defaultSearchTools
-	defaultSearchTools = append(slices.Clone(saved), "ask_*")
-	defer func() { defaultSearchTools = saved }()
-	tr = NewTracker(Policy{})
-	assert.True(t, tr.tool("ask_docs").rule.search)
-	assert.True(t, tr.tool("web_search").rule.search)
 }

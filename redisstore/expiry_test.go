@@ -43,7 +43,7 @@ func TestWindowedTotalExpires(t *testing.T) {
 }
 
 // TestWindowEndsWhileReserved: a unit reserved in one window and committed
-// after it ended counts in the next window, as with MemoryStore.
+// after it ended counts in the next window, as with store.Memory.
 func TestWindowEndsWhileReserved(t *testing.T) {
 	s, _, _ := setup(t)
 	ctx := context.Background()

@@ -124,10 +124,10 @@ func TestRetriedReserveTakesNothingMore(t *testing.T) {
 	assert.Equal(t, 1, n)
 }
 
-// TestMatchesMemoryStore runs one random sequence of operations through
+// TestMatchesMemory runs one random sequence of operations through
 // store.Memory and the Redis store and compares every answer.
 // Windows and TTLs are long, so time does not matter.
-func TestMatchesMemoryStore(t *testing.T) {
+func TestMatchesMemory(t *testing.T) {
 	s, _, _ := setup(t)
 	mem := store.NewMemory(nil)
 	ctx := context.Background()
