@@ -11,19 +11,20 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/toolguard/toolguard/store"
 )
 
 // switchStore fails while down is set and counts the operations it saw.
 type switchStore struct {
 	down  atomic.Bool
 	ops   atomic.Int32
-	inner *MemoryStore
+	inner *store.Memory
 }
 
-func (s *switchStore) Reserve(ctx context.Context, r Reservation) (Grant, error) {
+func (s *switchStore) Reserve(ctx context.Context, r store.Reservation) (store.Grant, error) {
 	s.ops.Add(1)
 	if s.down.Load() {
-		return Grant{}, errors.New("connection refused")
+		return store.Grant{}, errors.New("connection refused")
 	}
 	return s.inner.Reserve(ctx, r)
 }
@@ -47,10 +48,14 @@ func (s *switchStore) Release(ctx context.Context, id string) error {
 func TestBreakerRules(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	store := &switchStore{inner: NewMemoryStore(clock)}
+	mem := &switchStore{inner: store.NewMemory(clock)}
 	var states []BreakerState
 	tr := NewTracker(Policy{
-		Store: store, SharedQuotas: []SharedQuota{{Name: "q", Limit: 100}}, Now: clock, MaxCallsPerTurn: -1,
+		Quotas: Quotas{
+			Store:        mem,
+			SharedQuotas: []SharedQuota{{Name: "q", Limit: 100}},
+		},
+		Now: clock, MaxCallsPerTurn: -1,
 		OnEvent: func(e Event) {
 			if e.Kind == EventBreaker {
 				states = append(states, e.Breaker)
@@ -72,54 +77,54 @@ func TestBreakerRules(t *testing.T) {
 	}
 
 	require.Equal(t, Allow, next().Verdict)
-	assert.Equal(t, int32(2), store.ops.Load(), "reserve and commit")
+	assert.Equal(t, int32(2), mem.ops.Load(), "reserve and commit")
 
-	store.down.Store(true)
+	mem.down.Store(true)
 	d := next()
 	require.ErrorIs(t, d.Err, ErrStoreUnavailable)
 	assert.NotErrorIs(t, d.Err, ErrBreakerOpen, "the failure itself went to the store")
 	assert.Equal(t, []BreakerState{BreakerOpen}, states)
 	// Open: no call reaches the store during the cooldown.
-	ops := store.ops.Load()
+	ops := mem.ops.Load()
 	for range 10 {
 		d = next()
 		require.ErrorIs(t, d.Err, ErrBreakerOpen)
 		require.ErrorIs(t, d.Err, ErrStoreUnavailable)
 	}
-	assert.Equal(t, ops, store.ops.Load())
+	assert.Equal(t, ops, mem.ops.Load())
 	// After the cooldown one probe runs; it fails: open again.
 	now = now.Add(DefaultBreakerCooldown)
 	next()
-	assert.Equal(t, ops+1, store.ops.Load())
+	assert.Equal(t, ops+1, mem.ops.Load())
 	assert.Equal(t, []BreakerState{BreakerOpen, BreakerHalfOpen, BreakerOpen}, states)
 	next()
-	assert.Equal(t, ops+1, store.ops.Load())
+	assert.Equal(t, ops+1, mem.ops.Load())
 	// The store is back: the next probe succeeds and closes the breaker.
-	store.down.Store(false)
+	mem.down.Store(false)
 	now = now.Add(DefaultBreakerCooldown)
 	require.Equal(t, Allow, next().Verdict)
 	assert.Equal(t, []BreakerState{BreakerOpen, BreakerHalfOpen, BreakerOpen, BreakerHalfOpen, BreakerClosed}, states)
 	require.Equal(t, Allow, next().Verdict)
-	assert.Equal(t, 3, store.inner.Count("quota:q"))
+	assert.Equal(t, 3, mem.inner.Count("quota:q"))
 }
 
 func TestBreakerShared(t *testing.T) {
-	store := &switchStore{inner: NewMemoryStore(nil)}
-	store.down.Store(true)
+	mem := &switchStore{inner: store.NewMemory(nil)}
+	mem.down.Store(true)
 	b := &Breaker{Cooldown: time.Hour}
-	p := Policy{Store: store, SharedQuotas: []SharedQuota{{Name: "q", Limit: 100}}, Breaker: b}
+	p := Policy{Quotas: Quotas{Store: mem, SharedQuotas: []SharedQuota{{Name: "q", Limit: 100}}, Breaker: b}}
 	NewTracker(p).ShouldSkip(call("t", `{}`))
 	assert.Equal(t, BreakerOpen, b.State())
 	d := NewTracker(p).ShouldSkip(call("t", `{}`))
 	assert.ErrorIs(t, d.Err, ErrBreakerOpen, "another session learns of the outage from the shared breaker")
-	assert.Equal(t, int32(1), store.ops.Load())
+	assert.Equal(t, int32(1), mem.ops.Load())
 
 	off := p
 	off.Breaker = &Breaker{Cooldown: -1}
 	tr := NewTracker(off)
 	tr.ShouldSkip(call("t", `{"a":1}`))
 	tr.ShouldSkip(call("t", `{"a":2}`))
-	assert.Equal(t, int32(3), store.ops.Load(), "without a breaker every call asks the store")
+	assert.Equal(t, int32(3), mem.ops.Load(), "without a breaker every call asks the store")
 }
 
 // TestBreakerOutageCost pins issue 16 item 6: during a store that hangs
@@ -128,9 +133,14 @@ func TestBreakerShared(t *testing.T) {
 // the outage costs one timeout per caller in flight, then calls run at once.
 func TestBreakerOutageCost(t *testing.T) {
 	var reserves atomic.Int32
-	store := hangStore{calls: &reserves}
-	tr := NewTracker(Policy{Store: store, SharedQuotas: []SharedQuota{{Name: "q", Limit: 1 << 30}},
-		FailOpen: true, MaxCallsPerTurn: -1, MaxRepeats: -1, CyclePeriod: -1, Window: -1})
+	mem := hangStore{calls: &reserves}
+	tr := NewTracker(Policy{Quotas: Quotas{
+		Store:        mem,
+		SharedQuotas: []SharedQuota{{Name: "q", Limit: 1 << 30}},
+		FailOpen:     true,
+	},
+
+		MaxCallsPerTurn: -1, MaxRepeats: -1, CyclePeriod: -1, Window: -1})
 	var through atomic.Int64
 	var wg sync.WaitGroup
 	end := time.Now().Add(time.Second)
@@ -157,10 +167,10 @@ func TestBreakerOutageCost(t *testing.T) {
 // hangStore answers only when the context ends, like a server that stopped.
 type hangStore struct{ calls *atomic.Int32 }
 
-func (s hangStore) Reserve(ctx context.Context, r Reservation) (Grant, error) {
+func (s hangStore) Reserve(ctx context.Context, r store.Reservation) (store.Grant, error) {
 	s.calls.Add(1)
 	<-ctx.Done()
-	return Grant{}, ctx.Err()
+	return store.Grant{}, ctx.Err()
 }
 func (s hangStore) Commit(ctx context.Context, id string) error  { <-ctx.Done(); return ctx.Err() }
 func (s hangStore) Release(ctx context.Context, id string) error { <-ctx.Done(); return ctx.Err() }

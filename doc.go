@@ -52,7 +52,7 @@
 //     executor; the Result tells you everything.
 //   - Guarded.RunRound: the model asked for several calls in one response
 //     and you run them one after another. Similar queries among them are
-//     distinct questions; with CountRounds they use one budget unit.
+//     distinct questions; with UnitRounds they use one budget unit.
 //   - Tracker.WithRound with Guarded.Run (or ShouldSkipContext): the same
 //     round, with the calls run in parallel goroutines.
 //   - ShouldSkip (or ShouldSkipContext) and Record (or RecordContext): the

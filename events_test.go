@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/toolguard/toolguard/store"
 )
 
 func TestEvents(t *testing.T) {
@@ -18,7 +19,7 @@ func TestEvents(t *testing.T) {
 	var tr *Tracker
 	tr = NewTracker(Policy{MaxCallsPerTurn: 2, OnEvent: func(e Event) {
 		got = append(got, e)
-		_ = tr.Phase() // hooks run outside the lock
+		_ = tr.Guidance().Phase // hooks run outside the lock
 	}})
 	a := Call{ID: "call_1", Tool: "read", Args: json.RawMessage(`{"secret":"sk-1"}`)}
 	tr.ShouldSkip(a)
@@ -98,7 +99,7 @@ func TestSlogLogger(t *testing.T) {
 }
 
 func TestSummaryJSON(t *testing.T) {
-	tr := NewTracker(Policy{MaxCallsPerTurn: 10, AgentQuota: &Quota{Tools: map[string]int{"bash": 5}}})
+	tr := NewTracker(Policy{MaxCallsPerTurn: 10, Quotas: Quotas{AgentQuota: &Quota{Tools: map[string]int{"bash": 5}}}})
 	run(t, tr, []step{
 		fail(call("bash", `{"command":"make"}`), "make: no rule"),
 		allow(call("bash", `{"command":"ls"}`), "Makefile.am"),
@@ -139,11 +140,13 @@ type ctxKey struct{}
 // even when that context was cancelled after the call ran.
 func TestEventsCarryTheCallContext(t *testing.T) {
 	var got []Event
-	store := NewMemoryStore(nil)
+	mem := store.NewMemory(nil)
 	tr := NewTracker(Policy{
-		Store:        ctxStore{store},
-		SharedQuotas: []SharedQuota{{Name: "q", Limit: 5}},
-		OnEvent:      func(e Event) { got = append(got, e) },
+		Quotas: Quotas{
+			Store:        ctxStore{mem},
+			SharedQuotas: []SharedQuota{{Name: "q", Limit: 5}},
+		},
+		OnEvent: func(e Event) { got = append(got, e) },
 	})
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "call-1"))
 	c := Call{ID: "c1", Tool: "read"}
@@ -160,15 +163,15 @@ func TestEventsCarryTheCallContext(t *testing.T) {
 	for _, e := range got {
 		assert.NotEqual(t, EventStore, e.Kind, "the commit must not fail on the cancelled context")
 	}
-	assert.Equal(t, 1, store.Count(SharedQuota{Name: "q"}.Key("read")))
+	assert.Equal(t, 1, mem.Count(SharedQuota{Name: "q"}.Key("read")))
 }
 
 // ctxStore fails a commit whose context is done, as a network store does.
-type ctxStore struct{ *MemoryStore }
+type ctxStore struct{ *store.Memory }
 
 func (s ctxStore) Commit(ctx context.Context, id string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.MemoryStore.Commit(ctx, id)
+	return s.Memory.Commit(ctx, id)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/toolguard/toolguard/store"
 )
 
 // Each refusal is labelled with what happened: only the loop rules say
@@ -29,7 +30,7 @@ func TestMessageMarkers(t *testing.T) {
 	d = tr.ShouldSkip(Call{})
 	assert.True(t, strings.HasPrefix(d.Message, "[invalid-call] "), d.Message)
 
-	down := NewTracker(Policy{Store: failingStore{}, SharedQuotas: []SharedQuota{{Name: "fleet", Limit: 5}}})
+	down := NewTracker(Policy{Quotas: Quotas{Store: failingStore{}, SharedQuotas: []SharedQuota{{Name: "fleet", Limit: 5}}}})
 	d = down.ShouldSkip(call("web_fetch", `{"url":"https://x.org"}`))
 	require.Equal(t, Abort, d.Verdict)
 	assert.True(t, strings.HasPrefix(d.Message, "[quota-unavailable] "), d.Message)
@@ -41,8 +42,8 @@ func TestMessageMarkers(t *testing.T) {
 
 type failingStore struct{}
 
-func (failingStore) Reserve(context.Context, Reservation) (Grant, error) {
-	return Grant{}, errors.New("connection refused")
+func (failingStore) Reserve(context.Context, store.Reservation) (store.Grant, error) {
+	return store.Grant{}, errors.New("connection refused")
 }
 func (failingStore) Commit(context.Context, string) error  { return errors.New("connection refused") }
 func (failingStore) Release(context.Context, string) error { return errors.New("connection refused") }
@@ -52,12 +53,12 @@ func TestQuotaMessages(t *testing.T) {
 	assert.Equal(t, "[loop-detected] Tool 'Bash' has reached its session quota (agent quota: 1 call, 1 made). "+
 		"This call was not executed. Do not call it again: report the progress so far, the budget state "+
 		"(1 of 2 tool rounds left this turn) and the next narrower action instead.",
-		quotaMessage("Bash", "agent", 1, 1, 1, 2, CountRounds))
-	assert.Contains(t, quotaMessage("fetch", "shared tenant:acme:daily", 100, 100, 0, 0, CountCalls),
+		quotaMessage("Bash", "agent", 1, 1, 1, 2, UnitRounds))
+	assert.Contains(t, quotaMessage("fetch", "shared tenant:acme:daily", 100, 100, 0, 0, UnitCalls),
 		"has reached the shared quota 'tenant:acme:daily' (100 calls, 100 made by every session that shares it)")
 	assert.Contains(t, churnMessage("fetch", false, 1, 1), "fetched the same address once in the last 1 call ")
 	assert.Contains(t, acrossMessage("bash", 1), "in each of the last 1 turn and")
-	assert.Equal(t, "You have used 1 of 1 tool call. Start wrapping up.", nudgeMessage(1, 1, CountCalls))
+	assert.Equal(t, "You have used 1 of 1 tool call. Start wrapping up.", nudgeMessage(1, 1, UnitCalls))
 }
 
 // Ledger JSON holds the arguments' hash as hex, and reads it back.

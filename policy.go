@@ -3,10 +3,10 @@ package toolguard
 import (
 	"errors"
 	"fmt"
+	"github.com/toolguard/toolguard/store"
 	"log/slog"
 	"math"
 	"path"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -39,20 +39,20 @@ func (a Action) String() string {
 type Unit int
 
 const (
-	// CountCalls (the default) counts every executed call: a model response
+	// UnitCalls (the default) counts every executed call: a model response
 	// that asks for three tools in parallel uses three.
-	CountCalls Unit = iota
-	// CountRounds counts model responses: a batch checked with
+	UnitCalls Unit = iota
+	// UnitRounds counts model responses: a batch checked with
 	// ShouldSkipRound uses one unit however many calls it holds.
-	CountRounds
+	UnitRounds
 )
 
 // String returns "calls" or "rounds".
 func (u Unit) String() string {
 	switch u {
-	case CountCalls:
+	case UnitCalls:
 		return "calls"
-	case CountRounds:
+	case UnitRounds:
 		return "rounds"
 	}
 	return fmt.Sprintf("Unit(%d)", int(u))
@@ -60,17 +60,17 @@ func (u Unit) String() string {
 
 // Defaults of the Policy fields. Policy documents where each comes from.
 const (
-	DefaultMaxCallsPerTurn     = 300
-	DefaultNudgeRatio          = 0.75
-	DefaultMaxRepeats          = 2
-	DefaultMaxFailures         = 3
-	DefaultSimilarityThreshold = 0.75
-	DefaultHighCostLimit       = 10
-	DefaultCyclePeriod         = 4
-	DefaultCycleRepeats        = 3
-	DefaultWindow              = 10
-	DefaultWindowLimit         = 5
-	DefaultLedgerSize          = 4096
+	defaultMaxCallsPerTurn     = 300
+	defaultNudgeRatio          = 0.75
+	defaultMaxRepeats          = 2
+	defaultMaxFailures         = 3
+	defaultSimilarityThreshold = 0.75
+	defaultHighCostLimit       = 10
+	defaultCyclePeriod         = 4
+	defaultCycleRepeats        = 3
+	defaultWindow              = 10
+	defaultWindowLimit         = 5
+	defaultLedgerSize          = 4096
 )
 
 // maxCyclePeriod and maxWindow bound what a policy may ask for, so a
@@ -81,23 +81,16 @@ const (
 	maxWindow       = 1024
 )
 
-// DefaultSearchTools is the built-in list of search tools used when
-// Policy.SearchTools is nil: names and path.Match glob patterns. A tool on
-// it is subject to the similar-query check only when its arguments carry a
-// query (the first string among query, search_query, q, text, question,
-// prompt).
-var DefaultSearchTools = []string{
+// defaultSearchTools is the built-in list of search tools used when
+// Policy.SearchTools is nil (listed there): names and path.Match glob
+// patterns. It is never modified.
+var defaultSearchTools = []string{
 	"search", "*search*", "*Search*", "*_query", "query_*", "*_lookup", "lookup*", "Lookup*",
 	"web_fetch_search", "grep", "Grep", "*retrieve*", "*Retrieve*",
 }
 
-// defaultSearchGlobs is DefaultSearchTools as the package declares it,
-// compiled once. It is never modified; a Tracker uses it while
-// DefaultSearchTools still holds the same names.
-var defaultSearchGlobs = struct {
-	src   []string
-	globs globs
-}{slices.Clone(DefaultSearchTools), compileGlobs(DefaultSearchTools)}
+// defaultSearchGlobs is defaultSearchTools compiled once.
+var defaultSearchGlobs = compileGlobs(defaultSearchTools)
 
 // Quota is a set of per-session call limits declared by an agent or by the
 // platform that runs it. Tools maps tool names or path.Match glob patterns
@@ -140,7 +133,12 @@ type Policy struct {
 	// greater than 1 disables the similar-query check.
 	SimilarityThreshold float64
 	// SearchTools names the search tools (names or glob patterns). nil
-	// means DefaultSearchTools; an empty non-nil slice means none.
+	// means the built-in list: search, *search*, *Search*, *_query,
+	// query_*, *_lookup, lookup*, Lookup*, web_fetch_search, grep, Grep,
+	// *retrieve*, *Retrieve*. An empty non-nil slice means none. A search
+	// tool's call is checked for similar queries only when its arguments
+	// carry a query (the first string among query, search_query, q, text,
+	// question, prompt).
 	SearchTools []string
 	// SimilarIgnoresResults makes the similar-query check result-blind: a
 	// query similar to any earlier one fires, whatever that one returned.
@@ -155,25 +153,6 @@ type Policy struct {
 	// exact name wins over patterns; among patterns the longest wins, then
 	// the lexically smallest.
 	Tools map[string]ToolPolicy
-
-	// SessionLimit is the rule default for calls to one tool in a session
-	// (across turns). 0 or negative means none: the zero Policy sets no
-	// per-tool session quota (the "quota-rule" preset sets 30).
-	SessionLimit int
-	// HighCostLimit is the rule default for a high-cost tool (an external,
-	// paid or rate-limited API, named by HighCostTools or
-	// ToolPolicy.HighCost). 0 means 10; negative means high-cost tools get
-	// SessionLimit.
-	HighCostLimit int
-	// HighCostTools names high-cost tools (names or glob patterns), in
-	// addition to ToolPolicy.HighCost. nil means none.
-	HighCostTools []string
-	// AgentQuota and PlatformQuota are the quotas declared by the agent
-	// definition and by the platform. nil means not set. The effective
-	// session limit of a tool is the minimum of the agent quota, the
-	// platform quota and the rule default, over those that are set.
-	AgentQuota    *Quota
-	PlatformQuota *Quota
 
 	// CyclePeriod is the longest cycle detected (A,B,… of distinct calls).
 	// 0 means 4; 1 means 2; negative disables cycle detection. At most 16.
@@ -197,10 +176,52 @@ type Policy struct {
 	// hold secrets, so the default keeps only hashes and a redacted purpose.
 	KeepRaw bool
 
-	// Store shares quota counters between Trackers (see Store). nil means
-	// the session quotas are counted in this Tracker alone and SharedQuotas,
-	// if any, in a MemoryStore private to it.
-	Store Store
+	// Quotas are the call quotas over a session and across sessions: the
+	// per-tool session quotas (agent, platform and rule default) and the
+	// quotas shared through a store. The zero value sets none.
+	Quotas
+
+	// Now is the clock. nil means time.Now.
+	Now func() time.Time
+	// OnEvent, when set, receives every decision, record and phase change.
+	// It runs after the Tracker's lock is released and may call back into
+	// the Tracker.
+	OnEvent func(Event)
+	// Logger, when set, logs firings at Warn and other decisions and records
+	// at Debug, with the attributes gen_ai.tool.name and gen_ai.tool.call.id.
+	// nil means silent.
+	Logger *slog.Logger
+}
+
+// Quotas are the quotas of a Policy. Their fields are promoted: p.Store is
+// p.Quotas.Store. In a composite literal, write them inside Quotas:
+//
+//	toolguard.Policy{Quotas: toolguard.Quotas{SessionLimit: 30}}
+type Quotas struct {
+	// SessionLimit is the rule default for calls to one tool in a session
+	// (across turns). 0 or negative means none: the zero Policy sets no
+	// per-tool session quota (the "quota-rule" preset sets 30).
+	SessionLimit int
+	// HighCostLimit is the rule default for a high-cost tool (an external,
+	// paid or rate-limited API, named by HighCostTools or
+	// ToolPolicy.HighCost). 0 means 10; negative means high-cost tools get
+	// SessionLimit.
+	HighCostLimit int
+	// HighCostTools names high-cost tools (names or glob patterns), in
+	// addition to ToolPolicy.HighCost. nil means none.
+	HighCostTools []string
+	// AgentQuota and PlatformQuota are the quotas declared by the agent
+	// definition and by the platform. nil means not set. The effective
+	// session limit of a tool is the minimum of the agent quota, the
+	// platform quota and the rule default, over those that are set.
+	AgentQuota    *Quota
+	PlatformQuota *Quota
+
+	// Store shares quota counters between Trackers: a store.Memory from
+	// store.NewMemory inside one process, or the redisstore module across
+	// processes. nil means the session quotas are counted in this Tracker
+	// alone and SharedQuotas, if any, in a store.Memory private to it.
+	Store store.Store
 	// SessionID names the session in the Store, so the replicas that serve
 	// one session's turns share its per-tool session quotas. Empty means
 	// session quotas are counted in this Tracker alone.
@@ -226,17 +247,6 @@ type Policy struct {
 	// default cooldown (1s); share one among the Trackers of a process so
 	// they learn of an outage together; Breaker{Cooldown: -1} turns it off.
 	Breaker *Breaker
-
-	// Now is the clock. nil means time.Now.
-	Now func() time.Time
-	// OnEvent, when set, receives every decision, record and phase change.
-	// It runs after the Tracker's lock is released and may call back into
-	// the Tracker.
-	OnEvent func(Event)
-	// Logger, when set, logs firings at Warn and other decisions and records
-	// at Debug, with the attributes gen_ai.tool.name and gen_ai.tool.call.id.
-	// nil means silent.
-	Logger *slog.Logger
 }
 
 // ToolPolicy overrides the Policy for one tool or a glob pattern of tools.
@@ -296,7 +306,7 @@ func (p Policy) Validate() error {
 	if p.Action != ActionHint && p.Action != ActionAbort {
 		errs = append(errs, fmt.Errorf("Action %d is unknown (hint is used)", int(p.Action)))
 	}
-	if p.BudgetUnit != CountCalls && p.BudgetUnit != CountRounds {
+	if p.BudgetUnit != UnitCalls && p.BudgetUnit != UnitRounds {
 		errs = append(errs, fmt.Errorf("BudgetUnit %d is unknown (calls are counted)", int(p.BudgetUnit)))
 	}
 	checkPatterns := func(field string, pats []string) {
@@ -406,14 +416,14 @@ type config struct {
 	windowLimit   int
 	ledgerSize    int // 0: unbounded
 	keepRaw       bool
-	store         Store
+	store         store.Store
 	sessionID     string
 	shared        []SharedQuota
 	sharedTools   []globs // shared[i].Tools compiled; nil: every tool
 	storeTimeout  time.Duration
 	ttl           time.Duration
 	failOpen      bool
-	fallback      *MemoryStore // counts locally while the store is down (FailOpen)
+	fallback      *store.Memory // counts locally while the store is down (FailOpen)
 	breaker       *Breaker
 	now           func() time.Time
 	onEvent       func(Event)
@@ -435,8 +445,8 @@ func newConfig(p Policy) config {
 		onEvent:      p.OnEvent,
 		logger:       p.Logger,
 	}
-	if c.unit != CountRounds {
-		c.unit = CountCalls
+	if c.unit != UnitRounds {
+		c.unit = UnitCalls
 	}
 	if c.action != ActionAbort {
 		c.action = ActionHint
@@ -453,65 +463,61 @@ func newConfig(p Policy) config {
 		}
 	}
 	if c.store == nil && len(c.shared) > 0 {
-		c.store = NewMemoryStore(c.now)
+		c.store = store.NewMemory(c.now)
 	}
 	if c.store != nil && c.failOpen {
-		c.fallback = NewMemoryStore(c.now)
+		c.fallback = store.NewMemory(c.now)
 	}
 	if c.breaker = p.Breaker; c.breaker == nil && c.store != nil {
 		c.breaker = &Breaker{}
 	}
 	c.storeTimeout = p.StoreTimeout
 	if c.storeTimeout <= 0 {
-		c.storeTimeout = DefaultStoreTimeout
+		c.storeTimeout = defaultStoreTimeout
 	}
 	c.ttl = p.ReservationTTL
 	if c.ttl <= 0 {
-		c.ttl = DefaultReservationTTL
+		c.ttl = store.DefaultTTL
 	}
 
-	c.maxCalls = orDefault(p.MaxCallsPerTurn, DefaultMaxCallsPerTurn)
+	c.maxCalls = orDefault(p.MaxCallsPerTurn, defaultMaxCallsPerTurn)
 	ratio := p.NudgeRatio
 	if ratio == 0 || math.IsNaN(ratio) {
-		ratio = DefaultNudgeRatio
+		ratio = defaultNudgeRatio
 	}
 	if c.maxCalls > 0 && ratio > 0 && ratio < 1 {
 		c.nudgeAt = int(math.Floor(ratio * float64(c.maxCalls)))
 	}
 
-	c.maxRepeats = orDefault(p.MaxRepeats, DefaultMaxRepeats)
-	c.maxFailures = orDefault(p.MaxFailures, DefaultMaxFailures)
+	c.maxRepeats = orDefault(p.MaxRepeats, defaultMaxRepeats)
+	c.maxFailures = orDefault(p.MaxFailures, defaultMaxFailures)
 
 	c.threshold = p.SimilarityThreshold
 	if c.threshold == 0 || math.IsNaN(c.threshold) {
-		c.threshold = DefaultSimilarityThreshold
+		c.threshold = defaultSimilarityThreshold
 	}
 	c.similarOn = c.threshold > 0 && c.threshold <= 1
 	if !c.similarOn {
 		// The window rule still needs a notion of "similar".
-		c.threshold = DefaultSimilarityThreshold
+		c.threshold = defaultSimilarityThreshold
 	}
-	searchTools := p.SearchTools
-	if searchTools == nil {
-		searchTools = DefaultSearchTools
-	}
-	if slices.Equal(searchTools, defaultSearchGlobs.src) {
-		c.searchTools = defaultSearchGlobs.globs // the usual case: compiled once
+	if p.SearchTools == nil {
+		c.searchTools = defaultSearchGlobs // the usual case: compiled once
 	} else {
-		c.searchTools = compileGlobs(searchTools)
+		c.searchTools = compileGlobs(p.SearchTools)
 	}
 
 	c.sessionLimit = max(p.SessionLimit, 0)
-	c.highCostLimit = orDefault(p.HighCostLimit, DefaultHighCostLimit)
+	c.highCostLimit = orDefault(p.HighCostLimit, defaultHighCostLimit)
 
-	c.cyclePeriod = min(orDefault(p.CyclePeriod, DefaultCyclePeriod), maxCyclePeriod)
+	c.cyclePeriod = min(orDefault(p.CyclePeriod, defaultCyclePeriod), maxCyclePeriod)
 	if c.cyclePeriod == 1 {
 		c.cyclePeriod = 2
 	}
-	c.cycleRepeats = min(max(orDefault(p.CycleRepeats, DefaultCycleRepeats), 2), maxCycleRepeats)
-	c.window = min(orDefault(p.Window, DefaultWindow), maxWindow)
-	c.windowLimit = max(orDefault(p.WindowLimit, DefaultWindowLimit), 1)
-	c.ledgerSize = orDefault(p.LedgerSize, DefaultLedgerSize)
+	c.cycleRepeats = min(max(orDefault(p.CycleRepeats, defaultCycleRepeats), 2), maxCycleRepeats)
+	c.window = min(orDefault(p.Window, defaultWindow), maxWindow)
+	c.windowLimit = max(orDefault(p.WindowLimit, defaultWindowLimit), 1)
+	c.ledgerSize = orDefault(p.LedgerSize, defaultLedgerSize)
 
 	var patterns []string
 	for name := range p.Tools {
@@ -663,10 +669,10 @@ type toolRule struct {
 	search     bool
 	readOnly   bool // search tools too
 	ignore     []string
-	quota      int       // effective session limit; 0: none
-	quotaFrom  string    // "agent", "platform" or "rule"
-	counters   []Counter // shared through the Store
-	counterOf  []string  // what each counter is, for messages
+	quota      int             // effective session limit; 0: none
+	quotaFrom  string          // "agent", "platform" or "rule"
+	counters   []store.Counter // shared through the Store
+	counterOf  []string        // what each counter is, for messages
 }
 
 func (c *config) resolve(tool string) toolRule {
@@ -714,14 +720,14 @@ func (c *config) resolve(tool string) toolRule {
 	consider(rule, "rule")
 
 	if c.store != nil && c.sessionID != "" && r.quota > 0 {
-		r.counters = append(r.counters, Counter{Key: sessionKey(c.sessionID, tool), Limit: r.quota})
+		r.counters = append(r.counters, store.Counter{Key: sessionKey(c.sessionID, tool), Limit: r.quota})
 		r.counterOf = append(r.counterOf, r.quotaFrom)
 	}
 	for i, q := range c.shared {
 		if q.Tools != nil && !c.sharedTools[i].match(tool) {
 			continue
 		}
-		r.counters = append(r.counters, Counter{Key: q.Key(tool), Limit: q.Limit, Window: q.Window})
+		r.counters = append(r.counters, store.Counter{Key: q.Key(tool), Limit: q.Limit, Window: q.Window})
 		r.counterOf = append(r.counterOf, "shared "+q.Name)
 	}
 	return r

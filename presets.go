@@ -2,18 +2,20 @@ package toolguard
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
 
 // Presets are ready policies, each reproducing one published behaviour with
-// its numbers, so a team moving from it keeps what it knows. Every preset is
-// result-aware (a repeat with a new result is progress): that is where
-// toolguard goes past all four.
+// its numbers, so a team moving from it keeps what it knows. Every preset
+// but "turn-tracker", whose similar-query check stays result-blind as in
+// its seed, is result-aware (a repeat with a new result is progress): that
+// is where toolguard goes past them.
 //
 //   - "quota-rule": a portable agent rule: 3 equivalent failing retries, 5
 //     similar calls in a rolling window of 10, 30 calls to one tool per
-//     session, 10 to a high-cost tool (HighCostToolsQuotaRule), ping-pong
+//     session, 10 to a high-cost tool (quotaRuleHighCostTools), ping-pong
 //     and cycles; no turn budget; escalation with Tracker.Summary.
 //   - "turn-tracker": a chat service's per-turn tracker: per-tool limits
 //     per turn (composio_execute 2; search_knowledge, semantic_search,
@@ -35,9 +37,9 @@ var presets = map[string]func() Policy{
 	"turn-budget":          presetTurnBudget,
 }
 
-// HighCostToolsQuotaRule are the tools the "quota-rule" preset treats as
+// quotaRuleHighCostTools are the tools the "quota-rule" preset treats as
 // high-cost: external, paid or rate-limited APIs.
-var HighCostToolsQuotaRule = []string{
+var quotaRuleHighCostTools = []string{
 	"WebFetch", "WebSearch", "web_fetch", "web_search", "fetch", "http_request",
 	"*_api", "api_*", "browser*", "Browser*",
 }
@@ -65,10 +67,12 @@ func off() Policy {
 		MaxFailures:         -1,
 		SimilarityThreshold: -1,
 		SearchTools:         []string{},
-		SessionLimit:        -1,
-		HighCostLimit:       -1,
-		CyclePeriod:         -1,
-		Window:              -1,
+		Quotas: Quotas{
+			SessionLimit:  -1,
+			HighCostLimit: -1,
+		},
+		CyclePeriod: -1,
+		Window:      -1,
 	}
 }
 
@@ -79,7 +83,7 @@ func presetQuotaRule() Policy {
 	p.SearchTools = nil // the built-in list, for the window rule
 	p.Window, p.WindowLimit = 10, 5
 	p.SessionLimit, p.HighCostLimit = 30, 10
-	p.HighCostTools = HighCostToolsQuotaRule
+	p.HighCostTools = slices.Clone(quotaRuleHighCostTools)
 	p.CyclePeriod, p.CycleRepeats = 0, 0 // ping-pong and cycles up to 4 calls, 3 times
 	return p
 }

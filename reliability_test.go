@@ -11,14 +11,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/toolguard/toolguard/store"
 )
 
 // TestLateRecordLeavesNewTurnAlone pins issue 16 item 2: a late Record
 // with a call id must complete its own call of the earlier turn, never an
 // id-less call of the new turn with the same key.
 func TestLateRecordLeavesNewTurnAlone(t *testing.T) {
-	store := NewMemoryStore(nil)
-	tr := NewTracker(Policy{Store: store, SharedQuotas: []SharedQuota{{Name: "q", Limit: 100}}})
+	mem := newHeldStore(nil)
+	tr := NewTracker(Policy{Quotas: Quotas{Store: mem, SharedQuotas: []SharedQuota{{Name: "q", Limit: 100}}}})
 	args := json.RawMessage(`{"path":"x"}`)
 	a := Call{ID: "a", Tool: "read", Args: args}
 	b := Call{ID: "b", Tool: "read", Args: args}
@@ -44,10 +45,8 @@ func TestLateRecordLeavesNewTurnAlone(t *testing.T) {
 	assert.Zero(t, stale)
 	assert.Equal(t, 1, tr.Summary().Calls, "the new turn made one call")
 	// Every reservation was committed: three calls, three units, none held.
-	assert.Equal(t, 3, store.Count("quota:q"))
-	store.mu.Lock()
-	held := len(store.held)
-	store.mu.Unlock()
+	assert.Equal(t, 3, mem.Count("quota:q"))
+	held := mem.held()
 	assert.Zero(t, held)
 }
 
@@ -62,10 +61,10 @@ func TestHugeSizesNeverPanic(t *testing.T) {
 			{MaxRepeats: v, MaxFailures: v},
 			{CyclePeriod: v, CycleRepeats: v},
 			{Window: v, WindowLimit: v},
-			{SessionLimit: v, HighCostLimit: v, HighCostTools: []string{"t"}},
+			{Quotas: Quotas{SessionLimit: v, HighCostLimit: v, HighCostTools: []string{"t"}}},
 			{Tools: map[string]ToolPolicy{"t": {Limit: v, MaxRepeats: v}}},
-			{AgentQuota: &Quota{Default: v}, PlatformQuota: &Quota{Tools: map[string]int{"t": v}}},
-			{SharedQuotas: []SharedQuota{{Name: "q", Limit: v, Window: time.Duration(v)}}, ReservationTTL: time.Duration(v), StoreTimeout: time.Duration(v)},
+			{Quotas: Quotas{AgentQuota: &Quota{Default: v}, PlatformQuota: &Quota{Tools: map[string]int{"t": v}}}},
+			{Quotas: Quotas{SharedQuotas: []SharedQuota{{Name: "q", Limit: v, Window: time.Duration(v)}}, ReservationTTL: time.Duration(v), StoreTimeout: time.Duration(v)}},
 		} {
 			name := fmt.Sprintf("%+v", p)
 			tr := NewTracker(p)
@@ -102,11 +101,11 @@ func TestValidateReportsWhatIsUsed(t *testing.T) {
 		{Policy{NudgeRatio: math.NaN()}, "NudgeRatio NaN is not a number (0.75 is used)"},
 		{Policy{SimilarityThreshold: math.Inf(1)}, "SimilarityThreshold +Inf is not a number (the check is off)"},
 		{Policy{SimilarityThreshold: math.NaN()}, "SimilarityThreshold NaN is not a number (0.75 is used)"},
-		{Policy{SharedQuotas: []SharedQuota{{Name: "q", Limit: 1, Window: -time.Second}}}, `SharedQuotas[0] "q": Window -1s is negative (the total never expires)`},
-		{Policy{SharedQuotas: []SharedQuota{{Name: "", Limit: 1}}}, `SharedQuotas[0] "": the name is empty (the quota is ignored)`},
-		{Policy{SharedQuotas: []SharedQuota{{Name: "t", PerTool: true, Limit: 1}, {Name: "t:web", Limit: 1}}}, `SharedQuotas[1] "t:web": SharedQuotas[0] "t" uses its counter "quota:t:web" too`},
-		{Policy{SharedQuotas: []SharedQuota{{Name: "a:b", PerTool: true, Limit: 1}, {Name: "a", PerTool: true, Limit: 1}}}, `SharedQuotas[1] "a": SharedQuotas[0] "a:b" uses its counter "quota:a:b:{tool}" too`},
-		{Policy{SharedQuotas: []SharedQuota{{Name: "x", Limit: 1}, {Name: "x", Limit: 2}}}, `SharedQuotas[1] "x": SharedQuotas[0] "x" uses its counter "quota:x" too`},
+		{Policy{Quotas: Quotas{SharedQuotas: []SharedQuota{{Name: "q", Limit: 1, Window: -time.Second}}}}, `SharedQuotas[0] "q": Window -1s is negative (the total never expires)`},
+		{Policy{Quotas: Quotas{SharedQuotas: []SharedQuota{{Name: "", Limit: 1}}}}, `SharedQuotas[0] "": the name is empty (the quota is ignored)`},
+		{Policy{Quotas: Quotas{SharedQuotas: []SharedQuota{{Name: "t", PerTool: true, Limit: 1}, {Name: "t:web", Limit: 1}}}}, `SharedQuotas[1] "t:web": SharedQuotas[0] "t" uses its counter "quota:t:web" too`},
+		{Policy{Quotas: Quotas{SharedQuotas: []SharedQuota{{Name: "a:b", PerTool: true, Limit: 1}, {Name: "a", PerTool: true, Limit: 1}}}}, `SharedQuotas[1] "a": SharedQuotas[0] "a:b" uses its counter "quota:a:b:{tool}" too`},
+		{Policy{Quotas: Quotas{SharedQuotas: []SharedQuota{{Name: "x", Limit: 1}, {Name: "x", Limit: 2}}}}, `SharedQuotas[1] "x": SharedQuotas[0] "x" uses its counter "quota:x" too`},
 	} {
 		err := tc.p.Validate()
 		if assert.Error(t, err, tc.want) {
@@ -128,10 +127,10 @@ func TestValidateReportsWhatIsUsed(t *testing.T) {
 func TestQuotaKeysAreNamesAsWritten(t *testing.T) {
 	assert.Equal(t, "quota:tenant:acme:hourly", SharedQuota{Name: "tenant:acme:hourly"}.Key("web"))
 	assert.Equal(t, "quota:tenant:acme:web_fetch", SharedQuota{Name: "tenant:acme", PerTool: true}.Key("web_fetch"))
-	store := NewMemoryStore(nil)
-	tr := NewTracker(Policy{Store: store, SharedQuotas: []SharedQuota{{Name: "tenant:acme:hourly", Limit: 5}}})
+	mem := store.NewMemory(nil)
+	tr := NewTracker(Policy{Quotas: Quotas{Store: mem, SharedQuotas: []SharedQuota{{Name: "tenant:acme:hourly", Limit: 5}}}})
 	run(t, tr, []step{allow(call("web", `{"u":1}`), "r")})
-	assert.Equal(t, 1, store.Count("quota:tenant:acme:hourly"))
+	assert.Equal(t, 1, mem.Count("quota:tenant:acme:hourly"))
 	// Session ids are escaped: session "a" cannot spend session "a:b"'s quota
 	// through a tool named "b:web".
 	assert.NotEqual(t, sessionKey("a:b", "web"), sessionKey("a", "b:web"))

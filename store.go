@@ -7,53 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/toolguard/toolguard/store"
 )
-
-// Store keeps quota counters that several Trackers share: the replicas of
-// an agent service, or the sessions of one tenant. Reserve takes one unit
-// of every counter atomically, or none; Commit books a reservation whose
-// call ran; Release returns one whose call did not. A reservation neither
-// committed nor released (a crashed replica) is released by the store
-// after its TTL, so quota is not leaked.
-//
-// MemoryStore shares counters inside one process; the redisstore module
-// shares them across processes.
-type Store interface {
-	Reserve(ctx context.Context, r Reservation) (Grant, error)
-	Commit(ctx context.Context, id string) error
-	Release(ctx context.Context, id string) error
-}
-
-// Reservation asks a Store for one unit of each counter.
-type Reservation struct {
-	ID       string        // unique; chosen by the Tracker
-	Counters []Counter     // all or nothing
-	TTL      time.Duration // how long the units are held without a Commit
-}
-
-// Counter is one shared total.
-type Counter struct {
-	// Key names the total; the store namespaces it. The Tracker uses
-	// "quota:{Name}" for shared quotas ("quota:{Name}:{tool}" with PerTool),
-	// with the name and the tool as written, and "session:{SessionID}:{tool}"
-	// for session quotas, with '%' and ':' in the session id escaped as %25
-	// and %3A (the tool's name is the last part, so it needs no escaping).
-	Key    string
-	Limit  int           // units allowed; the reservation fails at the limit
-	Window time.Duration // the total expires this long after its first unit; 0: never
-}
-
-// Grant is a Store's answer to a Reservation.
-type Grant struct {
-	OK bool
-	// Counts are the counters' totals, reservations included: after the
-	// reservation when OK, as found when not.
-	Counts []int
-	// Blocked is the index of the first counter at its limit, or -1.
-	Blocked int
-}
 
 // SharedQuota is a total shared through Policy.Store by every Tracker that
 // declares it: per operator, per tenant, per hour or per day.
@@ -89,27 +46,26 @@ func sessionKey(sessionID, tool string) string {
 // the quota store did not answer and Policy.FailOpen is false.
 var ErrStoreUnavailable = errors.New("toolguard: quota store unavailable")
 
-// StoreError reports a failed Store operation, or one the Breaker held
-// back; it matches ErrStoreUnavailable.
-type StoreError struct {
+// storeError reports a failed Store operation, or one the Breaker held
+// back; it matches ErrStoreUnavailable and unwraps to the store's error.
+type storeError struct {
 	Op  string // "reserve", "commit" or "release"
 	Err error
 }
 
-func (e *StoreError) Error() string {
+func (e *storeError) Error() string {
 	return fmt.Sprintf("toolguard: quota store unavailable: %s: %v", e.Op, e.Err)
 }
 
 // Is reports whether target is ErrStoreUnavailable.
-func (e *StoreError) Is(target error) bool { return target == ErrStoreUnavailable }
+func (e *storeError) Is(target error) bool { return target == ErrStoreUnavailable }
 
 // Unwrap returns the store's error.
-func (e *StoreError) Unwrap() error { return e.Err }
+func (e *storeError) Unwrap() error { return e.Err }
 
 // Defaults of the store settings.
 const (
-	DefaultStoreTimeout   = 250 * time.Millisecond
-	DefaultReservationTTL = 5 * time.Minute
+	defaultStoreTimeout = 250 * time.Millisecond
 )
 
 // escapeKey escapes '%' and ':' in a session id, so that "a:b" + "c" and
@@ -128,169 +84,10 @@ func newReservationID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// MemoryStore is a Store inside one process, safe for concurrent use.
-// Trackers that share one MemoryStore share its quotas.
-type MemoryStore struct {
-	now func() time.Time
-
-	mu        sync.Mutex
-	counters  map[string]*memCounter
-	held      map[string]memHold // reservation id → what it holds
-	lastSweep time.Time
-}
-
-type memCounter struct {
-	count   int       // committed units
-	held    int       // reserved units
-	expires time.Time // end of the window; zero: never
-}
-
-type memHold struct {
-	keys    []string
-	expires time.Time
-}
-
-// NewMemoryStore returns an empty MemoryStore. now is its clock; nil
-// means time.Now.
-func NewMemoryStore(now func() time.Time) *MemoryStore {
-	if now == nil {
-		now = time.Now
-	}
-	return &MemoryStore{now: now, counters: make(map[string]*memCounter), held: make(map[string]memHold)}
-}
-
-// Reserve implements Store.
-func (s *MemoryStore) Reserve(ctx context.Context, r Reservation) (Grant, error) {
-	if err := ctx.Err(); err != nil {
-		return Grant{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	s.expireLocked(now)
-	g := Grant{OK: true, Blocked: -1, Counts: make([]int, len(r.Counters))}
-	if _, retry := s.held[r.ID]; retry {
-		// The same reservation again (a retried request): it holds already.
-		for i, c := range r.Counters {
-			if mc := s.counterLocked(c.Key, now); mc != nil {
-				g.Counts[i] = mc.count + mc.held
-			}
-		}
-		return g, nil
-	}
-	for i, c := range r.Counters {
-		mc := s.counterLocked(c.Key, now)
-		n := 0
-		if mc != nil {
-			n = mc.count + mc.held
-		}
-		g.Counts[i] = n
-		if g.OK && n >= c.Limit {
-			g.OK, g.Blocked = false, i
-		}
-	}
-	if !g.OK {
-		return g, nil
-	}
-	keys := make([]string, len(r.Counters))
-	for i, c := range r.Counters {
-		mc := s.counters[c.Key]
-		if mc == nil {
-			mc = &memCounter{}
-			s.counters[c.Key] = mc
-		}
-		if c.Window > 0 && mc.expires.IsZero() {
-			mc.expires = now.Add(c.Window)
-		}
-		mc.held++
-		g.Counts[i]++
-		keys[i] = c.Key
-	}
-	ttl := r.TTL
-	if ttl <= 0 {
-		ttl = DefaultReservationTTL
-	}
-	s.held[r.ID] = memHold{keys: keys, expires: now.Add(ttl)}
-	return g, nil
-}
-
-// Commit implements Store.
-func (s *MemoryStore) Commit(ctx context.Context, id string) error { return s.settle(id, true) }
-
-// Release implements Store.
-func (s *MemoryStore) Release(ctx context.Context, id string) error { return s.settle(id, false) }
-
-func (s *MemoryStore) settle(id string, commit bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	h, ok := s.held[id]
-	if !ok {
-		return nil // expired, or settled already
-	}
-	delete(s.held, id)
-	for _, k := range h.keys {
-		if mc := s.counters[k]; mc != nil {
-			mc.held--
-			if commit {
-				mc.count++
-			}
-		}
-	}
-	return nil
-}
-
-// Count returns a counter's total, reservations included.
-func (s *MemoryStore) Count(key string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	s.expireLocked(now)
-	if mc := s.counterLocked(key, now); mc != nil {
-		return mc.count + mc.held
-	}
-	return 0
-}
-
-// counterLocked returns the counter of key, starting it over when its
-// window has ended.
-func (s *MemoryStore) counterLocked(key string, now time.Time) *memCounter {
-	mc := s.counters[key]
-	if mc == nil || mc.expires.IsZero() || now.Before(mc.expires) {
-		return mc
-	}
-	if mc.held == 0 {
-		delete(s.counters, key)
-		return nil
-	}
-	// Units still held belong to calls of the old window: keep them until
-	// they settle, count nothing else.
-	mc.count, mc.expires = 0, time.Time{}
-	return mc
-}
-
-// expireLocked releases reservations past their TTL. It sweeps at most
-// once a second, so Reserve stays O(counters of the call) on average.
-func (s *MemoryStore) expireLocked(now time.Time) {
-	if now.Sub(s.lastSweep) < time.Second {
-		return
-	}
-	s.lastSweep = now
-	for id, h := range s.held {
-		if now.After(h.expires) {
-			delete(s.held, id)
-			for _, k := range h.keys {
-				if mc := s.counters[k]; mc != nil {
-					mc.held--
-				}
-			}
-		}
-	}
-}
-
 // grant is the outcome of a Store reservation for one call.
 type grant struct {
 	id    string // the reservation to settle; empty when none is held
-	g     Grant
+	g     store.Grant
 	err   error // the store failed and the policy fails closed
 	local bool  // the store failed and the policy fails open: id is held in cfg.fallback
 }
@@ -298,16 +95,16 @@ type grant struct {
 // reserve asks the Store for the call's shared counters, outside the lock.
 func (t *Tracker) reserve(ctx context.Context, c Call, r *toolRule, evs *events) *grant {
 	id := newReservationID()
-	var g Grant
+	var g store.Grant
 	err := t.storeOp(ctx, c, "reserve", evs, func(ctx context.Context) error {
 		var err error
-		g, err = t.cfg.store.Reserve(ctx, Reservation{ID: id, Counters: r.counters, TTL: t.cfg.ttl})
+		g, err = t.cfg.store.Reserve(ctx, store.Reservation{ID: id, Counters: r.counters, TTL: t.cfg.ttl})
 		return err
 	})
 	if err != nil {
 		if t.cfg.failOpen {
 			// Count locally while the store is down.
-			g, _ = t.cfg.fallback.Reserve(context.Background(), Reservation{ID: id, Counters: r.counters, TTL: t.cfg.ttl})
+			g, _ = t.cfg.fallback.Reserve(context.Background(), store.Reservation{ID: id, Counters: r.counters, TTL: t.cfg.ttl})
 			if !g.OK {
 				return &grant{g: g, local: true}
 			}
@@ -323,7 +120,7 @@ func (t *Tracker) reserve(ctx context.Context, c Call, r *toolRule, evs *events)
 
 // storeOp runs one operation on the Store, bounded by StoreTimeout, unless
 // the breaker holds it back, and tells the breaker how it went. A failure
-// is returned as a *StoreError (matching ErrBreakerOpen when held back)
+// is returned as a *storeError (matching ErrBreakerOpen when held back)
 // and reported as an EventStore, followed by the breaker's change, if any.
 func (t *Tracker) storeOp(ctx context.Context, c Call, name string, evs *events, op func(context.Context) error) error {
 	b := t.cfg.breaker
@@ -344,7 +141,7 @@ func (t *Tracker) storeOp(ctx context.Context, c Call, name string, evs *events,
 		t.breakerEvent(c, bt, nil, evs)
 		return nil
 	}
-	serr := &StoreError{Op: name, Err: err}
+	serr := &storeError{Op: name, Err: err}
 	evs.add(Event{Kind: EventStore, CallID: c.ID, Tool: c.Tool, Err: serr})
 	t.breakerEvent(c, bt, serr, evs)
 	return serr

@@ -11,11 +11,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/toolguard/toolguard/store"
 )
 
 func TestSharedQuotaAcrossTrackers(t *testing.T) {
-	store := NewMemoryStore(nil)
-	p := Policy{Store: store, SharedQuotas: []SharedQuota{{Name: "tenant:acme", Tools: []string{"web_*"}, Limit: 3}}}
+	mem := store.NewMemory(nil)
+	p := Policy{Quotas: Quotas{Store: mem, SharedQuotas: []SharedQuota{{Name: "tenant:acme", Tools: []string{"web_*"}, Limit: 3}}}}
 	a, b := NewTracker(p), NewTracker(p)
 	run(t, a, []step{allow(call("web_fetch", `{"url":"https://x.org/1"}`), "1"), allow(call("web_fetch", `{"url":"https://x.org/2"}`), "2")})
 	run(t, b, []step{
@@ -23,7 +24,7 @@ func TestSharedQuotaAcrossTrackers(t *testing.T) {
 		hint(call("web_search", `{"query":"totally different"}`), ReasonToolLimit),
 		allow(call("read_file", `{"path":"a"}`), "ok"), // not a web_* tool
 	})
-	assert.Equal(t, 3, store.Count("quota:tenant:acme"))
+	assert.Equal(t, 3, mem.Count("quota:tenant:acme"))
 	d := a.ShouldSkip(call("web_fetch", `{"url":"https://x.org/3"}`))
 	assert.Equal(t, Hint, d.Verdict)
 	// A fleet-wide quota is named as shared, not as the session's.
@@ -32,8 +33,8 @@ func TestSharedQuotaAcrossTrackers(t *testing.T) {
 }
 
 func TestSessionQuotaAcrossReplicas(t *testing.T) {
-	store := NewMemoryStore(nil)
-	p := Policy{Store: store, SessionID: "s1", AgentQuota: &Quota{Tools: map[string]int{"Bash": 3}}}
+	mem := store.NewMemory(nil)
+	p := Policy{Quotas: Quotas{Store: mem, SessionID: "s1", AgentQuota: &Quota{Tools: map[string]int{"Bash": 3}}}}
 	r1, r2 := NewTracker(p), NewTracker(p)
 	run(t, r1, []step{allow(call("Bash", `{"c":1}`), "1"), allow(call("Bash", `{"c":2}`), "2")})
 	run(t, r2, []step{allow(call("Bash", `{"c":3}`), "3"), hint(call("Bash", `{"c":4}`), ReasonToolLimit)})
@@ -43,41 +44,9 @@ func TestSessionQuotaAcrossReplicas(t *testing.T) {
 	run(t, NewTracker(other), []step{allow(call("Bash", `{"c":1}`), "1")})
 }
 
-func TestStoreWindowAndTTL(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
-	store := NewMemoryStore(clock)
-	ctx := context.Background()
-	c := []Counter{{Key: "k", Limit: 2, Window: time.Hour}}
-	g, err := store.Reserve(ctx, Reservation{ID: "1", Counters: c})
-	require.NoError(t, err)
-	require.True(t, g.OK)
-	require.NoError(t, store.Commit(ctx, "1"))
-	g, _ = store.Reserve(ctx, Reservation{ID: "2", Counters: c, TTL: time.Minute})
-	require.True(t, g.OK)
-	g, _ = store.Reserve(ctx, Reservation{ID: "3", Counters: c})
-	require.False(t, g.OK)
-	assert.Equal(t, 0, g.Blocked)
-	assert.Equal(t, []int{2}, g.Counts)
-	// Reservation 2 is never settled: after its TTL its unit returns.
-	now = now.Add(2 * time.Minute)
-	g, _ = store.Reserve(ctx, Reservation{ID: "4", Counters: c})
-	require.True(t, g.OK)
-	require.NoError(t, store.Release(ctx, "4"))
-	assert.Equal(t, 1, store.Count("k"))
-	// The window ends: the total starts over.
-	now = now.Add(time.Hour)
-	assert.Equal(t, 0, store.Count("k"))
-	// All or nothing.
-	g, _ = store.Reserve(ctx, Reservation{ID: "5", Counters: []Counter{{Key: "a", Limit: 5}, {Key: "b", Limit: 0}}})
-	require.False(t, g.OK)
-	assert.Equal(t, 1, g.Blocked)
-	assert.Equal(t, 0, store.Count("a"))
-}
-
 func TestStoreConcurrency(t *testing.T) {
-	store := NewMemoryStore(nil)
-	p := Policy{Store: store, SharedQuotas: []SharedQuota{{Name: "fleet", Limit: 10}}, MaxCallsPerTurn: -1}
+	mem := store.NewMemory(nil)
+	p := Policy{Quotas: Quotas{Store: mem, SharedQuotas: []SharedQuota{{Name: "fleet", Limit: 10}}}, MaxCallsPerTurn: -1}
 	trackers := []*Tracker{NewTracker(p), NewTracker(p), NewTracker(p), NewTracker(p)}
 	var allowed atomic.Int32
 	var wg sync.WaitGroup
@@ -95,15 +64,15 @@ func TestStoreConcurrency(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Equal(t, int32(10), allowed.Load())
-	assert.Equal(t, 10, store.Count("quota:fleet"))
+	assert.Equal(t, 10, mem.Count("quota:fleet"))
 }
 
 // brokenStore fails every operation.
 type brokenStore struct{ calls atomic.Int32 }
 
-func (s *brokenStore) Reserve(ctx context.Context, r Reservation) (Grant, error) {
+func (s *brokenStore) Reserve(ctx context.Context, r store.Reservation) (store.Grant, error) {
 	s.calls.Add(1)
-	return Grant{}, errors.New("connection refused")
+	return store.Grant{}, errors.New("connection refused")
 }
 func (s *brokenStore) Commit(ctx context.Context, id string) error  { return errors.New("down") }
 func (s *brokenStore) Release(ctx context.Context, id string) error { return errors.New("down") }
@@ -112,7 +81,7 @@ func TestStoreFaults(t *testing.T) {
 	q := []SharedQuota{{Name: "fleet", Limit: 2}}
 	t.Run("fail closed refuses calls that need the store", func(t *testing.T) {
 		var evs []Event
-		tr := NewTracker(Policy{Store: &brokenStore{}, SharedQuotas: q, OnEvent: func(e Event) { evs = append(evs, e) }})
+		tr := NewTracker(Policy{Quotas: Quotas{Store: &brokenStore{}, SharedQuotas: q}, OnEvent: func(e Event) { evs = append(evs, e) }})
 		d := tr.ShouldSkip(call("t", `{}`))
 		require.Equal(t, Abort, d.Verdict)
 		require.ErrorIs(t, d.Err, ErrStoreUnavailable)
@@ -122,19 +91,24 @@ func TestStoreFaults(t *testing.T) {
 	})
 	t.Run("fail open counts locally and says so", func(t *testing.T) {
 		var stores int
-		tr := NewTracker(Policy{Store: &brokenStore{}, SharedQuotas: q, FailOpen: true, OnEvent: func(e Event) {
-			if e.Kind == EventStore {
-				stores++
-			}
-		}})
+		tr := NewTracker(Policy{Quotas: Quotas{
+			Store:        &brokenStore{},
+			SharedQuotas: q,
+			FailOpen:     true,
+		},
+			OnEvent: func(e Event) {
+				if e.Kind == EventStore {
+					stores++
+				}
+			}})
 		run(t, tr, []step{
 			allow(call("t", `{"a":1}`), "r"), allow(call("t", `{"a":2}`), "r"),
 			hint(call("t", `{"a":3}`), ReasonToolLimit), // the limit holds locally
 		})
 		assert.Equal(t, 3, stores)
 	})
-	t.Run("a slow store is bounded by StoreTimeout", func(t *testing.T) {
-		tr := NewTracker(Policy{Store: slowStore{}, SharedQuotas: q, StoreTimeout: 20 * time.Millisecond})
+	t.Run("a slow mem is bounded by StoreTimeout", func(t *testing.T) {
+		tr := NewTracker(Policy{Quotas: Quotas{Store: slowStore{}, SharedQuotas: q, StoreTimeout: 20 * time.Millisecond}})
 		start := time.Now()
 		d := tr.ShouldSkip(call("t", `{}`))
 		require.ErrorIs(t, d.Err, ErrStoreUnavailable)
@@ -145,56 +119,48 @@ func TestStoreFaults(t *testing.T) {
 // slowStore answers only when the context ends.
 type slowStore struct{}
 
-func (slowStore) Reserve(ctx context.Context, r Reservation) (Grant, error) {
+func (slowStore) Reserve(ctx context.Context, r store.Reservation) (store.Grant, error) {
 	<-ctx.Done()
-	return Grant{}, ctx.Err()
+	return store.Grant{}, ctx.Err()
 }
 func (slowStore) Commit(ctx context.Context, id string) error  { return nil }
 func (slowStore) Release(ctx context.Context, id string) error { return nil }
 
 func TestCounterKeysDoNotCollide(t *testing.T) {
-	store := NewMemoryStore(nil)
+	mem := store.NewMemory(nil)
 	// Quota names are keys as written: names that meet are the operator's
 	// choice, and Validate reports them.
-	p := Policy{SharedQuotas: []SharedQuota{{Name: "x", PerTool: true, Limit: 1}, {Name: "x:y", Limit: 1}}}
+	p := Policy{Quotas: Quotas{SharedQuotas: []SharedQuota{{Name: "x", PerTool: true, Limit: 1}, {Name: "x:y", Limit: 1}}}}
 	require.ErrorContains(t, p.Validate(), `uses its counter "quota:x:y" too`)
 	// Session ids are escaped: a tool name holding ':' cannot reach another
 	// session's counter.
-	s1 := NewTracker(Policy{Store: store, SessionID: "a:b", AgentQuota: &Quota{Default: 1}})
-	s2 := NewTracker(Policy{Store: store, SessionID: "a", AgentQuota: &Quota{Default: 1}})
+	s1 := NewTracker(Policy{Quotas: Quotas{Store: mem, SessionID: "a:b", AgentQuota: &Quota{Default: 1}}})
+	s2 := NewTracker(Policy{Quotas: Quotas{Store: mem, SessionID: "a", AgentQuota: &Quota{Default: 1}}})
 	run(t, s1, []step{allow(call("c", `{}`), "r")})
 	run(t, s2, []step{allow(call("b:c", `{}`), "r")})
 }
 
-func TestMemoryStoreRetriedReservation(t *testing.T) {
-	store := NewMemoryStore(nil)
-	ctx := context.Background()
-	r := Reservation{ID: "same", Counters: []Counter{{Key: "k", Limit: 5}}}
-	_, _ = store.Reserve(ctx, r)
-	g, _ := store.Reserve(ctx, r)
-	require.True(t, g.OK)
-	assert.Equal(t, 1, store.Count("k"))
-	require.NoError(t, store.Release(ctx, "same"))
-	assert.Equal(t, 0, store.Count("k"))
-}
-
 // countingStore counts the reservations a Tracker asks for.
 type countingStore struct {
-	*MemoryStore
+	*store.Memory
 	reserves atomic.Int32
 }
 
-func (s *countingStore) Reserve(ctx context.Context, r Reservation) (Grant, error) {
+func (s *countingStore) Reserve(ctx context.Context, r store.Reservation) (store.Grant, error) {
 	s.reserves.Add(1)
-	return s.MemoryStore.Reserve(ctx, r)
+	return s.Memory.Reserve(ctx, r)
 }
 
 // TestSpentBudgetMakesNoReservation checks that a call the spent turn
 // budget refuses does not ask the Store, and that a new turn does.
 func TestSpentBudgetMakesNoReservation(t *testing.T) {
-	store := &countingStore{MemoryStore: NewMemoryStore(nil)}
-	tr := NewTracker(Policy{Store: store, MaxCallsPerTurn: 2,
-		SharedQuotas: []SharedQuota{{Name: "fleet", Tools: []string{"*"}, Limit: 100}}})
+	mem := &countingStore{Memory: store.NewMemory(nil)}
+	tr := NewTracker(Policy{Quotas: Quotas{
+		Store:        mem,
+		SharedQuotas: []SharedQuota{{Name: "fleet", Tools: []string{"*"}, Limit: 100}},
+	},
+		MaxCallsPerTurn: 2,
+	})
 	for i := range 2 {
 		c := call("bash", fmt.Sprintf(`{"c":%d}`, i))
 		require.Equal(t, Allow, tr.ShouldSkip(c).Verdict)
@@ -203,24 +169,28 @@ func TestSpentBudgetMakesNoReservation(t *testing.T) {
 	d := tr.ShouldSkip(call("bash", `{"c":9}`))
 	assert.Equal(t, Abort, d.Verdict)
 	assert.Equal(t, ReasonBudget, d.Reason)
-	assert.EqualValues(t, 2, store.reserves.Load(), "the refused call made a reservation")
-	assert.Equal(t, 2, store.Count("quota:fleet"))
+	assert.EqualValues(t, 2, mem.reserves.Load(), "the refused call made a reservation")
+	assert.Equal(t, 2, mem.Count("quota:fleet"))
 
 	tr.Reset()
 	c := call("bash", `{"c":10}`)
 	require.Equal(t, Allow, tr.ShouldSkip(c).Verdict)
 	tr.Record(c, Outcome{Result: "ok"})
-	assert.EqualValues(t, 3, store.reserves.Load())
-	assert.Equal(t, 3, store.Count("quota:fleet"))
+	assert.EqualValues(t, 3, mem.reserves.Load())
+	assert.Equal(t, 3, mem.Count("quota:fleet"))
 }
 
 // TestResetBetweenBudgetCheckAndDecision races Reset against calls that
 // find the budget spent: every allowed call must hold a reservation, so the
 // shared count equals the calls allowed.
 func TestResetBetweenBudgetCheckAndDecision(t *testing.T) {
-	store := NewMemoryStore(nil)
-	tr := NewTracker(Policy{Store: store, MaxCallsPerTurn: 1, MaxRepeats: -1,
-		SharedQuotas: []SharedQuota{{Name: "fleet", Tools: []string{"*"}, Limit: 1 << 20}}})
+	mem := store.NewMemory(nil)
+	tr := NewTracker(Policy{Quotas: Quotas{
+		Store:        mem,
+		SharedQuotas: []SharedQuota{{Name: "fleet", Tools: []string{"*"}, Limit: 1 << 20}},
+	},
+		MaxCallsPerTurn: 1, MaxRepeats: -1,
+	})
 	var allowed atomic.Int32
 	var wg sync.WaitGroup
 	for g := range 4 {
@@ -241,7 +211,7 @@ func TestResetBetweenBudgetCheckAndDecision(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Positive(t, allowed.Load())
-	assert.Equal(t, int(allowed.Load()), store.Count("quota:fleet"))
+	assert.Equal(t, int(allowed.Load()), mem.Count("quota:fleet"))
 }
 
 // TestDroppedCallsCommitTheirReservations leaves allowed calls unrecorded
@@ -252,25 +222,30 @@ func TestDroppedCallsCommitTheirReservations(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	store := NewMemoryStore(clock)
-	tr := NewTracker(Policy{Store: store, ReservationTTL: time.Minute, SessionLimit: -1,
-		SharedQuotas: []SharedQuota{{Name: "fleet", Tools: []string{"*"}, Limit: 1 << 20}}})
+	mem := store.NewMemory(clock)
+	tr := NewTracker(Policy{Quotas: Quotas{
+		Store:          mem,
+		ReservationTTL: time.Minute,
+		SessionLimit:   -1,
+		SharedQuotas:   []SharedQuota{{Name: "fleet", Tools: []string{"*"}, Limit: 1 << 20}},
+	},
+	})
 	const turns = maxStale + 44
 	for i := range turns {
 		d := tr.ShouldSkip(call("bash", fmt.Sprintf(`{"turn":%d}`, i)))
 		require.Equal(t, Allow, d.Verdict, "turn %d: %s", i, d.Message)
 		tr.Reset() // the call is never recorded
 	}
-	assert.Equal(t, turns, store.Count("quota:fleet"), "committed and live reservations")
+	assert.Equal(t, turns, mem.Count("quota:fleet"), "committed and live reservations")
 	mu.Lock()
 	now = now.Add(2 * time.Minute)
 	mu.Unlock()
-	assert.Equal(t, turns-maxStale, store.Count("quota:fleet"), "the dropped calls' units were committed")
+	assert.Equal(t, turns-maxStale, mem.Count("quota:fleet"), "the dropped calls' units were committed")
 
 	// A dropped call recorded late is booked without a second unit.
 	c := call("bash", `{"turn":0}`)
 	tr.Record(c, Outcome{Result: "late"})
-	assert.Equal(t, turns-maxStale, store.Count("quota:fleet"))
+	assert.Equal(t, turns-maxStale, mem.Count("quota:fleet"))
 }
 
 // TestPendingOverflowCommitsReservations allows more unrecorded calls in
@@ -280,9 +255,15 @@ func TestPendingOverflowCommitsReservations(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	store := NewMemoryStore(clock)
-	tr := NewTracker(Policy{Store: store, ReservationTTL: time.Minute, SessionLimit: -1, MaxCallsPerTurn: -1,
-		SharedQuotas: []SharedQuota{{Name: "fleet", Tools: []string{"*"}, Limit: 1 << 20}}})
+	mem := store.NewMemory(clock)
+	tr := NewTracker(Policy{Quotas: Quotas{
+		Store:          mem,
+		ReservationTTL: time.Minute,
+		SessionLimit:   -1,
+		SharedQuotas:   []SharedQuota{{Name: "fleet", Tools: []string{"*"}, Limit: 1 << 20}},
+	},
+		MaxCallsPerTurn: -1,
+	})
 	const calls = maxPending + 10
 	for i := range calls {
 		d := tr.ShouldSkip(call("bash", fmt.Sprintf(`{"i":%d}`, i)))
@@ -291,7 +272,7 @@ func TestPendingOverflowCommitsReservations(t *testing.T) {
 	mu.Lock()
 	now = now.Add(2 * time.Minute)
 	mu.Unlock()
-	assert.Equal(t, calls-maxPending, store.Count("quota:fleet"))
+	assert.Equal(t, calls-maxPending, mem.Count("quota:fleet"))
 	// The dropped calls no longer hold their keys as pending.
 	ks, slot := tr.turn.keyState(callKey{tool: "bash", args: hashArgs([]byte(`{"i":0}`), nil)})
 	require.GreaterOrEqual(t, slot, int32(0))

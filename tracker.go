@@ -213,7 +213,7 @@ func (t *Tracker) ShouldSkipContext(ctx context.Context, c Call) Decision {
 // round: the calls that one model response asked for together. Call it
 // once per model response and pass the context to each of its calls, run
 // through Wrap or ShouldSkipContext, in parallel or one after the other:
-// similar queries among them are distinct questions, and with CountRounds
+// similar queries among them are distinct questions, and with UnitRounds
 // they use one budget unit. A context from another Tracker's WithRound
 // counts for nothing here.
 func (t *Tracker) WithRound(ctx context.Context) context.Context {
@@ -237,7 +237,7 @@ func (t *Tracker) roundOf(ctx context.Context) uint64 {
 
 // ShouldSkipRound checks the calls that one model response asked for
 // together, as one round: similar queries among them are distinct
-// questions, and with CountRounds the round uses one budget unit. The
+// questions, and with UnitRounds the round uses one budget unit. The
 // decisions are in the order of calls.
 func (t *Tracker) ShouldSkipRound(calls []Call) []Decision {
 	round := t.round.Add(1)
@@ -492,7 +492,7 @@ func (t *Tracker) budgetLocked(round uint64) (Decision, bool) {
 
 // budgetSpentLocked reports whether the turn budget refuses a call of
 // round: from the wind-down on, or when allowed calls hold every unit (a
-// round that holds its unit under CountRounds may go on).
+// round that holds its unit under UnitRounds may go on).
 func (t *Tracker) budgetSpentLocked(round uint64) bool {
 	ts := &t.turn
 	max := t.cfg.maxCalls
@@ -501,7 +501,7 @@ func (t *Tracker) budgetSpentLocked(round uint64) bool {
 		return false
 	case ts.phase >= PhaseWindDown:
 		return true
-	case t.cfg.unit == CountRounds && ts.rounds[round] != nil:
+	case t.cfg.unit == UnitRounds && ts.rounds[round] != nil:
 		return false // the round already holds its unit
 	}
 	return ts.reserved >= max
@@ -612,7 +612,7 @@ func (t *Tracker) fire(c Call, p *probe, ks *keyState, reason Reason, hinted *ui
 // reserveLocked books an allowed call: budget slot, counters, history.
 func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Time, tool *toolState, st *toolStats, ks *keyState) {
 	ts := &t.turn
-	if t.cfg.unit == CountRounds {
+	if t.cfg.unit == UnitRounds {
 		rs := ts.rounds[round]
 		if rs == nil {
 			rs = &roundState{}
@@ -788,7 +788,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 
 	// Budget.
 	counted := true
-	if t.cfg.unit == CountRounds {
+	if t.cfg.unit == UnitRounds {
 		rs := ts.rounds[pc.round]
 		counted = rs != nil && !rs.used
 		if rs != nil {
@@ -962,14 +962,8 @@ func (t *Tracker) Ledger() []Entry {
 	return t.ledger.snapshot()
 }
 
-// Phase returns the turn's current phase.
-func (t *Tracker) Phase() Phase {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.turn.phase
-}
-
-// Guidance is what the harness does for the turn's phase.
+// Guidance is what the harness does for the turn's phase. Tracker.Guidance
+// is the one place to read the current phase.
 type Guidance struct {
 	Phase Phase
 	// Message is the text to inject into the model's context: the nudge
@@ -1044,7 +1038,7 @@ func (g *Guarded) Run(ctx context.Context, c Call) Result {
 
 // RunRound runs the calls that one model response asked for together, as
 // one round: it checks them all first, in order (similar queries among them
-// are distinct questions; with CountRounds they use one budget unit), then
+// are distinct questions; with UnitRounds they use one budget unit), then
 // runs the allowed ones one after another and records each. The results
 // are in the order of calls. Allowed calls run even when another call of
 // the round was aborted, since the Tracker counted them; stop the turn

@@ -37,15 +37,17 @@ func FuzzTracker(f *testing.F) {
 		ledgerSize := 4 + int(cfg[1]%12)
 		sessionLimit := 2 + int(cfg[2]%6)
 		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		store := NewMemoryStore(func() time.Time { return now })
+		mem := newHeldStore(func() time.Time { return now })
 		p := Policy{
 			MaxCallsPerTurn: maxCalls,
 			MaxRepeats:      1 + int(cfg[3]%2),
 			LedgerSize:      ledgerSize,
-			AgentQuota:      &Quota{Default: sessionLimit},
-			Store:           store,
-			SharedQuotas:    []SharedQuota{{Name: "fuzz", Limit: sharedLimit}},
-			Now:             func() time.Time { return now },
+			Quotas: Quotas{
+				AgentQuota:   &Quota{Default: sessionLimit},
+				Store:        mem,
+				SharedQuotas: []SharedQuota{{Name: "fuzz", Limit: sharedLimit}},
+			},
+			Now: func() time.Time { return now },
 		}
 		if cfg[3]&2 != 0 {
 			p.Action = ActionAbort
@@ -144,8 +146,8 @@ func FuzzTracker(f *testing.F) {
 				recordedB = true
 				if pc.turn == turn {
 					checkPhase(got, "Record")
-				} else if got != tr.Phase() {
-					t.Fatalf("a late Record returned %v, the turn is in %v", got, tr.Phase())
+				} else if got != tr.Guidance().Phase {
+					t.Fatalf("a late Record returned %v, the turn is in %v", got, tr.Guidance().Phase)
 				}
 			case 5:
 				if i+1 < len(data) {
@@ -161,7 +163,7 @@ func FuzzTracker(f *testing.F) {
 				tr.Reset()
 				turn++
 				allowed, phase, lastHint = 0, PhaseNormal, nil
-				if got := tr.Phase(); got != PhaseNormal {
+				if got := tr.Guidance().Phase; got != PhaseNormal {
 					t.Fatalf("a new turn starts in %v", got)
 				}
 			}
@@ -172,7 +174,7 @@ func FuzzTracker(f *testing.F) {
 			if n := len(tr.Ledger()); n > ledgerSize {
 				t.Fatalf("the ledger holds %d entries, LedgerSize %d", n, ledgerSize)
 			}
-			if n := store.Count("quota:fuzz"); n != total || n > sharedLimit {
+			if n := mem.Count("quota:fuzz"); n != total || n > sharedLimit {
 				t.Fatalf("the shared quota counts %d, %d calls were allowed, limit %d", n, total, sharedLimit)
 			}
 			for tool, n := range perTool {
@@ -189,9 +191,7 @@ func FuzzTracker(f *testing.F) {
 		tr.mu.Lock()
 		left := len(tr.turn.pending) + len(tr.stale)
 		tr.mu.Unlock()
-		store.mu.Lock()
-		held := len(store.held)
-		store.mu.Unlock()
+		held := mem.held()
 		if left != 0 || held != 0 {
 			t.Fatalf("after every Record: %d calls still pending, %d reservations held", left, held)
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -549,7 +548,7 @@ func TestBudget(t *testing.T) {
 		require.ErrorAs(t, d.Err, &be)
 		assert.Equal(t, 4, be.Limit)
 		assert.Contains(t, d.Err.Error(), "all 4 available tool calls for this turn were used")
-		assert.Equal(t, PhaseExhausted, tr.Phase())
+		assert.Equal(t, PhaseExhausted, tr.Guidance().Phase)
 	})
 	t.Run("the default is 300 calls with a nudge at 225", func(t *testing.T) {
 		tr := NewTracker(Policy{})
@@ -583,17 +582,17 @@ func TestBudget(t *testing.T) {
 		for i := 1; i <= 3; i++ {
 			tr.Record(n(i), Outcome{Result: "r"})
 		}
-		assert.Equal(t, PhaseWindDown, tr.Phase())
+		assert.Equal(t, PhaseWindDown, tr.Guidance().Phase)
 	})
 	t.Run("counters reset between turns", func(t *testing.T) {
 		tr := NewTracker(Policy{MaxCallsPerTurn: 2})
 		run(t, tr, []step{allow(n(1), "r"), allow(n(2), "r"), abort(n(3), ReasonBudget)})
 		tr.Reset()
-		assert.Equal(t, PhaseNormal, tr.Phase())
+		assert.Equal(t, PhaseNormal, tr.Guidance().Phase)
 		run(t, tr, []step{allow(n(1), "r"), allow(n(2), "r"), abort(n(3), ReasonBudget)})
 	})
 	t.Run("negative is unlimited", func(t *testing.T) {
-		tr := NewTracker(Policy{MaxCallsPerTurn: -1, SessionLimit: -1})
+		tr := NewTracker(Policy{MaxCallsPerTurn: -1, Quotas: Quotas{SessionLimit: -1}})
 		for i := 0; i < 100; i++ {
 			require.Equal(t, Allow, tr.ShouldSkip(n(i)).Verdict)
 			require.Equal(t, PhaseNormal, tr.Record(n(i), Outcome{Result: "r"}))
@@ -609,7 +608,7 @@ func TestBudget(t *testing.T) {
 		}
 	})
 	t.Run("rounds count once per model response", func(t *testing.T) {
-		tr := NewTracker(Policy{MaxCallsPerTurn: 2, BudgetUnit: CountRounds})
+		tr := NewTracker(Policy{MaxCallsPerTurn: 2, BudgetUnit: UnitRounds})
 		ds := tr.ShouldSkipRound([]Call{n(1), n(2), n(3)})
 		for _, d := range ds {
 			require.Equal(t, Allow, d.Verdict)
@@ -665,7 +664,7 @@ func TestSkippedCallsInLedger(t *testing.T) {
 }
 
 func TestLedgerIsBounded(t *testing.T) {
-	tr := NewTracker(Policy{LedgerSize: 10, MaxCallsPerTurn: -1, SessionLimit: -1})
+	tr := NewTracker(Policy{LedgerSize: 10, MaxCallsPerTurn: -1, Quotas: Quotas{SessionLimit: -1}})
 	for i := 0; i < 1000; i++ {
 		c := call("t", fmt.Sprintf(`{"i":%d}`, i))
 		tr.ShouldSkip(c)
@@ -842,7 +841,7 @@ func tr0(ev Event) Phase {
 	if hookTracker == nil {
 		return PhaseNormal
 	}
-	return hookTracker.Phase()
+	return hookTracker.Guidance().Phase
 }
 
 func TestWrap(t *testing.T) {
@@ -908,7 +907,7 @@ func TestWrapNilExecutor(t *testing.T) {
 // RunRound checks the calls of one model response as one round, then runs
 // the allowed ones in order.
 func TestWrapRunRound(t *testing.T) {
-	tr := NewTracker(Policy{MaxCallsPerTurn: 3, BudgetUnit: CountCalls})
+	tr := NewTracker(Policy{MaxCallsPerTurn: 3, BudgetUnit: UnitCalls})
 	var ran []string
 	exec := tr.Wrap(func(ctx context.Context, c Call) (string, error) {
 		ran = append(ran, string(c.Args))
@@ -936,8 +935,8 @@ func TestWrapRunRound(t *testing.T) {
 	}
 	assert.Len(t, rounds, 1)
 
-	// With CountRounds the round uses one unit.
-	tr = NewTracker(Policy{MaxCallsPerTurn: 2, BudgetUnit: CountRounds})
+	// With UnitRounds the round uses one unit.
+	tr = NewTracker(Policy{MaxCallsPerTurn: 2, BudgetUnit: UnitRounds})
 	rs = tr.Wrap(func(context.Context, Call) (string, error) { return "ok", nil }).RunRound(context.Background(), calls)
 	for _, r := range rs {
 		assert.Equal(t, Allow, r.Decision.Verdict)
@@ -951,7 +950,7 @@ func TestEnumStrings(t *testing.T) {
 	assert.Equal(t, "none tool_limit duplicate similar_query repeated_failure cycle budget churn invalid_call",
 		fmt.Sprint(ReasonNone, ReasonToolLimit, ReasonDuplicate, ReasonSimilarQuery, ReasonRepeatedFailure, ReasonCycle, ReasonBudget, ReasonChurn, ReasonInvalidCall))
 	assert.Equal(t, "hint abort", fmt.Sprint(ActionHint, ActionAbort))
-	assert.Equal(t, "calls rounds", fmt.Sprint(CountCalls, CountRounds))
+	assert.Equal(t, "calls rounds", fmt.Sprint(UnitCalls, UnitRounds))
 	assert.Equal(t, "Reason(99) Phase(-1)", fmt.Sprint(Reason(99), Phase(-1)))
 	var r Reason
 	require.NoError(t, r.UnmarshalText([]byte("cycle")))
@@ -1058,21 +1057,4 @@ func TestMayHoldURL(t *testing.T) {
 		want := strings.Contains(s, "//") || strings.Contains(s, `\/\/`)
 		assert.Equal(t, want, mayHoldURL([]byte(s)), "%s", s)
 	}
-}
-
-// TestDefaultSearchToolsChange checks that a Tracker follows
-// DefaultSearchTools as it is when the Tracker is made, although the
-// declared list is compiled once.
-func TestDefaultSearchToolsChange(t *testing.T) {
-	q := call("ask_docs", `{"query":"how to rotate keys"}`)
-	tr := NewTracker(Policy{})
-	tr.ShouldSkip(q)
-	assert.False(t, tr.tool("ask_docs").rule.search)
-
-	saved := DefaultSearchTools
-	DefaultSearchTools = append(slices.Clone(saved), "ask_*")
-	defer func() { DefaultSearchTools = saved }()
-	tr = NewTracker(Policy{})
-	assert.True(t, tr.tool("ask_docs").rule.search)
-	assert.True(t, tr.tool("web_search").rule.search)
 }

@@ -204,7 +204,7 @@ type turnState struct {
 	slab        []keyState
 	hand        int                    // the slot the eviction looks at next (see evict)
 	evictSteps  uint64                 // slots the eviction looked at, for tests
-	rounds      map[uint64]*roundState // CountRounds only
+	rounds      map[uint64]*roundState // UnitRounds only
 	pending     []pendingCall
 	history     history
 	window      window
@@ -219,7 +219,7 @@ type stop struct {
 
 func (ts *turnState) init(c *config) {
 	ts.keys = make(map[callKey]int32)
-	if c.unit == CountRounds {
+	if c.unit == UnitRounds {
 		ts.rounds = make(map[uint64]*roundState)
 	}
 	ts.history.init(c.cyclePeriod * c.cycleRepeats)

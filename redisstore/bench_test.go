@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolguard/toolguard"
 	"github.com/toolguard/toolguard/redisstore"
+	"github.com/toolguard/toolguard/store"
 )
 
 // BenchmarkReserve measures the store traffic of one allowed call, a
@@ -32,7 +32,7 @@ func BenchmarkReserve(b *testing.B) {
 			b.Cleanup(func() { _ = c.Close() })
 			prefix := uniquePrefix(b, c)
 			s := redisstore.New(c, redisstore.WithPrefix(prefix))
-			counters := []toolguard.Counter{{Key: "quota:bench", Limit: math.MaxInt32}}
+			counters := []store.Counter{{Key: "quota:bench", Limit: math.MaxInt32}}
 			ctx := context.Background()
 
 			var next atomic.Int64
@@ -49,7 +49,7 @@ func BenchmarkReserve(b *testing.B) {
 							return
 						}
 						id := strconv.FormatInt(i, 10)
-						gr, err := s.Reserve(ctx, toolguard.Reservation{ID: id, Counters: counters})
+						gr, err := s.Reserve(ctx, store.Reservation{ID: id, Counters: counters})
 						if err != nil || !gr.OK {
 							b.Errorf("reserve: %v %+v", err, gr)
 							return

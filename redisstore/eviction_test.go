@@ -17,6 +17,7 @@ import (
 	"github.com/toolguard/toolguard"
 	"github.com/toolguard/toolguard/redisstore"
 	"github.com/toolguard/toolguard/redisstore/internal/redistest"
+	"github.com/toolguard/toolguard/store"
 )
 
 // The policies of Redis 7: all but noeviction may drop a counter key.
@@ -33,7 +34,7 @@ func TestEvictionPolicyChecked(t *testing.T) {
 		t.Run(policy, func(t *testing.T) {
 			srv := redistest.Start(t, "--maxmemory", "64mb", "--maxmemory-policy", policy)
 			ctx := context.Background()
-			r := toolguard.Reservation{ID: "a", Counters: []toolguard.Counter{{Key: "quota:q", Limit: 10}}}
+			r := store.Reservation{ID: "a", Counters: []store.Counter{{Key: "quota:q", Limit: 10}}}
 
 			s := redisstore.New(newClient(t, srv.URL()))
 			_, err := s.Reserve(ctx, r)
@@ -64,7 +65,7 @@ func TestEvictionPolicyRecheckedOnReconnect(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	s := redisstore.New(newClient(t, srv.URL()))
-	r := toolguard.Reservation{ID: "a", Counters: []toolguard.Counter{{Key: "quota:q", Limit: 10}}}
+	r := store.Reservation{ID: "a", Counters: []store.Counter{{Key: "quota:q", Limit: 10}}}
 	_, err := s.Reserve(ctx, r)
 	require.NoError(t, err)
 
@@ -73,7 +74,7 @@ func TestEvictionPolicyRecheckedOnReconnect(t *testing.T) {
 	require.NoError(t, admin.ClientKillByFilter(ctx, "TYPE", "normal", "SKIPME", "yes").Err())
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		_, err = s.Reserve(ctx, toolguard.Reservation{ID: "b", Counters: r.Counters})
+		_, err = s.Reserve(ctx, store.Reservation{ID: "b", Counters: r.Counters})
 		if err != nil && strings.Contains(err.Error(), "maxmemory-policy") || time.Now().After(deadline) {
 			break
 		}
@@ -128,11 +129,13 @@ func floodedRun(t *testing.T, srv *redistest.Server, s *redisstore.Store, limit,
 	defer func() { stop.Store(true); wg.Wait() }()
 
 	tr := toolguard.NewTracker(toolguard.Policy{
-		Store:           s,
-		SharedQuotas:    []toolguard.SharedQuota{{Name: "tenant:acme", Limit: limit, Window: window}},
+		Quotas: toolguard.Quotas{
+			Store:        s,
+			SharedQuotas: []toolguard.SharedQuota{{Name: "tenant:acme", Limit: limit, Window: window}},
+			SessionLimit: -1,
+			Breaker:      &toolguard.Breaker{Cooldown: -1}, // every call asks the server
+		},
 		MaxCallsPerTurn: -1,
-		SessionLimit:    -1,
-		Breaker:         &toolguard.Breaker{Cooldown: -1}, // every call asks the server
 	})
 	granted := 0
 	for i := 0; i < calls; i++ {

@@ -25,13 +25,15 @@ func Example() {
 	defer client.Close()
 
 	tracker := toolguard.NewTracker(toolguard.Policy{
-		Store: redisstore.New(client),
-		SharedQuotas: []toolguard.SharedQuota{{
-			Name: "tenant:acme:hourly", Tools: []string{"web_*"}, Limit: 500, Window: time.Hour,
-		}},
-		StoreTimeout:   250 * time.Millisecond,
-		ReservationTTL: 5 * time.Minute, // a crashed replica's reservations return after this
-		FailOpen:       false,           // refuse calls while Redis is unreachable
+		Quotas: toolguard.Quotas{
+			Store: redisstore.New(client),
+			SharedQuotas: []toolguard.SharedQuota{{
+				Name: "tenant:acme:hourly", Tools: []string{"web_*"}, Limit: 500, Window: time.Hour,
+			}},
+			StoreTimeout:   250 * time.Millisecond,
+			ReservationTTL: 5 * time.Minute, // a crashed replica's reservations return after this
+			FailOpen:       false,           // refuse calls while Redis is unreachable
+		},
 	})
 	d := tracker.ShouldSkip(toolguard.Call{Tool: "web_fetch", Args: []byte(`{"url":"https://example.org"}`)})
 	fmt.Println(d.Verdict)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolguard/toolguard"
+	"github.com/toolguard/toolguard/store"
 )
 
 // These tests use real time: the scripts read the server's clock.
@@ -17,15 +18,15 @@ func TestWindowedTotalExpires(t *testing.T) {
 	s, c, prefix := setup(t)
 	ctx := context.Background()
 	const window = 300 * time.Millisecond
-	k := []toolguard.Counter{{Key: "w", Limit: 2, Window: window}}
+	k := []store.Counter{{Key: "w", Limit: 2, Window: window}}
 	start := time.Now()
 	for _, id := range []string{"1", "2"} {
-		g, err := s.Reserve(ctx, toolguard.Reservation{ID: id, Counters: k})
+		g, err := s.Reserve(ctx, store.Reservation{ID: id, Counters: k})
 		require.NoError(t, err)
 		require.True(t, g.OK)
 		require.NoError(t, s.Commit(ctx, id))
 	}
-	g, err := s.Reserve(ctx, toolguard.Reservation{ID: "3", Counters: k})
+	g, err := s.Reserve(ctx, store.Reservation{ID: "3", Counters: k})
 	require.NoError(t, err)
 	require.False(t, g.OK, "the window is full")
 	pttl := c.PTTL(ctx, prefix+"c:w").Val()
@@ -35,20 +36,20 @@ func TestWindowedTotalExpires(t *testing.T) {
 	n, err := s.Count(ctx, "w")
 	require.NoError(t, err)
 	assert.Equal(t, 0, n, "a new window starts from zero")
-	g, err = s.Reserve(ctx, toolguard.Reservation{ID: "4", Counters: k})
+	g, err = s.Reserve(ctx, store.Reservation{ID: "4", Counters: k})
 	require.NoError(t, err)
 	assert.Equal(t, []int{1}, g.Counts)
 	assert.Greater(t, c.PTTL(ctx, prefix+"c:w").Val(), 200*time.Millisecond, "the new window starts with its first unit")
 }
 
 // TestWindowEndsWhileReserved: a unit reserved in one window and committed
-// after it ended counts in the next window, as with MemoryStore.
+// after it ended counts in the next window, as with store.Memory.
 func TestWindowEndsWhileReserved(t *testing.T) {
 	s, _, _ := setup(t)
 	ctx := context.Background()
-	k := []toolguard.Counter{{Key: "w", Limit: 5, Window: 200 * time.Millisecond}}
+	k := []store.Counter{{Key: "w", Limit: 5, Window: 200 * time.Millisecond}}
 	for _, id := range []string{"1", "2"} {
-		_, err := s.Reserve(ctx, toolguard.Reservation{ID: id, Counters: k, TTL: time.Minute})
+		_, err := s.Reserve(ctx, store.Reservation{ID: id, Counters: k, TTL: time.Minute})
 		require.NoError(t, err)
 	}
 	require.NoError(t, s.Commit(ctx, "1"))
@@ -64,11 +65,11 @@ func TestUnsettledReservationExpires(t *testing.T) {
 	s, c, prefix := setup(t)
 	ctx := context.Background()
 	const ttl = 200 * time.Millisecond
-	k := []toolguard.Counter{{Key: "k", Limit: 1}}
-	g, err := s.Reserve(ctx, toolguard.Reservation{ID: "lost", Counters: k, TTL: ttl})
+	k := []store.Counter{{Key: "k", Limit: 1}}
+	g, err := s.Reserve(ctx, store.Reservation{ID: "lost", Counters: k, TTL: ttl})
 	require.NoError(t, err)
 	require.True(t, g.OK)
-	g, err = s.Reserve(ctx, toolguard.Reservation{ID: "2", Counters: k, TTL: ttl})
+	g, err = s.Reserve(ctx, store.Reservation{ID: "2", Counters: k, TTL: ttl})
 	require.NoError(t, err)
 	require.False(t, g.OK, "the unit is held")
 
@@ -76,7 +77,7 @@ func TestUnsettledReservationExpires(t *testing.T) {
 	n, err := s.Count(ctx, "k")
 	require.NoError(t, err)
 	assert.Equal(t, 0, n, "an unsettled reservation returns its unit after its TTL")
-	g, err = s.Reserve(ctx, toolguard.Reservation{ID: "3", Counters: k, TTL: time.Minute})
+	g, err = s.Reserve(ctx, store.Reservation{ID: "3", Counters: k, TTL: time.Minute})
 	require.NoError(t, err)
 	require.True(t, g.OK)
 	require.NoError(t, s.Commit(ctx, "lost"), "a late commit of an expired reservation does nothing")

@@ -31,8 +31,10 @@ func TestDocumentedCommands(t *testing.T) {
 	c := newClient(t, srv.URL())
 	s := redisstore.New(c)
 	tr := toolguard.NewTracker(toolguard.Policy{
-		Store:        s,
-		SharedQuotas: []toolguard.SharedQuota{{Name: "tenant:acme:hourly", Limit: 10}},
+		Quotas: toolguard.Quotas{
+			Store:        s,
+			SharedQuotas: []toolguard.SharedQuota{{Name: "tenant:acme:hourly", Limit: 10}},
+		},
 	})
 	for i := 0; i < 3; i++ {
 		ok, d := runCall(tr, callN("web_fetch", i))

@@ -16,6 +16,7 @@ import (
 	"github.com/toolguard/toolguard"
 	"github.com/toolguard/toolguard/redisstore"
 	"github.com/toolguard/toolguard/redisstore/internal/redistest"
+	"github.com/toolguard/toolguard/store"
 )
 
 // shared is the server most tests use: TOOLGUARD_REDIS_URL, or one
@@ -107,13 +108,15 @@ func namespaceKeys(t *testing.T, c *redis.Client, prefix string) []string {
 }
 
 // fleetPolicy is a policy whose only limit is the shared quota "fleet".
-func fleetPolicy(s toolguard.Store, limit int) toolguard.Policy {
+func fleetPolicy(s store.Store, limit int) toolguard.Policy {
 	return toolguard.Policy{
-		Store:           s,
-		SharedQuotas:    []toolguard.SharedQuota{{Name: "fleet", Limit: limit}},
+		Quotas: toolguard.Quotas{
+			Store:        s,
+			SharedQuotas: []toolguard.SharedQuota{{Name: "fleet", Limit: limit}},
+			SessionLimit: -1,
+			StoreTimeout: 2 * time.Second,
+		},
 		MaxCallsPerTurn: -1,
-		SessionLimit:    -1,
-		StoreTimeout:    2 * time.Second,
 	}
 }
 

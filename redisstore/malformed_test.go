@@ -12,13 +12,14 @@ import (
 
 	"github.com/toolguard/toolguard"
 	"github.com/toolguard/toolguard/redisstore"
+	"github.com/toolguard/toolguard/store"
 )
 
 // TestMalformedKeys: a key of the namespace holding something the store
 // did not write is reported, and the operation changes nothing.
 func TestMalformedKeys(t *testing.T) {
 	ctx := context.Background()
-	two := []toolguard.Counter{{Key: "good", Limit: 10}, {Key: "k", Limit: 10}}
+	two := []store.Counter{{Key: "good", Limit: 10}, {Key: "k", Limit: 10}}
 	cases := []struct {
 		name   string
 		plant  func(c *redis.Client, p string) error
@@ -43,7 +44,7 @@ func TestMalformedKeys(t *testing.T) {
 			require.NoError(t, tc.plant(c, prefix))
 			before := dump(t, c, prefix)
 
-			_, err := s.Reserve(ctx, toolguard.Reservation{ID: "id", Counters: two})
+			_, err := s.Reserve(ctx, store.Reservation{ID: "id", Counters: two})
 			require.ErrorIs(t, err, redisstore.ErrMalformed)
 			assert.True(t, strings.HasPrefix(err.Error(), "redisstore: reserve: malformed key: "+prefix), err.Error())
 			assert.Contains(t, err.Error(), tc.detail)
@@ -85,8 +86,8 @@ func TestMalformedReservationRecord(t *testing.T) {
 	})
 	t.Run("a total spoiled while a reservation is open", func(t *testing.T) {
 		s, c, prefix := setup(t)
-		k := []toolguard.Counter{{Key: "k", Limit: 10}}
-		_, err := s.Reserve(ctx, toolguard.Reservation{ID: "id", Counters: k})
+		k := []store.Counter{{Key: "k", Limit: 10}}
+		_, err := s.Reserve(ctx, store.Reservation{ID: "id", Counters: k})
 		require.NoError(t, err)
 		require.NoError(t, c.Del(ctx, prefix+"c:k").Err())
 		require.NoError(t, c.HSet(ctx, prefix+"c:k", "f", "v").Err())

@@ -1,4 +1,4 @@
-// Package redisstore is a toolguard.Store kept in Redis, so the Trackers
+// Package redisstore is a store.Store kept in Redis, so the Trackers
 // of several processes (the replicas of an agent service) share their
 // quotas: a tenant's hourly budget, an operator's daily limit, the
 // per-tool quota of a session that moves between replicas.
@@ -17,7 +17,7 @@
 //		SharedQuotas: []toolguard.SharedQuota{{Name: "tenant:acme:hourly", Limit: 500, Window: time.Hour}},
 //	})
 //
-// The store behaves as toolguard.MemoryStore does, across processes: a
+// The store behaves as store.Memory does, across processes: a
 // reservation takes one unit of every counter or none; a counter's total
 // is its committed units plus its live reservations; a windowed total
 // expires Window after its first unit; a reservation neither committed nor
@@ -89,7 +89,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/toolguard/toolguard"
+	"github.com/toolguard/toolguard/store"
 )
 
 // DefaultPrefix is the key prefix of a Store made without WithPrefix.
@@ -104,7 +104,7 @@ var ErrMalformed = errors.New("redisstore: malformed key")
 // years), so they stay exact in Lua numbers and valid for PEXPIRE.
 const maxMillis = 1_000_000_000_000
 
-// Store is a toolguard.Store kept in Redis. It is safe for concurrent
+// Store is a store.Store kept in Redis. It is safe for concurrent
 // use; it holds no connection of its own, only the client it was given.
 type Store struct {
 	client  redis.UniversalClient
@@ -139,7 +139,7 @@ func (e *policyError) Error() string {
 
 func (e *policyError) Is(target error) bool { return target == ErrEvictionPolicy }
 
-var _ toolguard.Store = (*Store)(nil)
+var _ store.Store = (*Store)(nil)
 
 // Option configures a Store.
 type Option func(*Store)
@@ -267,24 +267,24 @@ func (s *Store) checkPolicy(ctx context.Context) error {
 	return nil
 }
 
-// Reserve implements toolguard.Store: one unit of every counter, or none,
+// Reserve implements store.Store: one unit of every counter, or none,
 // in one atomic step. A Reserve with the id of a reservation that is still
 // held (a retry after a lost reply) takes nothing more and reports the
 // reservation as granted.
-func (s *Store) Reserve(ctx context.Context, r toolguard.Reservation) (toolguard.Grant, error) {
+func (s *Store) Reserve(ctx context.Context, r store.Reservation) (store.Grant, error) {
 	if err := ctx.Err(); err != nil {
-		return toolguard.Grant{}, fmt.Errorf("redisstore: reserve: %w", err)
+		return store.Grant{}, fmt.Errorf("redisstore: reserve: %w", err)
 	}
 	n := len(r.Counters)
 	if n == 0 {
-		return toolguard.Grant{OK: true, Blocked: -1, Counts: []int{}}, nil
+		return store.Grant{OK: true, Blocked: -1, Counts: []int{}}, nil
 	}
 	if err := s.ready(ctx, "reserve"); err != nil {
-		return toolguard.Grant{}, err
+		return store.Grant{}, err
 	}
 	ttl := r.TTL
 	if ttl <= 0 {
-		ttl = toolguard.DefaultReservationTTL
+		ttl = store.DefaultTTL
 	}
 	keys := make([]string, 1, 1+2*n)
 	keys[0] = s.reservationKey(r.ID)
@@ -301,27 +301,27 @@ func (s *Store) Reserve(ctx context.Context, r toolguard.Reservation) (toolguard
 	}
 	v, err := s.reserve.Run(ctx, s.client, keys, args...).Slice()
 	if err != nil {
-		return toolguard.Grant{}, s.wrap("reserve", err)
+		return store.Grant{}, s.wrap("reserve", err)
 	}
 	ints, ok := int64s(v)
 	if !ok || len(ints) != 2+n || ints[0] < 0 || ints[0] > 1 || ints[1] < -1 || ints[1] >= int64(n) {
-		return toolguard.Grant{}, fmt.Errorf("redisstore: reserve: unexpected reply %v", v)
+		return store.Grant{}, fmt.Errorf("redisstore: reserve: unexpected reply %v", v)
 	}
-	g := toolguard.Grant{OK: ints[0] == 1, Blocked: int(ints[1]), Counts: make([]int, n)}
+	g := store.Grant{OK: ints[0] == 1, Blocked: int(ints[1]), Counts: make([]int, n)}
 	for i := range g.Counts {
 		g.Counts[i] = int(ints[2+i])
 	}
 	return g, nil
 }
 
-// Commit implements toolguard.Store: the reservation's units become
+// Commit implements store.Store: the reservation's units become
 // committed. Committing a reservation that is unknown, settled already or
 // expired does nothing.
 func (s *Store) Commit(ctx context.Context, id string) error {
 	return s.settleOp(ctx, "commit", id, "1")
 }
 
-// Release implements toolguard.Store: the reservation's units return to
+// Release implements store.Store: the reservation's units return to
 // their counters. Releasing a reservation that is unknown, settled already
 // or expired does nothing.
 func (s *Store) Release(ctx context.Context, id string) error {
@@ -343,7 +343,7 @@ func (s *Store) settleOp(ctx context.Context, op, id, commit string) error {
 }
 
 // Count returns a counter's total, live reservations included, as
-// toolguard.MemoryStore.Count does. key is a Counter.Key as
+// store.Memory.Count does. key is a Counter.Key as
 // toolguard.SharedQuota.Key returns it: "quota:tenant:acme" for the
 // SharedQuota named "tenant:acme". Count does not check the eviction
 // policy.

@@ -16,25 +16,26 @@ import (
 
 	"github.com/toolguard/toolguard"
 	"github.com/toolguard/toolguard/redisstore"
+	"github.com/toolguard/toolguard/store"
 )
 
 func TestReserveCommitRelease(t *testing.T) {
 	s, c, prefix := setup(t)
 	ctx := context.Background()
-	k := []toolguard.Counter{{Key: "k", Limit: 2}}
+	k := []store.Counter{{Key: "k", Limit: 2}}
 
-	g, err := s.Reserve(ctx, toolguard.Reservation{ID: "1", Counters: k})
+	g, err := s.Reserve(ctx, store.Reservation{ID: "1", Counters: k})
 	require.NoError(t, err)
-	assert.Equal(t, toolguard.Grant{OK: true, Counts: []int{1}, Blocked: -1}, g)
+	assert.Equal(t, store.Grant{OK: true, Counts: []int{1}, Blocked: -1}, g)
 	require.NoError(t, s.Commit(ctx, "1"))
-	g, err = s.Reserve(ctx, toolguard.Reservation{ID: "2", Counters: k})
+	g, err = s.Reserve(ctx, store.Reservation{ID: "2", Counters: k})
 	require.NoError(t, err)
-	assert.Equal(t, toolguard.Grant{OK: true, Counts: []int{2}, Blocked: -1}, g)
+	assert.Equal(t, store.Grant{OK: true, Counts: []int{2}, Blocked: -1}, g)
 
 	// At the limit: refused, counts as found.
-	g, err = s.Reserve(ctx, toolguard.Reservation{ID: "3", Counters: k})
+	g, err = s.Reserve(ctx, store.Reservation{ID: "3", Counters: k})
 	require.NoError(t, err)
-	assert.Equal(t, toolguard.Grant{OK: false, Counts: []int{2}, Blocked: 0}, g)
+	assert.Equal(t, store.Grant{OK: false, Counts: []int{2}, Blocked: 0}, g)
 
 	// A released unit returns.
 	require.NoError(t, s.Release(ctx, "2"))
@@ -49,29 +50,29 @@ func TestReserveCommitRelease(t *testing.T) {
 	assert.Equal(t, []string{prefix + "c:k"}, namespaceKeys(t, c, prefix), "settled reservations leave nothing behind")
 
 	// No counters: granted, nothing stored.
-	g, err = s.Reserve(ctx, toolguard.Reservation{ID: "4"})
+	g, err = s.Reserve(ctx, store.Reservation{ID: "4"})
 	require.NoError(t, err)
-	assert.Equal(t, toolguard.Grant{OK: true, Counts: []int{}, Blocked: -1}, g)
+	assert.Equal(t, store.Grant{OK: true, Counts: []int{}, Blocked: -1}, g)
 }
 
 func TestAllOrNothing(t *testing.T) {
 	s, c, prefix := setup(t)
 	ctx := context.Background()
-	g, err := s.Reserve(ctx, toolguard.Reservation{ID: "1", Counters: []toolguard.Counter{
+	g, err := s.Reserve(ctx, store.Reservation{ID: "1", Counters: []store.Counter{
 		{Key: "a", Limit: 5}, {Key: "b", Limit: 1}, {Key: "c", Limit: 0}, {Key: "d", Limit: 0},
 	}})
 	require.NoError(t, err)
-	assert.Equal(t, toolguard.Grant{OK: false, Counts: []int{0, 0, 0, 0}, Blocked: 2}, g)
+	assert.Equal(t, store.Grant{OK: false, Counts: []int{0, 0, 0, 0}, Blocked: 2}, g)
 	assert.Empty(t, namespaceKeys(t, c, prefix), "a refused reservation writes nothing")
 
 	// The first counter at its limit is reported, with every count.
-	ab := []toolguard.Counter{{Key: "a", Limit: 5}, {Key: "b", Limit: 1}}
-	g, err = s.Reserve(ctx, toolguard.Reservation{ID: "2", Counters: ab})
+	ab := []store.Counter{{Key: "a", Limit: 5}, {Key: "b", Limit: 1}}
+	g, err = s.Reserve(ctx, store.Reservation{ID: "2", Counters: ab})
 	require.NoError(t, err)
-	assert.Equal(t, toolguard.Grant{OK: true, Counts: []int{1, 1}, Blocked: -1}, g)
-	g, err = s.Reserve(ctx, toolguard.Reservation{ID: "3", Counters: ab})
+	assert.Equal(t, store.Grant{OK: true, Counts: []int{1, 1}, Blocked: -1}, g)
+	g, err = s.Reserve(ctx, store.Reservation{ID: "3", Counters: ab})
 	require.NoError(t, err)
-	assert.Equal(t, toolguard.Grant{OK: false, Counts: []int{1, 1}, Blocked: 1}, g)
+	assert.Equal(t, store.Grant{OK: false, Counts: []int{1, 1}, Blocked: 1}, g)
 	n, err := s.Count(ctx, "a")
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
@@ -80,14 +81,14 @@ func TestAllOrNothing(t *testing.T) {
 func TestSettleIsIdempotent(t *testing.T) {
 	s, c, prefix := setup(t)
 	ctx := context.Background()
-	k := []toolguard.Counter{{Key: "k", Limit: 10}}
+	k := []store.Counter{{Key: "k", Limit: 10}}
 	count := func() int {
 		n, err := s.Count(ctx, "k")
 		require.NoError(t, err)
 		return n
 	}
 	for _, id := range []string{"a", "b"} {
-		_, err := s.Reserve(ctx, toolguard.Reservation{ID: id, Counters: k})
+		_, err := s.Reserve(ctx, store.Reservation{ID: id, Counters: k})
 		require.NoError(t, err)
 	}
 	require.NoError(t, s.Commit(ctx, "a"))
@@ -109,8 +110,8 @@ func TestSettleIsIdempotent(t *testing.T) {
 func TestRetriedReserveTakesNothingMore(t *testing.T) {
 	s, _, _ := setup(t)
 	ctx := context.Background()
-	k := []toolguard.Counter{{Key: "k", Limit: 2}}
-	r := toolguard.Reservation{ID: "same", Counters: k}
+	k := []store.Counter{{Key: "k", Limit: 2}}
+	r := store.Reservation{ID: "same", Counters: k}
 	g1, err := s.Reserve(ctx, r)
 	require.NoError(t, err)
 	g2, err := s.Reserve(ctx, r)
@@ -123,12 +124,12 @@ func TestRetriedReserveTakesNothingMore(t *testing.T) {
 	assert.Equal(t, 1, n)
 }
 
-// TestMatchesMemoryStore runs one random sequence of operations through
-// toolguard.MemoryStore and the Redis store and compares every answer.
+// TestMatchesMemory runs one random sequence of operations through
+// store.Memory and the Redis store and compares every answer.
 // Windows and TTLs are long, so time does not matter.
-func TestMatchesMemoryStore(t *testing.T) {
+func TestMatchesMemory(t *testing.T) {
 	s, _, _ := setup(t)
-	mem := toolguard.NewMemoryStore(nil)
+	mem := store.NewMemory(nil)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 2))
 	keys := []string{"a", "b", "c", "d"}
@@ -137,20 +138,20 @@ func TestMatchesMemoryStore(t *testing.T) {
 	for step := 0; step < 400; step++ {
 		switch op := rng.IntN(10); {
 		case op < 5 || len(open) == 0:
-			var cs []toolguard.Counter
+			var cs []store.Counter
 			for _, k := range keys {
 				if rng.IntN(2) == 0 {
 					w := time.Duration(0)
 					if k == "c" {
 						w = time.Hour
 					}
-					cs = append(cs, toolguard.Counter{Key: k, Limit: limits[k], Window: w})
+					cs = append(cs, store.Counter{Key: k, Limit: limits[k], Window: w})
 				}
 			}
 			if rng.IntN(20) == 0 && len(cs) > 0 {
 				cs = append(cs, cs[0]) // the same counter twice
 			}
-			r := toolguard.Reservation{ID: fmt.Sprint(step), Counters: cs, TTL: time.Hour}
+			r := store.Reservation{ID: fmt.Sprint(step), Counters: cs, TTL: time.Hour}
 			want, err := mem.Reserve(ctx, r)
 			require.NoError(t, err)
 			got, err := s.Reserve(ctx, r)
@@ -190,13 +191,13 @@ func TestKeysStayInTheirNamespace(t *testing.T) {
 	}
 	for i, k := range odd {
 		id := fmt.Sprintf("id-%d", i)
-		g, err := s.Reserve(ctx, toolguard.Reservation{ID: id, Counters: []toolguard.Counter{{Key: k, Limit: 100}}})
+		g, err := s.Reserve(ctx, store.Reservation{ID: id, Counters: []store.Counter{{Key: k, Limit: 100}}})
 		require.NoError(t, err)
 		require.Equal(t, []int{1}, g.Counts, "%q", k)
 		require.NoError(t, s.Commit(ctx, id))
 	}
 	// A reservation whose id looks like a counter key touches no counter.
-	_, err := s.Reserve(ctx, toolguard.Reservation{ID: "x", Counters: []toolguard.Counter{{Key: "r:x", Limit: 100}}})
+	_, err := s.Reserve(ctx, store.Reservation{ID: "x", Counters: []store.Counter{{Key: "r:x", Limit: 100}}})
 	require.NoError(t, err)
 
 	for _, k := range odd {
@@ -227,7 +228,7 @@ func TestOptions(t *testing.T) {
 	s := redisstore.New(c, nil, redisstore.WithPrefix("p:"))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := s.Reserve(ctx, toolguard.Reservation{ID: "x", Counters: []toolguard.Counter{{Key: "k", Limit: 1}}})
+	_, err := s.Reserve(ctx, store.Reservation{ID: "x", Counters: []store.Counter{{Key: "k", Limit: 1}}})
 	require.ErrorIs(t, err, context.Canceled)
 	assert.True(t, strings.HasPrefix(err.Error(), "redisstore: reserve: "), err.Error())
 	require.ErrorIs(t, s.Commit(ctx, "x"), context.Canceled)
@@ -284,7 +285,7 @@ func TestTrackersShareOneQuota(t *testing.T) {
 // per-tool session quota through the store.
 func TestSessionQuotaAcrossReplicas(t *testing.T) {
 	s, _, _ := setup(t)
-	p := toolguard.Policy{Store: s, SessionID: "s1", AgentQuota: &toolguard.Quota{Tools: map[string]int{"Bash": 3}}}
+	p := toolguard.Policy{Quotas: toolguard.Quotas{Store: s, SessionID: "s1", AgentQuota: &toolguard.Quota{Tools: map[string]int{"Bash": 3}}}}
 	r1, r2 := toolguard.NewTracker(p), toolguard.NewTracker(p)
 	for i, tr := range []*toolguard.Tracker{r1, r2, r1} {
 		ok, _ := runCall(tr, callN("Bash", i))

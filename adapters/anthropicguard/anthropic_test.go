@@ -135,7 +135,7 @@ func TestRunAnswersEveryCallInOrder(t *testing.T) {
 	assert.True(t, b3.IsError)
 	assert.Contains(t, b3.text(), "All 2 available tool calls for this turn were used")
 	require.ErrorIs(t, r.Err(), toolguard.ErrBudgetExhausted)
-	assert.Equal(t, toolguard.PhaseWindDown, tr.Phase())
+	assert.Equal(t, toolguard.PhaseWindDown, tr.Guidance().Phase)
 }
 
 func TestNilTrackerAndExecutor(t *testing.T) {

@@ -159,7 +159,7 @@ func TestToolsNodeBudget(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, guidance)
-	assert.GreaterOrEqual(t, tracker.Phase(), toolguard.PhaseWindDown)
+	assert.GreaterOrEqual(t, tracker.Guidance().Phase, toolguard.PhaseWindDown)
 }
 
 func TestToolsNodeStream(t *testing.T) {

@@ -196,7 +196,7 @@ func TestExecutorBudget(t *testing.T) {
 	require.ErrorAs(t, err, &budget)
 	assert.Equal(t, 4, budget.Limit)
 	assert.Equal(t, 4, calc.calls)
-	assert.Equal(t, toolguard.PhaseExhausted, tracker.Phase())
+	assert.Equal(t, toolguard.PhaseExhausted, tracker.Guidance().Phase)
 	assert.Nil(t, out)
 }
 
@@ -332,7 +332,7 @@ func TestEmptyToolName(t *testing.T) {
 
 // BenchmarkCall measures the guard's cost around a tool that does nothing.
 func BenchmarkCall(b *testing.B) {
-	tracker := toolguard.NewTracker(toolguard.Policy{MaxCallsPerTurn: -1, MaxRepeats: -1, SessionLimit: -1})
+	tracker := toolguard.NewTracker(toolguard.Policy{MaxCallsPerTurn: -1, MaxRepeats: -1, Quotas: toolguard.Quotas{SessionLimit: -1}})
 	w := tglc.Wrap(tracker, &fixed{name: "noop", out: "ok"})
 	ctx := context.Background()
 	b.ReportAllocs()

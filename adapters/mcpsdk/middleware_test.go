@@ -272,7 +272,7 @@ func TestProgressTokenIsTheCallID(t *testing.T) {
 
 func TestConcurrentCalls(t *testing.T) {
 	ts := &tools{}
-	tr := toolguard.NewTracker(toolguard.Policy{MaxCallsPerTurn: -1, SessionLimit: -1})
+	tr := toolguard.NewTracker(toolguard.Policy{MaxCallsPerTurn: -1, Quotas: toolguard.Quotas{SessionLimit: -1}})
 	cs, _ := connect(t, newServer(ts, mcpsdk.Middleware(tr)))
 	const workers, calls = 8, 25
 	var wg sync.WaitGroup

@@ -126,7 +126,7 @@ func TestRunAnswersEveryCallInOrder(t *testing.T) {
 	assert.Equal(t, toolguard.StatusOK, ledger[0].Status)
 	assert.Equal(t, toolguard.StatusFailed, ledger[1].Status)
 	assert.Equal(t, toolguard.StatusSkipped, ledger[2].Status)
-	assert.Equal(t, toolguard.PhaseWindDown, tr.Phase())
+	assert.Equal(t, toolguard.PhaseWindDown, tr.Guidance().Phase)
 }
 
 func TestNilTrackerAndExecutor(t *testing.T) {

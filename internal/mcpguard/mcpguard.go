@@ -79,7 +79,7 @@ func Guard[R any](ctx context.Context, t *toolguard.Tracker, c toolguard.Call, r
 		}
 		before = d.Phase
 	} else {
-		before = t.Phase()
+		before = t.Guidance().Phase
 	}
 
 	recorded := false

@@ -74,11 +74,13 @@ func run(ctx context.Context, w io.Writer, cfg config) (int, error) {
 		Window: time.Minute,
 	}
 	tracker := toolguard.NewTracker(toolguard.Policy{
-		Store:           store,
-		SharedQuotas:    []toolguard.SharedQuota{quota},
+		Quotas: toolguard.Quotas{
+			Store:        store,
+			SharedQuotas: []toolguard.SharedQuota{quota},
+			SessionLimit: -1,
+			StoreTimeout: 250 * time.Millisecond,
+		},
 		MaxCallsPerTurn: -1, // the shared budget is the only limit here
-		SessionLimit:    -1,
-		StoreTimeout:    250 * time.Millisecond,
 	})
 	generate := tracker.Wrap(func(ctx context.Context, c toolguard.Call) (string, error) {
 		return "image ready", nil // a paid API in a real service

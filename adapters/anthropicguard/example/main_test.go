@@ -172,7 +172,7 @@ func TestCallAfterWindDownStops(t *testing.T) {
 	tracker := toolguard.NewTracker(toolguard.Policy{MaxCallsPerTurn: 2})
 	_, err := chat(context.Background(), newClient(url), tracker, "watch", changing(), io.Discard)
 	require.ErrorIs(t, err, toolguard.ErrBudgetExhausted)
-	assert.Equal(t, toolguard.PhaseExhausted, tracker.Phase())
+	assert.Equal(t, toolguard.PhaseExhausted, tracker.Guidance().Phase)
 	assert.Len(t, model.Requests(), 3)
 }
 

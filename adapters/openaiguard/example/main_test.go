@@ -166,7 +166,7 @@ func TestCallAfterWindDownStops(t *testing.T) {
 	tracker := toolguard.NewTracker(toolguard.Policy{MaxCallsPerTurn: 2})
 	_, err := chat(context.Background(), newClient(url), tracker, "watch", changing(), io.Discard)
 	require.ErrorIs(t, err, toolguard.ErrBudgetExhausted)
-	assert.Equal(t, toolguard.PhaseExhausted, tracker.Phase())
+	assert.Equal(t, toolguard.PhaseExhausted, tracker.Guidance().Phase)
 	reqs := model.Requests()
 	require.Len(t, reqs, 3)
 	assert.Empty(t, decode(t, reqs[2]).Tools)

@@ -293,7 +293,7 @@ func (px *proxy) toolCall(ctx context.Context, m *message, line []byte) []byte {
 
 	var before toolguard.Phase
 	if retry {
-		before = t.Phase()
+		before = t.Guidance().Phase
 	} else {
 		d := t.ShouldSkipContext(ctx, c)
 		if d.Skip() {
