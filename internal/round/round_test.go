@@ -201,9 +201,9 @@ func TestContextReachesEvents(t *testing.T) {
 }
 
 func TestCheckIsOneRound(t *testing.T) {
-	// With CountRounds a budget of one round lets both calls of the round
+	// With UnitRounds a budget of one round lets both calls of the round
 	// run; checked as two rounds, the second would be refused.
-	tr := toolguard.NewTracker(toolguard.Policy{MaxCallsPerTurn: 1, BudgetUnit: toolguard.CountRounds})
+	tr := toolguard.NewTracker(toolguard.Policy{MaxCallsPerTurn: 1, BudgetUnit: toolguard.UnitRounds})
 	calls := []toolguard.Call{call("1"), {ID: "2", Tool: "list", Args: json.RawMessage(`{}`)}}
 	ds := Check(context.Background(), tr, calls)
 	assert.Zero(t, Skipped(ds))
