@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"iter"
 	"strings"
 	"sync"
@@ -33,8 +34,11 @@ import (
 //     which starts with toolguard.HintMarker and says it was not executed.
 //   - Abort: the tool does not run, the step's context is cancelled with the
 //     decision's error so the SDK sends no further request, and NextMessage
-//     returns that error (errors.Is ErrLoop or ErrBudgetExhausted). The
-//     turn is over: the last assistant message's tool calls stay
+//     returns that error (errors.Is ErrLoop or ErrBudgetExhausted). The one
+//     exception is a parallel call past the budget of a response the model
+//     gave while it still had tools: it is answered with Decision.Message,
+//     like a hint, and the wind-down follows. After an abort the turn is
+//     over: the last assistant message's tool calls stay
 //     unanswered, so start the next turn from Messages() without it or
 //     with a new runner.
 //
@@ -75,7 +79,7 @@ func (r *ToolRunner) AddTools(tools ...anthropic.BetaTool) {
 func (r *ToolRunner) NextMessage(ctx context.Context) (*anthropic.BetaMessage, error) {
 	stepCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	s := &step{pending: pendingCalls(r.LastMessage()), cancel: cancel}
+	s := &step{pending: pendingCalls(r.LastMessage()), cancel: cancel, toolsOffered: r.Params.ToolChoice.OfNone == nil}
 	if r.guard.tracker != nil {
 		stepCtx = r.guard.tracker.WithRound(stepCtx)
 	}
@@ -162,7 +166,8 @@ type stepKey struct{}
 // step is one NextMessage: the tool calls it answers, to find each call's
 // id, and how to stop it.
 type step struct {
-	cancel context.CancelCauseFunc
+	cancel       context.CancelCauseFunc
+	toolsOffered bool // the response was asked for with tools (before any wind-down)
 
 	mu      sync.Mutex
 	pending []pendingCall
@@ -255,6 +260,12 @@ func (t guardedTool) Execute(ctx context.Context, input json.RawMessage) ([]anth
 		err := d.Err
 		if err == nil {
 			err = toolguard.ErrLoop
+		}
+		if s != nil && s.toolsOffered && errors.Is(err, toolguard.ErrBudgetExhausted) {
+			// A parallel call past the budget: the model was allowed
+			// tools, so it is told and the wind-down follows.
+			t.guard.guidance(false)
+			return []anthropic.BetaToolResultBlockParamContentUnion{textResult(d.Message)}, nil
 		}
 		if s != nil {
 			s.abort(err)
