@@ -12,6 +12,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/toolguard/toolguard"
+	"github.com/toolguard/toolguard/internal/round"
 )
 
 // ToolRunner is anthropic-sdk-go's tool runner (Beta.Messages.NewToolRunner)
@@ -255,7 +256,7 @@ func (t guardedTool) Execute(ctx context.Context, input json.RawMessage) ([]anth
 	d := tr.ShouldSkipContext(ctx, c)
 	switch d.Verdict {
 	case toolguard.Hint:
-		return []anthropic.BetaToolResultBlockParamContentUnion{textResult(d.Message)}, nil
+		return []anthropic.BetaToolResultBlockParamContentUnion{textResult(round.SkipText(d))}, nil
 	case toolguard.Abort:
 		err := d.Err
 		if err == nil {
@@ -265,7 +266,7 @@ func (t guardedTool) Execute(ctx context.Context, input json.RawMessage) ([]anth
 			// A parallel call past the budget: the model was allowed
 			// tools, so it is told and the wind-down follows.
 			t.guard.guidance(false)
-			return []anthropic.BetaToolResultBlockParamContentUnion{textResult(d.Message)}, nil
+			return []anthropic.BetaToolResultBlockParamContentUnion{textResult(round.SkipText(d))}, nil
 		}
 		if s != nil {
 			s.abort(err)
