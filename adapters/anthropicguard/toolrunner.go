@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"iter"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/toolguard/toolguard"
+	"github.com/toolguard/toolguard/internal/round"
 )
 
 // ToolRunner is anthropic-sdk-go's tool runner (Beta.Messages.NewToolRunner)
@@ -33,8 +35,11 @@ import (
 //     which starts with toolguard.HintMarker and says it was not executed.
 //   - Abort: the tool does not run, the step's context is cancelled with the
 //     decision's error so the SDK sends no further request, and NextMessage
-//     returns that error (errors.Is ErrLoop or ErrBudgetExhausted). The
-//     turn is over: the last assistant message's tool calls stay
+//     returns that error (errors.Is ErrLoop or ErrBudgetExhausted). The one
+//     exception is a parallel call past the budget of a response the model
+//     gave while it still had tools: it is answered with Decision.Message,
+//     like a hint, and the wind-down follows. After an abort the turn is
+//     over: the last assistant message's tool calls stay
 //     unanswered, so start the next turn from Messages() without it or
 //     with a new runner.
 //
@@ -75,7 +80,7 @@ func (r *ToolRunner) AddTools(tools ...anthropic.BetaTool) {
 func (r *ToolRunner) NextMessage(ctx context.Context) (*anthropic.BetaMessage, error) {
 	stepCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	s := &step{pending: pendingCalls(r.LastMessage()), cancel: cancel}
+	s := &step{pending: pendingCalls(r.LastMessage()), cancel: cancel, toolsOffered: r.Params.ToolChoice.OfNone == nil}
 	if r.guard.tracker != nil {
 		stepCtx = r.guard.tracker.WithRound(stepCtx)
 	}
@@ -162,7 +167,8 @@ type stepKey struct{}
 // step is one NextMessage: the tool calls it answers, to find each call's
 // id, and how to stop it.
 type step struct {
-	cancel context.CancelCauseFunc
+	cancel       context.CancelCauseFunc
+	toolsOffered bool // the response was asked for with tools (before any wind-down)
 
 	mu      sync.Mutex
 	pending []pendingCall
@@ -250,11 +256,17 @@ func (t guardedTool) Execute(ctx context.Context, input json.RawMessage) ([]anth
 	d := tr.ShouldSkipContext(ctx, c)
 	switch d.Verdict {
 	case toolguard.Hint:
-		return []anthropic.BetaToolResultBlockParamContentUnion{textResult(d.Message)}, nil
+		return []anthropic.BetaToolResultBlockParamContentUnion{textResult(round.SkipText(d))}, nil
 	case toolguard.Abort:
 		err := d.Err
 		if err == nil {
 			err = toolguard.ErrLoop
+		}
+		if s != nil && s.toolsOffered && errors.Is(err, toolguard.ErrBudgetExhausted) {
+			// A parallel call past the budget: the model was allowed
+			// tools, so it is told and the wind-down follows.
+			t.guard.guidance(false)
+			return []anthropic.BetaToolResultBlockParamContentUnion{textResult(round.SkipText(d))}, nil
 		}
 		if s != nil {
 			s.abort(err)

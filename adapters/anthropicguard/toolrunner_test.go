@@ -309,3 +309,49 @@ func TestToolRunnerAddToolsWithoutThread(t *testing.T) {
 	assert.Len(t, ran, 2)
 	assert.Len(t, model.Requests(), 4)
 }
+
+func TestToolRunnerParallelCallPastTheBudget(t *testing.T) {
+	// Two calls per response and a budget of 3 calls: the second response's
+	// calls overrun it. The one past the budget is told so, the wind-down
+	// follows, and the model answers without tools.
+	model := &runnerServer{calls: []string{"Paris", "Rome"}}
+	srv := httptest.NewServer(model)
+	defer srv.Close()
+	client := newRunnerClient(srv.URL)
+	tracker := toolguard.NewTracker(toolguard.Policy{MaxCallsPerTurn: 3})
+	var ran []string
+	var mu sync.Mutex
+	n := 0
+	tool := weatherTool(t, func(city string) string {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return fmt.Sprintf("%s reading %d", city, n)
+	}, &ran, &mu)
+	runner := anthropicguard.NewToolRunner(tracker, &client.Beta.Messages, []anthropic.BetaTool{tool},
+		anthropic.BetaToolRunnerParams{BetaMessageNewParams: anthropic.BetaMessageNewParams{
+			Model: "claude-test", MaxTokens: 1024,
+			Messages: []anthropic.BetaMessageParam{anthropic.NewBetaUserMessage(anthropic.NewBetaTextBlock("Watch the weather."))},
+		}})
+	msg, err := runner.RunToCompletion(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "Summary: it is sunny.", msg.Content[0].Text)
+	assert.Len(t, ran, 3)
+
+	reqs := model.Requests()
+	require.Len(t, reqs, 3)
+	results := toolResults(t, reqs[2])
+	require.Len(t, results, 2)
+	refused := 0
+	for _, text := range results {
+		if strings.HasPrefix(text, toolguard.HintMarker) {
+			refused++
+		}
+	}
+	assert.Equal(t, 1, refused, "the call past the budget is answered, not run")
+	choice, _ := reqs[2]["tool_choice"].(map[string]any)
+	assert.Equal(t, "none", choice["type"])
+	// Which of the two parallel calls runs first decides whether the refusal
+	// came before the wind-down or after it (then it exhausts the turn).
+	assert.GreaterOrEqual(t, tracker.Phase(), toolguard.PhaseWindDown)
+}
