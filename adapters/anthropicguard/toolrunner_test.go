@@ -353,5 +353,5 @@ func TestToolRunnerParallelCallPastTheBudget(t *testing.T) {
 	assert.Equal(t, "none", choice["type"])
 	// Which of the two parallel calls runs first decides whether the refusal
 	// came before the wind-down or after it (then it exhausts the turn).
-	assert.GreaterOrEqual(t, tracker.Phase(), toolguard.PhaseWindDown)
+	assert.GreaterOrEqual(t, tracker.Guidance().Phase, toolguard.PhaseWindDown)
 }
