@@ -793,8 +793,8 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		counted = rs != nil && !rs.used
 		if rs != nil {
 			rs.used = true
-			if rs.pending--; rs.pending <= 0 {
-				delete(ts.rounds, pc.round)
+			if rs.pending--; rs.pending == 0 {
+				ts.finishRound(pc.round)
 			}
 		}
 	}

@@ -944,6 +944,33 @@ func TestWrapRunRound(t *testing.T) {
 	assert.Equal(t, 1, tr.Summary().Budget.Used)
 }
 
+// The calls of one WithRound context use one budget unit under UnitRounds
+// whether they overlap or run one after another.
+func TestWithRoundSequentialCallsUseOneUnit(t *testing.T) {
+	tr := NewTracker(Policy{MaxCallsPerTurn: 2, BudgetUnit: UnitRounds})
+	exec := tr.Wrap(func(context.Context, Call) (string, error) { return "ok", nil })
+	round := tr.WithRound(context.Background())
+	for i := 0; i < 3; i++ {
+		r := exec.Run(round, call("read", fmt.Sprintf(`{"path":"f%d"}`, i)))
+		require.Equal(t, Allow, r.Decision.Verdict, "call %d", i)
+	}
+	assert.Equal(t, 1, tr.Summary().Budget.Used)
+	r := exec.Run(context.Background(), call("read", `{"path":"g"}`))
+	assert.Equal(t, PhaseWindDown, r.Phase)
+	assert.Equal(t, 2, tr.Summary().Budget.Used)
+
+	// A turn remembers a bounded number of finished rounds.
+	tr = NewTracker(Policy{MaxCallsPerTurn: -1, BudgetUnit: UnitRounds})
+	exec = tr.Wrap(func(context.Context, Call) (string, error) { return "ok", nil })
+	for i := 0; i < 10*maxFinishedRounds; i++ {
+		exec.Run(tr.WithRound(context.Background()), call("read", fmt.Sprintf(`{"path":"f%d"}`, i)))
+	}
+	tr.mu.Lock()
+	n := len(tr.turn.rounds)
+	tr.mu.Unlock()
+	assert.LessOrEqual(t, n, maxFinishedRounds)
+}
+
 func TestEnumStrings(t *testing.T) {
 	assert.Equal(t, "allow hint abort", fmt.Sprint(Allow, Hint, Abort))
 	assert.Equal(t, "normal nudge wind_down exhausted", fmt.Sprint(PhaseNormal, PhaseNudge, PhaseWindDown, PhaseExhausted))

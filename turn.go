@@ -185,6 +185,24 @@ type roundState struct {
 	used    bool // the round's budget unit is used
 }
 
+// maxFinishedRounds bounds the finished rounds a turn remembers.
+const maxFinishedRounds = 64
+
+// finishRound remembers that the calls of round were all recorded and
+// forgets the oldest finished round past maxFinishedRounds (unless new
+// calls of it are pending again).
+func (ts *turnState) finishRound(round uint64) {
+	ts.finished = append(ts.finished, round)
+	if len(ts.finished) <= maxFinishedRounds {
+		return
+	}
+	old := ts.finished[0]
+	ts.finished = append(ts.finished[:0], ts.finished[1:]...)
+	if rs := ts.rounds[old]; rs != nil && rs.pending <= 0 {
+		delete(ts.rounds, old)
+	}
+}
+
 // turnState is everything Reset clears.
 type turnState struct {
 	phase Phase
@@ -205,6 +223,10 @@ type turnState struct {
 	hand        int                    // the slot the eviction looks at next (see evict)
 	evictSteps  uint64                 // slots the eviction looked at, for tests
 	rounds      map[uint64]*roundState // UnitRounds only
+	// finished are the rounds whose calls were all recorded, oldest first:
+	// their state is kept (a WithRound context may check more calls one
+	// after another) until maxFinishedRounds later rounds finished.
+	finished []uint64
 	pending     []pendingCall
 	history     history
 	window      window
@@ -234,6 +256,7 @@ func (ts *turnState) reset() {
 	clear(ts.slab)
 	ts.slab, ts.hand = ts.slab[:0], 0
 	clear(ts.rounds)
+	ts.finished = ts.finished[:0]
 	clear(ts.pending) // Reset copied them to the stale calls
 	ts.pending = ts.pending[:0]
 	ts.history.clear()
