@@ -14,13 +14,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 proxy="${GOPROXY_URL:-https://proxy.golang.org}"
 
-# adapter dir, framework module path (add a line per adapter)
-frameworks="
-adapters/adkguard google.golang.org/adk
-adapters/einoguard github.com/cloudwego/eino
-adapters/genkitguard github.com/firebase/genkit/go
-adapters/langchaingo github.com/tmc/langchaingo
-"
+# adapter dir, framework module path: scripts/versions.txt
+frameworks=$(grep -v '^#' scripts/versions.txt)
 
 # The proxy escapes upper-case letters in module paths as !lower.
 escape() { sed 's/[A-Z]/!\L&/g' <<<"$1"; }
