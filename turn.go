@@ -227,10 +227,10 @@ type turnState struct {
 	// their state is kept (a WithRound context may check more calls one
 	// after another) until maxFinishedRounds later rounds finished.
 	finished []uint64
-	pending     []pendingCall
-	history     history
-	window      window
-	stop        stop // the first Abort of the turn, or the wind-down
+	pending  []pendingCall
+	history  history
+	window   window
+	stop     stop // the first Abort of the turn, or the wind-down
 }
 
 // stop is what stopped a turn: the rule and the tool of its first Abort.
