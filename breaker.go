@@ -38,8 +38,8 @@ type Breaker struct {
 	probing bool      // half-open: the probe is under way
 }
 
-// DefaultBreakerCooldown is the Cooldown of a Breaker whose Cooldown is 0.
-const DefaultBreakerCooldown = time.Second
+// defaultBreakerCooldown is the Cooldown of a Breaker whose Cooldown is 0.
+const defaultBreakerCooldown = time.Second
 
 // ErrBreakerOpen is matched by the error of a Store operation that the
 // Breaker did not send: the store failed a moment ago.
@@ -105,7 +105,7 @@ func (b *Breaker) end(now time.Time, probe, failed, ok bool) breakerTurn {
 	case failed && (probe || b.state == BreakerClosed):
 		cooldown := b.Cooldown
 		if cooldown == 0 {
-			cooldown = DefaultBreakerCooldown
+			cooldown = defaultBreakerCooldown
 		}
 		b.state, b.until, b.probing = BreakerOpen, now.Add(cooldown), false
 	case ok && probe:

@@ -93,7 +93,7 @@ func TestBreakerRules(t *testing.T) {
 	}
 	assert.Equal(t, ops, mem.ops.Load())
 	// After the cooldown one probe runs; it fails: open again.
-	now = now.Add(DefaultBreakerCooldown)
+	now = now.Add(defaultBreakerCooldown)
 	next()
 	assert.Equal(t, ops+1, mem.ops.Load())
 	assert.Equal(t, []BreakerState{BreakerOpen, BreakerHalfOpen, BreakerOpen}, states)
@@ -101,7 +101,7 @@ func TestBreakerRules(t *testing.T) {
 	assert.Equal(t, ops+1, mem.ops.Load())
 	// The store is back: the next probe succeeds and closes the breaker.
 	mem.down.Store(false)
-	now = now.Add(DefaultBreakerCooldown)
+	now = now.Add(defaultBreakerCooldown)
 	require.Equal(t, Allow, next().Verdict)
 	assert.Equal(t, []BreakerState{BreakerOpen, BreakerHalfOpen, BreakerOpen, BreakerHalfOpen, BreakerClosed}, states)
 	require.Equal(t, Allow, next().Verdict)

@@ -53,7 +53,7 @@ func (c *skewClock) now() time.Time { return time.Now().Add(time.Duration(c.ahea
 
 // pastCooldown moves the clock past the breaker's cooldown: the next call
 // probes the store.
-func (c *skewClock) pastCooldown() { c.ahead.Add(int64(toolguard.DefaultBreakerCooldown)) }
+func (c *skewClock) pastCooldown() { c.ahead.Add(int64(time.Second)) } // the Breaker's default cooldown
 
 // waitUp waits until the store answers again: go-redis may keep failing
 // for up to a second after the server is back, until its probe dials.
