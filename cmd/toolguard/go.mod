@@ -1,16 +1,18 @@
 module github.com/toolguard/toolguard/cmd/toolguard
 
-go 1.24.0
+go 1.26.0
 
 require (
 	github.com/toolguard/toolguard v0.0.0-00010101000000-000000000000
 	github.com/toolguard/toolguard/quotafile v0.0.0-00010101000000-000000000000
 	golang.org/x/net v0.47.0
+	golang.org/x/term v0.48.0
 )
 
 require (
 	github.com/agnivade/levenshtein v1.2.2 // indirect
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 )
 
 replace (
