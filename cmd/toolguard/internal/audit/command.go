@@ -1,13 +1,11 @@
 package audit
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"strings"
 	"time"
 
@@ -40,13 +38,16 @@ type Env struct {
 	Now func() time.Time
 }
 
-const usage = `usage: toolguard audit [flags] FILE...
+const usage = `usage: toolguard audit [flags] FILE|FOLDER...
 
 Replays recorded agent tool calls through toolguard and reports, per
-episode, what would have fired. A FILE holds episodes in the JSON Lines
-trace format, or OpenAI or Anthropic conversations (a JSON array of
-messages, {"messages": [...]}, or JSON Lines of either); the format is
-detected from the content. "-" reads standard input.
+episode, what would have fired. A FILE holds Claude Code, Codex CLI or
+Gemini CLI sessions, OpenAI (Chat Completions, chat.completion responses,
+Responses API), Anthropic or Vercel AI SDK conversations, OTLP-JSON GenAI
+spans, or episodes in the JSON Lines trace format; the format is detected
+from the content (docs/audit.md lists them). A FOLDER is walked for its
+*.jsonl and session-*.json files (~/.claude/projects, ~/.codex/sessions,
+~/.gemini/tmp), grouped by project. "-" reads standard input.
 
 Flags (before or after the files):
   --format text|json|html  output: one line per episode and a summary
@@ -59,6 +60,11 @@ Flags (before or after the files):
                            over the defaults or over --preset
   --fail-on hint|abort     exit 1 when an episode reached that verdict
                            (hint includes abort)
+  --allow-no-calls         accept a file without any tool call (otherwise
+                           an error: its calls may have a shape this
+                           command does not read)
+  --max-episode-size MIB   the largest record, or session file, read
+                           (default 256); a larger one is an error
 
 Exit status: 0 audited; 1 --fail-on reached; 2 usage error, or a file that
 could not be read or parsed (the other files are still audited).
@@ -76,21 +82,19 @@ func Main(args []string, env Env) int {
 	}
 
 	r := &Report{Policy: opts.policyName}
-	for _, name := range opts.files {
-		display, data, err := readFile(name, env)
-		if err == nil {
-			var (
-				format Format
-				eps    []Episode
-			)
-			format, eps, err = Parse(display, data)
-			if err == nil {
-				r.Add(opts.policy, display, format, eps)
-				continue
-			}
+	ins, errs := expandInputs(opts.files)
+	for _, fr := range errs {
+		fmt.Fprintln(env.Stderr, fr.Err)
+		status = ExitBadInput
+	}
+	r.Files = append(r.Files, errs...)
+	var found []input
+	for _, in := range ins {
+		if in.path == "-" || !containsFile(errs, in.path) {
+			found = append(found, in)
 		}
-		fmt.Fprintln(env.Stderr, err)
-		r.Files = append(r.Files, FileResult{File: display, Err: err})
+	}
+	if !run(found, opts.run, env, r) {
 		status = ExitBadInput
 	}
 	if err := opts.write(env.Stdout, r); err != nil {
@@ -114,6 +118,16 @@ type options struct {
 	failOn     toolguard.Verdict // Allow: not set
 	policy     toolguard.Policy
 	policyName string
+	run        runOptions
+}
+
+func containsFile(frs []FileResult, name string) bool {
+	for _, fr := range frs {
+		if fr.File == name {
+			return true
+		}
+	}
+	return false
 }
 
 // parseOptions reads the flags and the policy. When it returns false, Main
@@ -125,6 +139,8 @@ func parseOptions(args []string, env Env) (options, int, bool) {
 	preset := fset.String("preset", "", "")
 	policyFile := fset.String("policy", "", "")
 	failOn := fset.String("fail-on", "", "")
+	allowNoCalls := fset.Bool("allow-no-calls", false, "")
+	maxEpisode := fset.Int("max-episode-size", DefaultMaxEpisode>>20, "")
 	fail := func(format string, a ...any) (options, int, bool) {
 		fmt.Fprintf(env.Stderr, "toolguard audit: "+format+"\n", a...)
 		fmt.Fprintln(env.Stderr, `run "toolguard audit -h" for help`)
@@ -174,6 +190,9 @@ func parseOptions(args []string, env Env) (options, int, bool) {
 		return fail("--format %q: want text, json or html", *formatFlag)
 	}
 
+	if *maxEpisode <= 0 || *maxEpisode > 1<<20 {
+		return fail("--max-episode-size %d: want a number of MiB between 1 and %d", *maxEpisode, 1<<20)
+	}
 	opts.policyName = "default"
 	var base *toolguard.Policy
 	if *preset != "" {
@@ -199,6 +218,10 @@ func parseOptions(args []string, env Env) (options, int, bool) {
 			opts.policyName += " with file " + *policyFile
 		}
 	}
+	opts.run = runOptions{
+		policy: opts.policy, keep: *formatFlag != "text", allowNoCalls: *allowNoCalls,
+		maxEpisode: *maxEpisode << 20, workers: workersDefault(),
+	}
 	return opts, ExitOK, true
 }
 
@@ -220,46 +243,6 @@ func parseInterspersed(fset *flag.FlagSet, args []string) ([]string, error) {
 		files = append(files, rest[0])
 		args = rest[1:]
 	}
-}
-
-// readFile reads one input whole, drawing a progress bar on a terminal.
-func readFile(name string, env Env) (string, []byte, error) {
-	if name == "-" {
-		data, err := readAll(StdinName, env.Stdin, 0, env)
-		return StdinName, data, err
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return name, nil, &ParseError{File: name, Problem: pathProblem(err)}
-	}
-	defer f.Close()
-	var size int64
-	if st, err := f.Stat(); err == nil {
-		if st.IsDir() {
-			return name, nil, &ParseError{File: name, Problem: "is a directory"}
-		}
-		if st.Mode().IsRegular() {
-			size = st.Size()
-		}
-	}
-	data, err := readAll(name, f, size, env)
-	return name, data, err
-}
-
-func readAll(name string, r io.Reader, size int64, env Env) ([]byte, error) {
-	var buf bytes.Buffer
-	if size > 0 && size < 1<<40 {
-		buf.Grow(int(size) + bytes.MinRead)
-	}
-	if env.Terminal {
-		p := newProgress(env.Stderr, name, size, env.Now)
-		defer p.finish()
-		r = progressReader{r: r, p: p}
-	}
-	if _, err := buf.ReadFrom(r); err != nil {
-		return nil, &ParseError{File: name, Problem: "reading: " + pathProblem(err)}
-	}
-	return buf.Bytes(), nil
 }
 
 // pathProblem drops the path from an *fs.PathError: the caller names the file.

@@ -110,7 +110,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 	for i := range r.Episodes {
 		e := &r.Episodes[i]
 		je := jsonEpisode{
-			File: e.File, Episode: e.Episode, Label: e.Label, Calls: len(e.Decisions),
+			File: e.File, Episode: e.Episode, Label: e.Label, Calls: e.Calls(),
 			Firings: e.Count(toolguard.Hint) + e.Count(toolguard.Abort),
 			Phase:   e.MaxPhase(),
 		}

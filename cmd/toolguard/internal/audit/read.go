@@ -39,11 +39,18 @@ type record struct {
 // holding one or more values. name labels the episodes and the errors. A
 // malformed input yields a *ParseError and no episodes.
 func Parse(name string, data []byte) (Format, []Episode, error) {
-	recs, err := split(data)
+	format, eps, _, err := parseWhole(name, data)
 	if err != nil {
-		err.File = name
 		return 0, nil, err
 	}
+	for i := range eps {
+		eps[i].File = name
+	}
+	return format, eps, nil
+}
+
+// parseRecords reads records that are each an episode or a conversation.
+func parseRecords(name string, recs []record) (Format, []Episode, error) {
 	var (
 		format Format
 		eps    []Episode
@@ -74,9 +81,9 @@ func mergeFormat(have, next Format) (Format, bool) {
 	switch {
 	case have == 0 || have == next:
 		return next, true
-	case have == FormatMessages && (next == FormatOpenAI || next == FormatAnthropic):
+	case have == FormatMessages && (next == FormatOpenAI || next == FormatAnthropic || next == FormatVercel):
 		return next, true
-	case next == FormatMessages && (have == FormatOpenAI || have == FormatAnthropic):
+	case next == FormatMessages && (have == FormatOpenAI || have == FormatAnthropic || have == FormatVercel):
 		return have, true
 	}
 	return have, false
@@ -90,6 +97,8 @@ func article(f Format) string {
 		return "an OpenAI conversation"
 	case FormatAnthropic:
 		return "an Anthropic conversation"
+	case FormatVercel:
+		return "a Vercel AI SDK conversation"
 	}
 	return "a conversation without tool calls"
 }
@@ -266,6 +275,9 @@ func decodeField(raw json.RawMessage, dst any, path string) error {
 	}
 	return nil
 }
+
+// describeErr is describeJSON as an error.
+func describeErr(err error) error { return errors.New(describeJSON(err, "")) }
 
 // describeJSON turns a decoding error into "path.field: want a string, got
 // number", without quoting the data.

@@ -18,7 +18,7 @@ func WriteText(w io.Writer, r *Report) error {
 	fmt.Fprintln(tw, "FILE\tEPISODE\tLABEL\tCALLS\tFIRST FIRING")
 	for i := range r.Episodes {
 		e := &r.Episodes[i]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", printable(e.File), printable(clipMiddle(e.Episode, 48)), printable(orDash(e.Label)), len(e.Decisions), firstFiring(e))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", printable(e.File), printable(clipMiddle(e.Episode, 48)), printable(orDash(e.Label)), e.Calls(), firstFiring(e))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -84,13 +84,8 @@ func firstFiring(e *EpisodeResult) string {
 	s := fmt.Sprintf("call %d %s: %s, %s", d.Index, printable(d.Tool), d.Reason, d.Verdict)
 	more := e.Count(toolguard.Hint) + e.Count(toolguard.Abort) - 1
 	var abort string
-	if d.Verdict != toolguard.Abort {
-		for _, x := range e.Decisions {
-			if x.Verdict == toolguard.Abort {
-				abort = fmt.Sprintf("first abort at call %d", x.Index)
-				break
-			}
-		}
+	if fa := e.stats().FirstAbort; d.Verdict != toolguard.Abort && fa > 0 {
+		abort = fmt.Sprintf("first abort at call %d", fa)
 	}
 	switch {
 	case more > 0 && abort != "":
