@@ -293,6 +293,11 @@ func (c *conversation) assistant(m *chatMessage, blocks []block, path string) er
 		calls = append(calls, Call{Tool: fc.Name, Args: openaiArgs(fc.Arguments)})
 	}
 	for j := range m.Parts {
+		if m.Parts[j].Type == "step-start" && len(calls) > 0 {
+			// A new step is a new model response: the calls so far are a round.
+			c.book(calls, -1)
+			calls = nil
+		}
 		if call, ok := m.Parts[j].call(); ok {
 			if call.Tool == "" {
 				return fmt.Errorf("%s.parts[%d]: a tool part without a tool name", path, j)
@@ -318,20 +323,7 @@ func (c *conversation) assistant(m *chatMessage, blocks []block, path string) er
 	if len(calls) == 0 {
 		return nil
 	}
-	c.round++
-	if c.turn == 0 {
-		c.turn = 1
-	}
-	for i, call := range calls {
-		call.Round, call.Turn = c.round, c.turn
-		switch {
-		case i == legacyAt:
-			c.legacy[call.Tool] = append(c.legacy[call.Tool], len(c.ep.Calls))
-		case call.ID != "" && c.format != FormatVercel:
-			c.pending[call.ID] = append(c.pending[call.ID], len(c.ep.Calls))
-		}
-		c.ep.Calls = append(c.ep.Calls, call)
-	}
+	c.book(calls, legacyAt)
 	if c.format != FormatAnthropic {
 		return nil
 	}
@@ -350,6 +342,25 @@ func (c *conversation) assistant(m *chatMessage, blocks []block, path string) er
 		}
 	}
 	return nil
+}
+
+// book appends the calls of one model response as a round; legacyAt is
+// the index of a legacy function_call among them (-1 for none).
+func (c *conversation) book(calls []Call, legacyAt int) {
+	c.round++
+	if c.turn == 0 {
+		c.turn = 1
+	}
+	for i, call := range calls {
+		call.Round, call.Turn = c.round, c.turn
+		switch {
+		case i == legacyAt:
+			c.legacy[call.Tool] = append(c.legacy[call.Tool], len(c.ep.Calls))
+		case call.ID != "" && c.format != FormatVercel:
+			c.pending[call.ID] = append(c.pending[call.ID], len(c.ep.Calls))
+		}
+		c.ep.Calls = append(c.ep.Calls, call)
+	}
 }
 
 // anthropicCallBlock reports whether a content block type is a call:

@@ -13,10 +13,10 @@ import (
 // "payload"}. Older rollouts (before the envelope) hold the bare item, and
 // their first line is the session's {"id", "timestamp", "instructions"}.
 type codexLine struct {
-	Type    string          `json:"type"`
-	Payload *responsesItem  `json:"payload"`
-	ID      string          `json:"id"`
-	Record  string          `json:"record_type"`
+	Type    string         `json:"type"`
+	Payload *responsesItem `json:"payload"`
+	ID      string         `json:"id"`
+	Record  string         `json:"record_type"`
 }
 
 // responsesItem is an OpenAI Responses API item (Codex stores the same

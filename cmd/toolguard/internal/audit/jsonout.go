@@ -23,13 +23,16 @@ type (
 		Episodes int    `json:"episodes"`
 		Calls    int    `json:"calls"`
 		Error    string `json:"error"`
+		Skipped  string `json:"skipped,omitempty"`
 	}
 	jsonEpisode struct {
 		File        string            `json:"file"`
+		Project     string            `json:"project"`
 		Episode     string            `json:"episode"`
 		Label       string            `json:"label"`
 		Calls       int               `json:"calls"`
 		Firings     int               `json:"firings"`
+		Cost        jsonEpisodeCost   `json:"cost"`
 		FirstFiring *int              `json:"first_firing"`
 		Verdict     toolguard.Verdict `json:"verdict"`
 		Phase       toolguard.Phase   `json:"phase"`
@@ -61,6 +64,51 @@ type (
 		FiringsByReason    []jsonReasonRow  `json:"firings_by_reason"`
 		ByLabel            []jsonLabelCount `json:"by_label"`
 		Outcomes           *jsonOutcomes    `json:"outcomes"`
+		FilesSkipped       int              `json:"files_skipped"`
+		RefusedCalls       int              `json:"refused_calls"`
+		RefusedByTool      []jsonToolCount  `json:"refused_by_tool"`
+		ByProject          []jsonProject    `json:"by_project"`
+		WorstEpisodes      []jsonWorst      `json:"worst_episodes"`
+		Cost               jsonCost         `json:"cost"`
+	}
+	jsonEpisodeCost struct {
+		Unit      string `json:"unit"` // "tokens" or "characters"
+		Total     int    `json:"total"`
+		Refused   int    `json:"refused"`
+		FromFirst int    `json:"from_first_refusal"`
+	}
+	jsonToolCount struct {
+		Tool   string `json:"tool"`
+		Hints  int    `json:"hints"`
+		Aborts int    `json:"aborts"`
+	}
+	jsonCostCount struct {
+		Episodes  int `json:"episodes"`
+		Total     int `json:"total"`
+		Refused   int `json:"refused"`
+		FromFirst int `json:"from_first_refusal"`
+	}
+	jsonCost struct {
+		Tokens     jsonCostCount `json:"tokens"`
+		Characters jsonCostCount `json:"characters"`
+	}
+	jsonProject struct {
+		Project    string   `json:"project"`
+		Episodes   int      `json:"episodes"`
+		Calls      int      `json:"calls"`
+		Refused    int      `json:"refused_calls"`
+		WithFiring int      `json:"episodes_with_firing"`
+		WithAbort  int      `json:"episodes_with_abort"`
+		Cost       jsonCost `json:"cost"`
+	}
+	jsonWorst struct {
+		File        string            `json:"file"`
+		Episode     string            `json:"episode"`
+		Refused     int               `json:"refused_calls"`
+		FirstFiring int               `json:"first_firing"`
+		Tool        string            `json:"tool"`
+		Reason      toolguard.Reason  `json:"reason"`
+		Verdict     toolguard.Verdict `json:"verdict"`
 	}
 	jsonOutcomes struct {
 		Successes         int     `json:"successes"`
@@ -88,6 +136,14 @@ type (
 	}
 )
 
+func episodeCost(st *EpisodeStats) jsonEpisodeCost {
+	unit := "characters"
+	if st.Tokens {
+		unit = "tokens"
+	}
+	return jsonEpisodeCost{Unit: unit, Total: st.Cost, Refused: st.RefusedCost, FromFirst: st.FromFirstCost}
+}
+
 // WriteJSON writes the report as one indented JSON document: the files,
 // the episodes, every decision and the summary.
 func WriteJSON(w io.Writer, r *Report) error {
@@ -98,11 +154,11 @@ func WriteJSON(w io.Writer, r *Report) error {
 		Decisions: []jsonDecision{},
 	}
 	for _, f := range r.Files {
-		jf := jsonFile{File: f.File, Episodes: f.Episodes, Calls: f.Calls}
+		jf := jsonFile{File: f.File, Episodes: f.Episodes, Calls: f.Calls, Skipped: f.Skipped}
 		if f.Format != 0 {
 			jf.Format = f.Format.String()
 		}
-		if f.Err != nil {
+		if f.Err != nil && f.Skipped == "" {
 			jf.Error = f.Err.Error()
 		}
 		out.Files = append(out.Files, jf)
@@ -110,7 +166,8 @@ func WriteJSON(w io.Writer, r *Report) error {
 	for i := range r.Episodes {
 		e := &r.Episodes[i]
 		je := jsonEpisode{
-			File: e.File, Episode: e.Episode, Label: e.Label, Calls: e.Calls(),
+			File: e.File, Project: e.Project, Episode: e.Episode, Label: e.Label, Calls: e.Calls(),
+			Cost:    episodeCost(e.stats()),
 			Firings: e.Count(toolguard.Hint) + e.Count(toolguard.Abort),
 			Phase:   e.MaxPhase(),
 		}
@@ -136,6 +193,28 @@ func WriteJSON(w io.Writer, r *Report) error {
 		FiringsByReason:  make([]jsonReasonRow, 0, len(s.ByReason)),
 		ByLabel:          make([]jsonLabelCount, 0, len(s.ByLabel)),
 	}
+	out.Summary.FilesSkipped, out.Summary.RefusedCalls = s.Skipped, s.Refused
+	out.Summary.RefusedByTool = make([]jsonToolCount, 0, len(s.ByTool))
+	for _, tc := range s.ByTool {
+		out.Summary.RefusedByTool = append(out.Summary.RefusedByTool, jsonToolCount(tc))
+	}
+	out.Summary.ByProject = make([]jsonProject, 0, len(s.ByProject))
+	for _, pc := range s.ByProject {
+		out.Summary.ByProject = append(out.Summary.ByProject, jsonProject{
+			Project: pc.Project, Episodes: pc.Episodes, Calls: pc.Calls, Refused: pc.Refused,
+			WithFiring: pc.WithFiring, WithAbort: pc.WithAbort,
+			Cost: jsonCost{Tokens: jsonCostCount(pc.Tokens), Characters: jsonCostCount(pc.Chars)},
+		})
+	}
+	out.Summary.WorstEpisodes = make([]jsonWorst, 0, len(s.Worst))
+	for _, e := range s.Worst {
+		d, _ := e.First()
+		out.Summary.WorstEpisodes = append(out.Summary.WorstEpisodes, jsonWorst{
+			File: e.File, Episode: e.Episode, Refused: e.Refused(),
+			FirstFiring: d.Index, Tool: d.Tool, Reason: d.Reason, Verdict: d.Verdict,
+		})
+	}
+	out.Summary.Cost = jsonCost{Tokens: jsonCostCount(s.Tokens), Characters: jsonCostCount(s.Chars)}
 	for ph := toolguard.PhaseNudge; ph <= toolguard.PhaseExhausted; ph++ {
 		out.Summary.EpisodesReaching[ph.String()] = s.ReachedPhase[ph]
 	}

@@ -217,7 +217,7 @@ func read(in input, opts runOptions, env Env, pr *progress, send func(unit)) {
 	for {
 		l, err := readLine(br, opts.maxEpisode)
 		if errors.Is(err, errTooLong) {
-			fail(line+1, fmt.Sprintf("a line of more than %s (the --max-episode-size cap)", mib(int64(opts.maxEpisode))))
+			fail(line+1, fmt.Sprintf("a record of more than %s (the --max-episode-size cap)", mib(int64(opts.maxEpisode))))
 			return
 		}
 		if err != nil && err != io.EOF {
@@ -322,6 +322,7 @@ func process(u unit, opts runOptions) unitResult {
 		if ep.Name == "" {
 			ep.Name = fmt.Sprintf("line %d", u.line)
 		}
+		charCosts(&ep)
 		res.format, eps = format, []Episode{ep}
 	case unitWhole:
 		format, got, seen, err := parseWhole(u.file.in.display, u.data)
@@ -336,11 +337,6 @@ func process(u unit, opts runOptions) unitResult {
 		ep.File = u.file.in.display
 		if ep.Project == "" {
 			ep.Project = u.file.in.project
-		}
-		if !ep.Tokens {
-			for j := range ep.Calls {
-				ep.Calls[j].Cost = utf8.RuneCountInString(ep.Calls[j].Result)
-			}
 		}
 		res.calls += len(ep.Calls)
 		res.eps = append(res.eps, replayEpisode(opts.policy, ep, opts.keep))
@@ -374,6 +370,9 @@ func parseWhole(name string, data []byte) (Format, []Episode, map[string]int, er
 	}
 	if det.newReader == nil {
 		format, eps, err := parseRecords(name, recs)
+		for i := range eps {
+			charCosts(&eps[i])
+		}
 		return format, eps, nil, err
 	}
 	rd := det.newReader(name)
@@ -387,6 +386,17 @@ func parseWhole(name string, data []byte) (Format, []Episode, map[string]int, er
 		return 0, nil, nil, &ParseError{File: name, Problem: err.Error()}
 	}
 	return det.format, eps, seen, nil
+}
+
+// charCosts gives the calls of an episode without usage their cost in
+// characters.
+func charCosts(ep *Episode) {
+	if ep.Tokens {
+		return
+	}
+	for j := range ep.Calls {
+		ep.Calls[j].Cost = utf8.RuneCountInString(ep.Calls[j].Result)
+	}
 }
 
 // collect puts the results back in input order, reports each file's

@@ -28,10 +28,10 @@ type responsesRecord struct {
 // already read, and a user message identical to one already read, are
 // skipped.
 type responsesReader struct {
-	s        *session
-	seenCall map[string]bool // call ids of calls read
-	seenOut  map[string]bool // call ids of outputs read
-	seenUser map[uint64]bool
+	s         *session
+	seenCall  map[string]bool // call ids of calls read
+	seenOut   map[string]bool // call ids of outputs read
+	seenUser  map[uint64]bool
 	afterCall bool
 }
 

@@ -20,7 +20,7 @@ type session struct {
 	// turnCalls reports a call since the turn started: input with no call
 	// since the last one (two records of one user message) is one turn.
 	turnCalls bool
-	lastKey string // the response key of the last round ("" for none)
+	lastKey   string // the response key of the last round ("" for none)
 
 	rounds []roundUsage // per round (index round-1)
 	usage  bool         // some response recorded its usage
@@ -61,6 +61,9 @@ func (s *session) lateUsage(prompt, output int, forLastRound bool) {
 	if n := len(s.rounds); forLastRound && n > 0 && s.rounds[n-1].prompt == 0 && prompt > 0 {
 		s.usage = true
 		s.rounds[n-1].prompt, s.rounds[n-1].output = prompt, output
+		if n > 1 && s.rounds[n-2].next == 0 {
+			s.rounds[n-2].next = prompt
+		}
 		return
 	}
 	s.response(prompt)
