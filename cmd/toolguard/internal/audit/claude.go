@@ -65,7 +65,7 @@ func newClaudeReader(name string) *claudeReader {
 
 func (r *claudeReader) record(_ int, data []byte) error {
 	var rec claudeRecord
-	if err := json.Unmarshal(data, &rec); err != nil {
+	if err := decode(data, &rec); err != nil {
 		return describeErr(err)
 	}
 	if rec.UUID != "" {

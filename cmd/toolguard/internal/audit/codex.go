@@ -62,7 +62,7 @@ func newCodexReader(name string) *codexReader {
 
 func (r *codexReader) record(_ int, data []byte) error {
 	var l codexLine
-	if err := json.Unmarshal(data, &l); err != nil {
+	if err := decode(data, &l); err != nil {
 		return describeErr(err)
 	}
 	s := r.s
@@ -75,7 +75,7 @@ func (r *codexReader) record(_ int, data []byte) error {
 	case l.Payload == nil:
 		// An item of an older rollout, without the envelope.
 		var it responsesItem
-		if err := json.Unmarshal(data, &it); err != nil {
+		if err := decode(data, &it); err != nil {
 			return describeErr(err)
 		}
 		return r.item(&it)

@@ -69,7 +69,7 @@ type episodeLine struct {
 // precise one.
 func parseEpisodeLine(data []byte) (Episode, error) {
 	var l episodeLine
-	if err := json.Unmarshal(data, &l); err != nil {
+	if err := decode(data, &l); err != nil {
 		return Episode{}, err
 	}
 	if l.Calls == nil {

@@ -62,7 +62,7 @@ func newGeminiReader(name string) *geminiReader {
 
 func (r *geminiReader) record(_ int, data []byte) error {
 	var rec geminiRecord
-	if err := json.Unmarshal(data, &rec); err != nil {
+	if err := decode(data, &rec); err != nil {
 		return describeErr(err)
 	}
 	if rec.SessionID != "" {

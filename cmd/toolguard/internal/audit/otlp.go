@@ -78,7 +78,7 @@ func newOTLPReader() *otlpReader { return &otlpReader{seen: map[string]int{}} }
 
 func (r *otlpReader) record(_ int, data []byte) error {
 	var rec otlpRecord
-	if err := json.Unmarshal(data, &rec); err != nil {
+	if err := decode(data, &rec); err != nil {
 		return describeErr(err)
 	}
 	for _, rs := range rec.ResourceSpans {

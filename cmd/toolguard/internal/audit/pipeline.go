@@ -359,16 +359,28 @@ func parseOne(rec record, format Format) (Episode, Format, error) {
 // parseWhole reads a whole file: a session transcript through its reader,
 // or the records of the other formats one by one.
 func parseWhole(name string, data []byte) (Format, []Episode, map[string]int, error) {
-	recs, perr := split(data)
+	recs, perr := splitRecords(data, false)
 	if perr != nil {
 		perr.File = name
 		return 0, nil, nil, perr
+	}
+	if !json.Valid(recs[0].data) {
+		var v any
+		return 0, nil, nil, &ParseError{File: name, Line: recs[0].line, Problem: describeSyntax(json.Unmarshal(recs[0].data, &v))}
 	}
 	det, err := detect(recs[0].data)
 	if err != nil {
 		return 0, nil, nil, &ParseError{File: name, Line: recs[0].line, Problem: err.Error()}
 	}
 	if det.newReader == nil {
+		// These records are decoded field by field: check them first, so
+		// that a broken line is named as such.
+		for _, rec := range recs {
+			if !json.Valid(rec.data) {
+				var v any
+				return 0, nil, nil, &ParseError{File: name, Line: rec.line, Problem: describeSyntax(json.Unmarshal(rec.data, &v))}
+			}
+		}
 		format, eps, err := parseRecords(name, recs)
 		for i := range eps {
 			charCosts(&eps[i])
@@ -378,6 +390,10 @@ func parseWhole(name string, data []byte) (Format, []Episode, map[string]int, er
 	rd := det.newReader(name)
 	for _, rec := range recs {
 		if err := rd.record(rec.line, rec.data); err != nil {
+			if !json.Valid(rec.data) {
+				var v any
+				err = errors.New(describeSyntax(json.Unmarshal(rec.data, &v)))
+			}
 			return 0, nil, nil, &ParseError{File: name, Line: rec.line, Problem: err.Error()}
 		}
 	}

@@ -110,21 +110,25 @@ func article(f Format) string {
 // is reported the JSON Lines way if some later unindented line is a
 // complete value on its own (a broken line in a JSON Lines file), and the
 // document way otherwise.
-func split(data []byte) ([]record, *ParseError) {
+func split(data []byte) ([]record, *ParseError) { return splitRecords(data, true) }
+
+// splitRecords is split; with validate false, the lines of JSON Lines are
+// not checked here (their decoding checks them).
+func splitRecords(data []byte, validate bool) ([]record, *ParseError) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	first := firstNonBlank(data)
 	if first == nil {
 		return nil, &ParseError{Problem: "empty input: no episode or conversation"}
 	}
 	if json.Valid(first) {
-		return splitLines(data)
+		return splitLines(data, validate)
 	}
 	recs, docErr := splitDocument(data)
 	if docErr == nil {
 		return recs, nil
 	}
 	if looksLikeLines(data) {
-		return splitLines(data)
+		return splitLines(data, true)
 	}
 	return nil, docErr
 }
@@ -162,7 +166,7 @@ func firstNonBlank(data []byte) []byte {
 	return nil
 }
 
-func splitLines(data []byte) ([]record, *ParseError) {
+func splitLines(data []byte, validate bool) ([]record, *ParseError) {
 	var recs []record
 	line := 0
 	for len(data) > 0 {
@@ -173,7 +177,7 @@ func splitLines(data []byte) ([]record, *ParseError) {
 		if len(l) == 0 {
 			continue
 		}
-		if !json.Valid(l) {
+		if validate && !json.Valid(l) {
 			var v any
 			err := json.Unmarshal(l, &v)
 			return nil, &ParseError{Line: line, Problem: describeSyntax(err)}

@@ -44,7 +44,7 @@ func newResponsesReader(name string) *responsesReader {
 
 func (r *responsesReader) record(_ int, data []byte) error {
 	var rec responsesRecord
-	if err := json.Unmarshal(data, &rec); err != nil {
+	if err := decode(data, &rec); err != nil {
 		return describeErr(err)
 	}
 	switch {
@@ -213,7 +213,7 @@ func newCompletionReader(name string) *completionReader {
 
 func (r *completionReader) record(_ int, data []byte) error {
 	var rec completionRecord
-	if err := json.Unmarshal(data, &rec); err != nil {
+	if err := decode(data, &rec); err != nil {
 		return describeErr(err)
 	}
 	if rec.Object != "chat.completion" {
