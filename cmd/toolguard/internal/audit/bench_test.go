@@ -91,7 +91,7 @@ func writeCorpus(t testing.TB, dir string, size int64) int64 {
 		}
 		for i, data := range others {
 			name := fmt.Sprintf("%d-%s", copyN, names[i])
-			if strings.HasSuffix(name, ".json") && !strings.HasPrefix(names[i], "session-") {
+			if strings.HasSuffix(name, ".json") {
 				name = "session-" + name // folders read .json files named session-*
 			}
 			if err := os.WriteFile(filepath.Join(sub, name), data, 0o644); err != nil {

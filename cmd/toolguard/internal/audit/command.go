@@ -60,6 +60,9 @@ Flags (before or after the files):
                            over the defaults or over --preset
   --fail-on hint|abort     exit 1 when an episode reached that verdict
                            (hint includes abort)
+  --episodes all|fired|none
+                           which episodes the text report lists, one per
+                           line, before its summary (default all)
   --allow-no-calls         accept a file without any tool call (otherwise
                            an error: its calls may have a shape this
                            command does not read)
@@ -81,7 +84,7 @@ func Main(args []string, env Env) int {
 		return status
 	}
 
-	r := &Report{Policy: opts.policyName}
+	r := &Report{Policy: opts.policyName, Lines: opts.lines}
 	ins, errs := expandInputs(opts.files)
 	for _, fr := range errs {
 		fmt.Fprintln(env.Stderr, fr.Err)
@@ -119,6 +122,7 @@ type options struct {
 	policy     toolguard.Policy
 	policyName string
 	run        runOptions
+	lines      string
 }
 
 func containsFile(frs []FileResult, name string) bool {
@@ -140,6 +144,7 @@ func parseOptions(args []string, env Env) (options, int, bool) {
 	policyFile := fset.String("policy", "", "")
 	failOn := fset.String("fail-on", "", "")
 	allowNoCalls := fset.Bool("allow-no-calls", false, "")
+	lines := fset.String("episodes", "all", "")
 	maxEpisode := fset.Int("max-episode-size", DefaultMaxEpisode>>20, "")
 	fail := func(format string, a ...any) (options, int, bool) {
 		fmt.Fprintf(env.Stderr, "toolguard audit: "+format+"\n", a...)
@@ -190,6 +195,12 @@ func parseOptions(args []string, env Env) (options, int, bool) {
 		return fail("--format %q: want text, json or html", *formatFlag)
 	}
 
+	switch *lines {
+	case "all", "fired", "none":
+		opts.lines = *lines
+	default:
+		return fail("--episodes %q: want all, fired or none", *lines)
+	}
 	if *maxEpisode <= 0 || *maxEpisode > 1<<20 {
 		return fail("--max-episode-size %d: want a number of MiB between 1 and %d", *maxEpisode, 1<<20)
 	}

@@ -102,15 +102,25 @@ const (
 	unitFail                   // a file that could not be read
 )
 
-// unit is a piece of work: one record or one whole file.
+// unit is a piece of work: records read one by one (a batch of them, so
+// that the workers are not woken for every small record), or one whole
+// file.
 type unit struct {
-	seq  int
-	kind unitKind
-	file *fileState
-	line int
-	data []byte
-	err  error
+	seq   int
+	kind  unitKind
+	file  *fileState
+	line  int      // unitWhole: 0; unitRecord: the first record's line
+	data  []byte   // unitWhole: the file
+	lines []int    // unitRecord: each record's line
+	recs  [][]byte // unitRecord: each record
+	err   error
 }
+
+// A batch of records is sent when it holds batchBytes or batchRecords.
+const (
+	batchBytes   = 1 << 20
+	batchRecords = 256
+)
 
 // fileState is one input in the pipeline.
 type fileState struct {
@@ -205,7 +215,12 @@ func read(in input, opts runOptions, env Env, pr *progress, send func(unit)) {
 	if pr != nil {
 		src = progressReader{r: src, p: pr}
 	}
-	br := bufio.NewReaderSize(src, 1<<20)
+	// A small file gets a small buffer: a folder holds thousands of them.
+	bufSize := 1 << 20
+	if in.size > 0 && in.size < int64(bufSize) {
+		bufSize = max(int(in.size)+1, 4096)
+	}
+	br := bufio.NewReaderSize(src, bufSize)
 	fail := func(line int, problem string) {
 		send(unit{kind: unitFail, file: f, err: &ParseError{File: in.display, Line: line, Problem: problem}})
 	}
@@ -238,10 +253,24 @@ func read(in input, opts runOptions, env Env, pr *progress, send func(unit)) {
 	if json.Valid(first) {
 		if det, err := detect(first); err == nil && det.perRecord {
 			f.det = det
-			send(unit{kind: unitRecord, file: f, line: line, data: first})
+			batch := unit{kind: unitRecord, file: f}
+			size := 0
+			add := func(n int, rec []byte) {
+				batch.lines = append(batch.lines, n)
+				batch.recs = append(batch.recs, rec)
+				size += len(rec)
+				if size >= batchBytes || len(batch.recs) >= batchRecords {
+					send(batch)
+					batch, size = unit{kind: unitRecord, file: f}, 0
+				}
+			}
+			add(line, bytes.Clone(first))
 			for n := line + 1; ; n++ {
 				l, err := readLine(br, opts.maxEpisode)
 				if errors.Is(err, errTooLong) {
+					if len(batch.recs) > 0 {
+						send(batch)
+					}
 					fail(n, fmt.Sprintf("a record of more than %s (the --max-episode-size cap)", mib(int64(opts.maxEpisode))))
 					return
 				}
@@ -250,11 +279,14 @@ func read(in input, opts runOptions, env Env, pr *progress, send func(unit)) {
 					return
 				}
 				if t := bytes.TrimSpace(l); len(t) > 0 {
-					send(unit{kind: unitRecord, file: f, line: n, data: bytes.Clone(t)})
+					add(n, bytes.Clone(t))
 				}
 				if err == io.EOF {
 					break
 				}
+			}
+			if len(batch.recs) > 0 {
+				send(batch)
 			}
 			send(unit{kind: unitEnd, file: f})
 			return
@@ -310,20 +342,30 @@ func process(u unit, opts runOptions) unitResult {
 		res.err = u.err
 		return res
 	case unitRecord:
-		ep, format, err := parseOne(record{line: u.line, data: u.data}, u.file.det.format)
-		if err != nil && !json.Valid(u.data) {
-			var v any
-			err = errors.New(describeSyntax(json.Unmarshal(u.data, &v)))
+		for i, data := range u.recs {
+			rec := record{line: u.lines[i], data: data}
+			ep, format, err := parseOne(rec, u.file.det.format)
+			if err != nil && !json.Valid(data) {
+				var v any
+				err = errors.New(describeSyntax(json.Unmarshal(data, &v)))
+			}
+			if err != nil {
+				res.err = &ParseError{File: u.file.in.display, Line: rec.lineOf(err.Error()), Problem: err.Error()}
+				return res
+			}
+			merged, fits := mergeFormat(res.format, format)
+			if !fits {
+				res.err = &ParseError{File: u.file.in.display, Line: rec.line,
+					Problem: fmt.Sprintf("%s, but the file's first record is %s (one format per file)", article(format), article(res.format))}
+				return res
+			}
+			res.format = merged
+			if ep.Name == "" {
+				ep.Name = fmt.Sprintf("line %d", rec.line)
+			}
+			charCosts(&ep)
+			eps = append(eps, ep)
 		}
-		if err != nil {
-			res.err = &ParseError{File: u.file.in.display, Line: record{line: u.line, data: u.data}.lineOf(err.Error()), Problem: err.Error()}
-			return res
-		}
-		if ep.Name == "" {
-			ep.Name = fmt.Sprintf("line %d", u.line)
-		}
-		charCosts(&ep)
-		res.format, eps = format, []Episode{ep}
 	case unitWhole:
 		format, got, seen, err := parseWhole(u.file.in.display, u.data)
 		if err != nil {

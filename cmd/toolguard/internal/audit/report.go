@@ -9,7 +9,10 @@ import (
 // Report is the outcome of an audit: the files read and the decisions of
 // every episode.
 type Report struct {
-	Policy   string // how the policy was chosen: "default", "preset NAME", "file PATH"
+	Policy string // how the policy was chosen: "default", "preset NAME", "file PATH"
+	// Lines is which episodes the text report lists one per line: "" or
+	// "all", "fired" (those with a hint or an abort), "none".
+	Lines    string
 	Files    []FileResult
 	Episodes []EpisodeResult
 }
@@ -69,8 +72,10 @@ type ToolCount struct {
 // nil when only the decisions are known: the costs are then 0).
 func NewEpisodeStats(ds []Decision, calls []Call, tokens bool) *EpisodeStats {
 	st := &EpisodeStats{Calls: len(ds), Tokens: tokens, Phase: toolguard.PhaseNormal}
-	reasons := map[toolguard.Reason]*ReasonCount{}
-	tools := map[string]*ToolCount{}
+	var (
+		reasons map[toolguard.Reason]*ReasonCount
+		tools   map[string]*ToolCount
+	)
 	for i := range ds {
 		d := &ds[i]
 		st.Phase = max(st.Phase, d.Phase)
@@ -90,6 +95,9 @@ func NewEpisodeStats(ds []Decision, calls []Call, tokens bool) *EpisodeStats {
 			continue
 		}
 		st.RefusedCost += cost
+		if reasons == nil {
+			reasons, tools = map[toolguard.Reason]*ReasonCount{}, map[string]*ToolCount{}
+		}
 		rc, tc := reasons[d.Reason], tools[d.Tool]
 		if rc == nil {
 			rc = &ReasonCount{Reason: d.Reason, Episodes: 1}

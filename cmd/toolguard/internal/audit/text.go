@@ -15,9 +15,14 @@ import (
 // and a summary table.
 func WriteText(w io.Writer, r *Report) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "FILE\tEPISODE\tLABEL\tCALLS\tFIRST FIRING")
+	if r.Lines != "none" {
+		fmt.Fprintln(tw, "FILE\tEPISODE\tLABEL\tCALLS\tFIRST FIRING")
+	}
 	for i := range r.Episodes {
 		e := &r.Episodes[i]
+		if r.Lines == "none" || (r.Lines == "fired" && !e.Reached(toolguard.Hint)) {
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", printable(e.File), printable(clipMiddle(e.Episode, 48)), printable(orDash(e.Label)), e.Calls(), firstFiring(e))
 	}
 	if err := tw.Flush(); err != nil {
@@ -25,7 +30,10 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 
 	s := r.Summary()
-	fmt.Fprintf(tw, "\nSummary (policy: %s)\n", printable(r.Policy))
+	if r.Lines != "none" {
+		fmt.Fprintln(tw)
+	}
+	fmt.Fprintf(tw, "Summary (policy: %s)\n", printable(r.Policy))
 	skipped := ""
 	if s.Skipped > 0 {
 		skipped = fmt.Sprintf(", %d skipped: not transcripts", s.Skipped)
