@@ -102,25 +102,20 @@ const (
 	unitFail                   // a file that could not be read
 )
 
-// unit is a piece of work: records read one by one (a batch of them, so
-// that the workers are not woken for every small record), or one whole
-// file.
+// unit is a piece of work: a chunk of whole lines of a file read record
+// by record (the worker cuts it into records, so that the reading
+// goroutine only reads), or one whole file.
 type unit struct {
-	seq   int
-	kind  unitKind
-	file  *fileState
-	line  int      // unitWhole: 0; unitRecord: the first record's line
-	data  []byte   // unitWhole: the file
-	lines []int    // unitRecord: each record's line
-	recs  [][]byte // unitRecord: each record
-	err   error
+	seq  int
+	kind unitKind
+	file *fileState
+	line int    // unitRecord: the line the chunk starts on
+	data []byte // the chunk, or the whole file
+	err  error
 }
 
-// A batch of records is sent when it holds batchBytes or batchRecords.
-const (
-	batchBytes   = 1 << 20
-	batchRecords = 256
-)
+// chunkSize is the size of the chunks of a file read record by record.
+const chunkSize = 1 << 20
 
 // fileState is one input in the pipeline.
 type fileState struct {
@@ -253,41 +248,8 @@ func read(in input, opts runOptions, env Env, pr *progress, send func(unit)) {
 	if json.Valid(first) {
 		if det, err := detect(first); err == nil && det.perRecord {
 			f.det = det
-			batch := unit{kind: unitRecord, file: f}
-			size := 0
-			add := func(n int, rec []byte) {
-				batch.lines = append(batch.lines, n)
-				batch.recs = append(batch.recs, rec)
-				size += len(rec)
-				if size >= batchBytes || len(batch.recs) >= batchRecords {
-					send(batch)
-					batch, size = unit{kind: unitRecord, file: f}, 0
-				}
-			}
-			add(line, bytes.Clone(first))
-			for n := line + 1; ; n++ {
-				l, err := readLine(br, opts.maxEpisode)
-				if errors.Is(err, errTooLong) {
-					if len(batch.recs) > 0 {
-						send(batch)
-					}
-					fail(n, fmt.Sprintf("a record of more than %s (the --max-episode-size cap)", mib(int64(opts.maxEpisode))))
-					return
-				}
-				if err != nil && err != io.EOF {
-					fail(0, "reading: "+pathProblem(err))
-					return
-				}
-				if t := bytes.TrimSpace(l); len(t) > 0 {
-					add(n, bytes.Clone(t))
-				}
-				if err == io.EOF {
-					break
-				}
-			}
-			if len(batch.recs) > 0 {
-				send(batch)
-			}
+			send(unit{kind: unitRecord, file: f, line: line, data: bytes.Clone(first)})
+			readChunks(f, br, line+1, opts.maxEpisode, send, fail)
 			send(unit{kind: unitEnd, file: f})
 			return
 		}
@@ -303,6 +265,47 @@ func read(in input, opts runOptions, env Env, pr *progress, send func(unit)) {
 	}
 	send(unit{kind: unitWhole, file: f, data: append(head, rest...)})
 	send(unit{kind: unitEnd, file: f})
+}
+
+// readChunks sends the rest of a file read record by record as chunks of
+// whole lines, starting at line.
+func readChunks(f *fileState, br *bufio.Reader, line, limit int, send func(unit), fail func(int, string)) {
+	var carry []byte // the start of a line that the last chunk cut
+	for {
+		buf := make([]byte, len(carry), max(chunkSize, 2*len(carry)))
+		copy(buf, carry)
+		n, err := io.ReadFull(br, buf[len(carry):cap(buf)])
+		buf = buf[:len(carry)+n]
+		eof := err == io.EOF || err == io.ErrUnexpectedEOF
+		if err != nil && !eof {
+			fail(0, "reading: "+pathProblem(err))
+			return
+		}
+		if eof && len(buf) == 0 {
+			return
+		}
+		end := len(buf)
+		if !eof {
+			end = bytes.LastIndexByte(buf, '\n') + 1
+		}
+		if end == 0 {
+			// No line ends in the chunk: one long record, kept whole.
+			if len(buf) > limit {
+				fail(line, fmt.Sprintf("a record of more than %s (the --max-episode-size cap)", mib(int64(limit))))
+				return
+			}
+			carry = buf
+			continue
+		}
+		if len(bytes.TrimSpace(buf[:end])) > 0 {
+			send(unit{kind: unitRecord, file: f, line: line, data: buf[:end]})
+		}
+		line += bytes.Count(buf[:end], []byte("\n"))
+		carry = bytes.Clone(buf[end:])
+		if eof {
+			return
+		}
+	}
 }
 
 var errTooLong = errors.New("line too long")
@@ -342,8 +345,16 @@ func process(u unit, opts runOptions) unitResult {
 		res.err = u.err
 		return res
 	case unitRecord:
-		for i, data := range u.recs {
-			rec := record{line: u.lines[i], data: data}
+		n := u.line - 1
+		for rest := u.data; len(rest) > 0; {
+			var l []byte
+			l, rest, _ = bytes.Cut(rest, []byte("\n"))
+			n++
+			data := bytes.TrimSpace(l)
+			if len(data) == 0 {
+				continue
+			}
+			rec := record{line: n, data: data}
 			ep, format, err := parseOne(rec, u.file.det.format)
 			if err != nil && !json.Valid(data) {
 				var v any

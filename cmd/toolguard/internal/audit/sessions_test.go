@@ -183,6 +183,14 @@ func TestEpisodeCap(t *testing.T) {
 		!strings.Contains(out, "click-loop") {
 		t.Errorf("status %d\n%s\n%s", st, out, errOut)
 	}
+	// Past the first line, records are read in chunks: a record longer
+	// than the cap is still an error naming its line.
+	second := `{"episode":"small","calls":[{"tool":"t"}]}` + "\n" + big
+	writeFile(t, filepath.Join(dir, "second.jsonl"), second)
+	st, _, errOut = main3(t, "", "--max-episode-size", "1", filepath.Join(dir, "second.jsonl"))
+	if st != ExitBadInput || !strings.Contains(errOut, "second.jsonl: line 2: a record of more than 1.0 MiB") {
+		t.Errorf("status %d\n%s", st, errOut)
+	}
 	doc := "{\n" + `"sessionId":"s1","projectHash":"p1","messages":[{"id":"m1","type":"user","content":"` + strings.Repeat("x", 2<<20) + `"}]}`
 	writeFile(t, filepath.Join(dir, "session-big.json"), doc)
 	st, _, errOut = main3(t, "", "--max-episode-size", "1", filepath.Join(dir, "session-big.json"))
