@@ -1,7 +1,10 @@
 package audit
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 
 	"github.com/toolguard/toolguard"
@@ -11,11 +14,10 @@ import (
 // documents them. No arguments or results are written.
 type (
 	jsonReport struct {
-		Policy    string         `json:"policy"`
-		Files     []jsonFile     `json:"files"`
-		Episodes  []jsonEpisode  `json:"episodes"`
-		Decisions []jsonDecision `json:"decisions"`
-		Summary   jsonSummary    `json:"summary"`
+		Policy   string        `json:"policy"`
+		Files    []jsonFile    `json:"files"`
+		Episodes []jsonEpisode `json:"episodes"`
+		Summary  jsonSummary   `json:"summary"`
 	}
 	jsonFile struct {
 		File     string `json:"file"`
@@ -148,10 +150,9 @@ func episodeCost(st *EpisodeStats) jsonEpisodeCost {
 // the episodes, every decision and the summary.
 func WriteJSON(w io.Writer, r *Report) error {
 	out := jsonReport{
-		Policy:    r.Policy,
-		Files:     make([]jsonFile, 0, len(r.Files)),
-		Episodes:  make([]jsonEpisode, 0, len(r.Episodes)),
-		Decisions: []jsonDecision{},
+		Policy:   r.Policy,
+		Files:    make([]jsonFile, 0, len(r.Files)),
+		Episodes: make([]jsonEpisode, 0, len(r.Episodes)),
 	}
 	for _, f := range r.Files {
 		jf := jsonFile{File: f.File, Episodes: f.Episodes, Calls: f.Calls, Skipped: f.Skipped}
@@ -175,13 +176,11 @@ func WriteJSON(w io.Writer, r *Report) error {
 			idx := d.Index
 			je.FirstFiring = &idx
 		}
-		for _, d := range e.Decisions {
-			je.Verdict = max(je.Verdict, d.Verdict)
-			out.Decisions = append(out.Decisions, jsonDecision{
-				File: e.File, Episode: e.Episode, Label: e.Label,
-				Index: d.Index, Round: d.Round, Turn: d.Turn, Tool: d.Tool, CallID: d.CallID,
-				Failed: d.Failed, Verdict: d.Verdict, Reason: d.Reason, Phase: d.Phase, Message: d.Message,
-			})
+		switch {
+		case e.Count(toolguard.Abort) > 0:
+			je.Verdict = toolguard.Abort
+		case e.Count(toolguard.Hint) > 0:
+			je.Verdict = toolguard.Hint
 		}
 		out.Episodes = append(out.Episodes, je)
 	}
@@ -231,8 +230,52 @@ func WriteJSON(w io.Writer, r *Report) error {
 			FailureCalls: o.FailureCalls, FailureCallsSaved: o.SavedCalls, SavedShare: o.SavedShare(),
 		}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	// The decisions are written one by one, not built into one value: a
+	// report of millions of calls is not held twice in memory.
+	bw := bufio.NewWriter(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	return enc.Encode(out)
+	value := func(prefix string, v any) []byte {
+		buf.Reset()
+		enc.SetIndent(prefix, "  ")
+		if err := enc.Encode(v); err != nil {
+			return []byte("null")
+		}
+		return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	}
+	field := func(key string, v any) {
+		fmt.Fprintf(bw, "  %q: ", key)
+		bw.Write(value("  ", v))
+		bw.WriteString(",\n")
+	}
+	bw.WriteString("{\n")
+	field("policy", out.Policy)
+	field("files", out.Files)
+	field("episodes", out.Episodes)
+	bw.WriteString(`  "decisions": [`)
+	n := 0
+	for i := range r.Episodes {
+		e := &r.Episodes[i]
+		for _, d := range e.Decisions {
+			if n > 0 {
+				bw.WriteString(",")
+			}
+			n++
+			bw.WriteString("\n    ")
+			bw.Write(value("    ", jsonDecision{
+				File: e.File, Episode: e.Episode, Label: e.Label,
+				Index: d.Index, Round: d.Round, Turn: d.Turn, Tool: d.Tool, CallID: d.CallID,
+				Failed: d.Failed, Verdict: d.Verdict, Reason: d.Reason, Phase: d.Phase, Message: d.Message,
+			}))
+		}
+	}
+	if n > 0 {
+		bw.WriteString("\n  ")
+	}
+	bw.WriteString("],\n")
+	fmt.Fprintf(bw, "  %q: ", "summary")
+	bw.Write(value("  ", out.Summary))
+	bw.WriteString("\n}\n")
+	return bw.Flush()
 }

@@ -33,11 +33,11 @@ type record struct {
 	data []byte
 }
 
-// Parse reads the episodes of one input, whose format it detects from the
-// content: the episode format, OpenAI or Anthropic conversations, as JSON
-// Lines (one value per line) or as one JSON document (possibly indented)
-// holding one or more values. name labels the episodes and the errors. A
-// malformed input yields a *ParseError and no episodes.
+// Parse reads the episodes of one input held in memory, whose format it
+// detects from the content (see docs/audit.md for the formats). name
+// labels the episodes and the errors. A malformed input yields a
+// *ParseError and no episodes. Unlike Main, it accepts a file without any
+// call.
 func Parse(name string, data []byte) (Format, []Episode, error) {
 	format, eps, _, err := parseWhole(name, data)
 	if err != nil {
