@@ -52,12 +52,13 @@ type geminiReader struct {
 	name    string
 	project string
 	ids     []string
+	pos     map[string]int // id → its index in ids
 	msgs    map[string]geminiMessage
 	seen    map[string]int
 }
 
 func newGeminiReader(name string) *geminiReader {
-	return &geminiReader{file: name, msgs: map[string]geminiMessage{}, seen: map[string]int{}}
+	return &geminiReader{file: name, pos: map[string]int{}, msgs: map[string]geminiMessage{}, seen: map[string]int{}}
 }
 
 func (r *geminiReader) record(_ int, data []byte) error {
@@ -77,7 +78,7 @@ func (r *geminiReader) record(_ int, data []byte) error {
 		r.rewind(*rec.RewindTo)
 	case rec.Set != nil:
 		if rec.Set.Messages != nil {
-			r.ids, r.msgs = nil, map[string]geminiMessage{}
+			r.ids, r.pos, r.msgs = nil, map[string]int{}, map[string]geminiMessage{}
 			for _, m := range *rec.Set.Messages {
 				r.put(m)
 			}
@@ -100,6 +101,7 @@ func (r *geminiReader) put(m geminiMessage) {
 		return
 	}
 	if _, ok := r.msgs[m.ID]; !ok {
+		r.pos[m.ID] = len(r.ids)
 		r.ids = append(r.ids, m.ID)
 	}
 	r.msgs[m.ID] = m
@@ -108,15 +110,13 @@ func (r *geminiReader) put(m geminiMessage) {
 // rewind drops the message id and all later ones; an id not held drops
 // every message (the CLI does the same).
 func (r *geminiReader) rewind(id string) {
-	cut := 0
-	for i, x := range r.ids {
-		if x == id {
-			cut = i
-			break
-		}
+	cut, ok := r.pos[id]
+	if !ok {
+		cut = 0
 	}
 	for _, x := range r.ids[cut:] {
 		delete(r.msgs, x)
+		delete(r.pos, x)
 	}
 	r.ids = r.ids[:cut]
 }

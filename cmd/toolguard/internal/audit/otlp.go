@@ -169,11 +169,15 @@ func (r *otlpReader) finish() ([]Episode, map[string]int, error) {
 	}
 	groups := map[string]*group{}
 	var order []string
-	var chats []genSpan
+	// The model calls of each trace, by end time.
+	chats := map[string][]genSpan{}
 	for _, g := range r.spans {
 		if g.op == "chat" || g.op == "text_completion" || g.op == "generate_content" {
-			chats = append(chats, g)
+			chats[g.trace] = append(chats[g.trace], g)
 		}
+	}
+	for _, cs := range chats {
+		sort.SliceStable(cs, func(i, j int) bool { return cs[i].end < cs[j].end })
 	}
 	for _, g := range r.spans {
 		if g.op != "execute_tool" {
@@ -197,10 +201,9 @@ func (r *otlpReader) finish() ([]Episode, map[string]int, error) {
 		}
 		// The chat span of this trace that ended last before the call.
 		var chat genSpan
-		for _, c := range chats {
-			if c.trace == g.trace && c.end <= g.start && c.end >= chat.end {
-				chat = c
-			}
+		cs := chats[g.trace]
+		if i := sort.Search(len(cs), func(i int) bool { return cs[i].end > g.start }); i > 0 {
+			chat = cs[i-1]
 		}
 		roundKey := g.trace + "/" + g.parent + "/" + chat.id
 		c := Call{ID: g.callID, Tool: g.tool, Args: g.args, Result: g.result, Failed: g.failed}
