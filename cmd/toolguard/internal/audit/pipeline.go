@@ -148,11 +148,13 @@ func run(ins []input, opts runOptions, env Env, r *Report) bool {
 
 	var wg sync.WaitGroup
 	for range workers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for u := range units {
 				results <- process(u, opts)
 			}
-		})
+		}()
 	}
 	go func() { done <- collect(results, slots, opts, env, r) }()
 
