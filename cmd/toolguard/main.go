@@ -22,6 +22,7 @@ import (
 
 	"github.com/toolguard/toolguard/cmd/toolguard/internal/audit"
 	"github.com/toolguard/toolguard/cmd/toolguard/internal/mcpproxy"
+	"golang.org/x/term"
 )
 
 func main() {
@@ -64,8 +65,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, terminal bool
 	return audit.ExitBadInput
 }
 
-// isTerminal reports whether f is a character device (a terminal).
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
+// isTerminal reports whether f is a terminal. A character device is not
+// enough: /dev/null is one too.
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }

@@ -64,4 +64,12 @@ func TestIsTerminal(t *testing.T) {
 	if isTerminal(f) {
 		t.Errorf("a regular file is not a terminal")
 	}
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	if isTerminal(null) {
+		t.Errorf("%s is a character device, not a terminal", os.DevNull)
+	}
 }

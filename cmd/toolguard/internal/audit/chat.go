@@ -14,6 +14,80 @@ type chatMessage struct {
 	Content    json.RawMessage   `json:"content"`
 	ToolCalls  []json.RawMessage `json:"tool_calls"`
 	ToolCallID *string           `json:"tool_call_id"`
+	// Name is the function of a legacy "function" result message.
+	Name *string `json:"name"`
+	// FunctionCall is the legacy single call of an assistant message.
+	FunctionCall *struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function_call"`
+	// Parts are the parts of a Vercel AI SDK UI message.
+	Parts []vercelPart `json:"parts"`
+}
+
+// vercelPart is a part of a Vercel AI SDK UI message: tool parts are
+// "tool-NAME" (static tools), "dynamic-tool" (with toolName) or, in AI SDK
+// 4, "tool-invocation" (with toolInvocation).
+type vercelPart struct {
+	Type           string          `json:"type"`
+	ToolCallID     string          `json:"toolCallId"`
+	ToolName       string          `json:"toolName"`
+	State          string          `json:"state"`
+	Input          json.RawMessage `json:"input"`
+	Output         json.RawMessage `json:"output"`
+	ErrorText      string          `json:"errorText"`
+	ToolInvocation *struct {
+		ToolCallID string          `json:"toolCallId"`
+		ToolName   string          `json:"toolName"`
+		State      string          `json:"state"`
+		Args       json.RawMessage `json:"args"`
+		Result     json.RawMessage `json:"result"`
+	} `json:"toolInvocation"`
+}
+
+// call reads a Vercel tool part as a call with its result; ok is false
+// for a part that is not a tool part.
+func (p *vercelPart) call() (Call, bool) {
+	switch {
+	case p.Type == "tool-invocation" && p.ToolInvocation != nil:
+		ti := p.ToolInvocation
+		c := Call{ID: ti.ToolCallID, Tool: ti.ToolName, Args: rawArgs(ti.Args)}
+		if len(ti.Result) > 0 {
+			c.Result = resultString(ti.Result)
+		}
+		return c, true
+	case p.Type == "dynamic-tool" || strings.HasPrefix(p.Type, "tool-"):
+		name := p.ToolName
+		if p.Type != "dynamic-tool" {
+			name = strings.TrimPrefix(p.Type, "tool-")
+		}
+		c := Call{ID: p.ToolCallID, Tool: name, Args: rawArgs(p.Input)}
+		switch p.State {
+		case "output-error":
+			c.Result, c.Failed = p.ErrorText, true
+		case "output-denied":
+			c.Result, c.Failed = "denied", true
+		default:
+			c.Result = resultString(p.Output)
+		}
+		return c, true
+	}
+	return Call{}, false
+}
+
+// resultString is a result that is a JSON string's text, or other JSON as
+// written.
+func resultString(raw json.RawMessage) string {
+	if jsonKind(raw) == "string" {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	return string(raw)
 }
 
 // block is an element of a content array: an OpenAI content part or an
@@ -42,6 +116,23 @@ type openaiToolCall struct {
 	} `json:"custom"`
 }
 
+// call reads the tool call; p names it in errors.
+func (tc *openaiToolCall) call(p string) (Call, error) {
+	c := Call{ID: tc.ID}
+	switch {
+	case tc.Function != nil:
+		c.Tool = tc.Function.Name
+		c.Args = openaiArgs(tc.Function.Arguments)
+	case tc.Custom != nil:
+		c.Tool = tc.Custom.Name
+		c.Args, _ = json.Marshal(map[string]string{"input": tc.Custom.Input})
+	}
+	if c.Tool == "" {
+		return c, fmt.Errorf("%s.function.name: missing or empty", p)
+	}
+	return c, nil
+}
+
 // conversation builds an Episode from messages.
 type conversation struct {
 	format  Format
@@ -49,6 +140,9 @@ type conversation struct {
 	pending map[string][]int // call id → calls without a result yet, oldest first
 	round   int
 	turn    int
+	// legacy holds, per function name, the legacy function_call calls
+	// without a result yet: a "function" message answers by name.
+	legacy map[string][]int
 }
 
 // parseConversation reads a list of OpenAI or Anthropic messages. The
@@ -61,7 +155,7 @@ func parseConversation(raw json.RawMessage, path string) (Episode, Format, error
 	}
 	msgs := make([]chatMessage, len(raws))
 	blocks := make([][]block, len(raws))
-	openai, anthropic := false, false
+	openai, anthropic, vercel := false, false, false
 	for i, r := range raws {
 		p := fmt.Sprintf("%s[%d]", path, i)
 		if err := decodeField(r, &msgs[i], p); err != nil {
@@ -76,19 +170,28 @@ func parseConversation(raw json.RawMessage, path string) (Episode, Format, error
 				return Episode{}, 0, err
 			}
 		}
-		if len(m.ToolCalls) > 0 || *m.Role == "tool" {
+		if len(m.ToolCalls) > 0 || *m.Role == "tool" || m.FunctionCall != nil || *m.Role == "function" {
 			openai = true
 		}
 		for _, b := range blocks[i] {
-			if b.Type == "tool_use" || b.Type == "tool_result" {
+			if anthropicCallBlock(b.Type) || b.Type == "tool_result" {
 				anthropic = true
 			}
 		}
+		for j := range m.Parts {
+			if _, ok := m.Parts[j].call(); ok {
+				vercel = true
+			}
+		}
 	}
-	c := conversation{format: FormatMessages, pending: make(map[string][]int)}
+	c := conversation{format: FormatMessages, pending: make(map[string][]int), legacy: make(map[string][]int)}
 	switch {
 	case openai && anthropic:
 		return Episode{}, 0, errors.New("the messages mix OpenAI tool_calls and Anthropic tool_use blocks")
+	case vercel && (openai || anthropic):
+		return Episode{}, 0, errors.New("the messages mix Vercel AI SDK tool parts with provider tool calls")
+	case vercel:
+		c.format = FormatVercel
 	case openai:
 		c.format = FormatOpenAI
 	case anthropic:
@@ -108,8 +211,27 @@ func parseConversation(raw json.RawMessage, path string) (Episode, Format, error
 // a tool result completes the call with its id.
 func (c *conversation) message(m *chatMessage, blocks []block, path string) error {
 	switch role := *m.Role; role {
-	case "system", "developer", "function":
-		// Instructions, and legacy function results that carry no call id.
+	case "system", "developer":
+		// Instructions.
+	case "function":
+		// A legacy function result: it answers the oldest call of that
+		// function without a result.
+		name := ""
+		if m.Name != nil {
+			name = *m.Name
+		}
+		q := c.legacy[name]
+		if len(q) == 0 {
+			return fmt.Errorf("%s.name: a function result for %q, which no earlier function_call asked for (or which already has a result)", path, clip(name))
+		}
+		c.legacy[name] = q[1:]
+		text, err := contentText(m.Content, path+".content")
+		if err != nil {
+			return err
+		}
+		call := &c.ep.Calls[q[0]]
+		call.Result = text
+		call.Failed = strings.HasPrefix(strings.TrimSpace(text), "Error")
 	case "user":
 		newTurn := c.format != FormatAnthropic || blocks == nil
 		for j, b := range blocks {
@@ -156,23 +278,36 @@ func (c *conversation) assistant(m *chatMessage, blocks []block, path string) er
 		if err := decodeField(raw, &tc, p); err != nil {
 			return err
 		}
-		call := Call{ID: tc.ID}
-		switch {
-		case tc.Function != nil:
-			call.Tool = tc.Function.Name
-			call.Args = openaiArgs(tc.Function.Arguments)
-		case tc.Custom != nil:
-			call.Tool = tc.Custom.Name
-			call.Args, _ = json.Marshal(map[string]string{"input": tc.Custom.Input})
-		}
-		if call.Tool == "" {
-			return fmt.Errorf("%s.function.name: missing or empty", p)
+		call, err := tc.call(p)
+		if err != nil {
+			return err
 		}
 		calls = append(calls, call)
 	}
+	legacyAt := -1
+	if fc := m.FunctionCall; fc != nil {
+		if fc.Name == "" {
+			return fmt.Errorf("%s.function_call.name: missing or empty", path)
+		}
+		legacyAt = len(calls)
+		calls = append(calls, Call{Tool: fc.Name, Args: openaiArgs(fc.Arguments)})
+	}
+	for j := range m.Parts {
+		if m.Parts[j].Type == "step-start" && len(calls) > 0 {
+			// A new step is a new model response: the calls so far are a round.
+			c.book(calls, -1)
+			calls = nil
+		}
+		if call, ok := m.Parts[j].call(); ok {
+			if call.Tool == "" {
+				return fmt.Errorf("%s.parts[%d]: a tool part without a tool name", path, j)
+			}
+			calls = append(calls, call)
+		}
+	}
 	if c.format == FormatAnthropic {
 		for j, b := range blocks {
-			if b.Type != "tool_use" {
+			if !anthropicCallBlock(b.Type) {
 				continue
 			}
 			if b.Name == "" {
@@ -188,18 +323,51 @@ func (c *conversation) assistant(m *chatMessage, blocks []block, path string) er
 	if len(calls) == 0 {
 		return nil
 	}
+	c.book(calls, legacyAt)
+	if c.format != FormatAnthropic {
+		return nil
+	}
+	// Server and MCP tools: their results are in the same message.
+	for j := range blocks {
+		b := &blocks[j]
+		if b.ToolUseID == "" || b.Type == "tool_result" || !strings.HasSuffix(b.Type, "_result") {
+			continue
+		}
+		text, failed, err := serverResult(b)
+		if err != nil {
+			return fmt.Errorf("%s.content[%d].%w", path, j, err)
+		}
+		if err := c.complete(b.ToolUseID, text, failed, fmt.Sprintf("%s.content[%d].tool_use_id", path, j)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// book appends the calls of one model response as a round; legacyAt is
+// the index of a legacy function_call among them (-1 for none).
+func (c *conversation) book(calls []Call, legacyAt int) {
 	c.round++
 	if c.turn == 0 {
 		c.turn = 1
 	}
-	for _, call := range calls {
+	for i, call := range calls {
 		call.Round, call.Turn = c.round, c.turn
-		if call.ID != "" {
+		switch {
+		case i == legacyAt:
+			c.legacy[call.Tool] = append(c.legacy[call.Tool], len(c.ep.Calls))
+		case call.ID != "" && c.format != FormatVercel:
 			c.pending[call.ID] = append(c.pending[call.ID], len(c.ep.Calls))
 		}
 		c.ep.Calls = append(c.ep.Calls, call)
 	}
-	return nil
+}
+
+// anthropicCallBlock reports whether a content block type is a call:
+// tool_use (client tools), server_tool_use (web search, code execution,
+// ...) or mcp_tool_use (the MCP connector).
+func anthropicCallBlock(t string) bool {
+	return t == "tool_use" || t == "server_tool_use" || t == "mcp_tool_use"
 }
 
 // complete gives the oldest call with this id that has no result yet its

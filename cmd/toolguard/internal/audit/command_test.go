@@ -49,7 +49,9 @@ func TestMainExitStatus(t *testing.T) {
 		{"a bad file wins over fail-on", []string{"--fail-on", "hint", fx("episodes.jsonl"), fx("bad/orphan_tool.json")}, ExitBadInput,
 			"click-loop", `line 27: messages[3].tool_call_id`},
 		{"a missing file", []string{"nonexistent.jsonl", fx("episodes.jsonl")}, ExitBadInput, "click-loop", "nonexistent.jsonl: no such file or directory"},
-		{"a directory", []string{fixtures}, ExitBadInput, "", "is a directory"},
+		// A folder is walked: its broken files are reported, the file that
+		// is not a transcript is passed over.
+		{"a folder", []string{fixtures + "/bad"}, ExitBadInput, "", "bad/truncated.jsonl: line 2: truncated JSON"},
 		{"-- ends the flags", []string{"--", "--format"}, ExitBadInput, "", "toolguard audit: --format: no such file"},
 		{"no files", nil, ExitBadInput, "", "no input"},
 		{"unknown flag", []string{"--frobnicate", fx("episodes.jsonl")}, ExitBadInput, "", "flag provided but not defined"},
@@ -58,7 +60,7 @@ func TestMainExitStatus(t *testing.T) {
 		{"unknown preset", []string{"--preset", "nope", fx("episodes.jsonl")}, ExitBadInput, "", `unknown preset "nope"`},
 		{"policy without a loader", []string{"--policy", "p.yaml", fx("episodes.jsonl")}, ExitBadInput, "", "not available"},
 		{"stdin twice", []string{"-", "-"}, ExitBadInput, "", "more than once"},
-		{"help", []string{"-h"}, ExitOK, "usage: toolguard audit [flags] FILE...", ""},
+		{"help", []string{"-h"}, ExitOK, "usage: toolguard audit [flags] FILE|FOLDER...", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

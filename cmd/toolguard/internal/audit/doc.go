@@ -4,15 +4,17 @@
 //
 // # Inputs
 //
-// Parse reads one input file, whose format is detected from its content:
-//
-//   - the JSON Lines episode format of testdata/traces/FORMAT.md (one
-//     episode per line, with its calls and their recorded results);
-//   - OpenAI Chat Completions conversations: a JSON array of messages, an
-//     object {"messages": [...]}, or JSON Lines of either, where assistant
-//     tool_calls pair with tool messages by tool_call_id;
-//   - Anthropic Messages conversations in the same shapes, where tool_use
-//     blocks pair with tool_result blocks by tool_use_id.
+// Main reads files and folders; the format of each file is detected from
+// its first record (detect): Claude Code session transcripts, Codex CLI
+// rollouts, Gemini CLI sessions (JSONL, with rewinds, or the older JSON),
+// OpenAI Responses API records, chat.completion responses, OpenAI Chat
+// Completions, Anthropic Messages and Vercel AI SDK conversations,
+// OTLP-JSON spans of the GenAI conventions, and the JSON Lines episode
+// format of testdata/traces/FORMAT.md. Files of the episode format and of
+// conversation objects are read record by record, every other file whole
+// (a session is one episode, or a few with its subagents); the pipeline
+// (pipeline.go) decodes and replays them in parallel and puts the results
+// back in input order. Parse reads one file in memory.
 //
 // # Replay
 //

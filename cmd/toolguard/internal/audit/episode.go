@@ -18,16 +18,41 @@ const (
 	// FormatMessages is chat messages without any tool call, which read the
 	// same in both providers' formats.
 	FormatMessages
+	// FormatClaudeCode is a Claude Code session transcript
+	// (~/.claude/projects/PROJECT/SESSION.jsonl).
+	FormatClaudeCode
+	// FormatCodex is a Codex CLI rollout (~/.codex/sessions/.../rollout-*.jsonl).
+	FormatCodex
+	// FormatGemini is a Gemini CLI session (~/.gemini/tmp/HASH/chats/session-*).
+	FormatGemini
+	// FormatResponses is OpenAI Responses API items: response objects,
+	// requests with "input", or one item per line.
+	FormatResponses
+	// FormatChatCompletion is OpenAI chat.completion response objects.
+	FormatChatCompletion
+	// FormatOTLP is OpenTelemetry OTLP-JSON spans with the GenAI conventions.
+	FormatOTLP
+	// FormatVercel is Vercel AI SDK UI messages, whose tool calls are parts.
+	FormatVercel
 )
 
 var formatNames = map[Format]string{
-	FormatEpisodes:  "episodes",
-	FormatOpenAI:    "openai",
-	FormatAnthropic: "anthropic",
-	FormatMessages:  "messages",
+	FormatEpisodes:       "episodes",
+	FormatOpenAI:         "openai",
+	FormatAnthropic:      "anthropic",
+	FormatMessages:       "messages",
+	FormatClaudeCode:     "claude-code",
+	FormatCodex:          "codex",
+	FormatGemini:         "gemini",
+	FormatResponses:      "openai-responses",
+	FormatChatCompletion: "chat-completion",
+	FormatOTLP:           "otlp",
+	FormatVercel:         "vercel-ai",
 }
 
-// String returns "episodes", "openai", "anthropic" or "messages".
+// String returns the format's name: "episodes", "openai", "anthropic",
+// "messages", "claude-code", "codex", "gemini", "openai-responses",
+// "chat-completion", "otlp" or "vercel-ai".
 func (f Format) String() string {
 	if s, ok := formatNames[f]; ok {
 		return s
@@ -38,10 +63,14 @@ func (f Format) String() string {
 // Episode is one recorded agent session: its calls in the order the agent
 // made them.
 type Episode struct {
-	File  string // the input it came from, as named on the command line
-	Name  string // the episode id, or "line N" when the input gives none
-	Label string // "success", "failure", "unknown", or "" when not recorded
-	Calls []Call
+	File    string // the input it came from, as named on the command line
+	Project string // the project it belongs to (a working directory); "" when unknown
+	Name    string // the episode id, or "line N" when the input gives none
+	Label   string // "success", "failure", "unknown", or "" when not recorded
+	Calls   []Call
+	// Tokens reports that Call.Cost counts tokens (the transcript records
+	// the model's usage); otherwise it counts characters.
+	Tokens bool
 }
 
 // Call is one recorded tool call with its recorded outcome.
@@ -53,4 +82,7 @@ type Call struct {
 	Args   json.RawMessage // nil when the call has no arguments
 	Result string          // the recorded result; "" when none was recorded
 	Failed bool            // the recorded result is a failure
+	// Cost is what the result carried into the conversation: tokens when
+	// Episode.Tokens, otherwise characters. See costs.go.
+	Cost int
 }

@@ -44,48 +44,99 @@ func parseEpisode(keys map[string]json.RawMessage) (Episode, error) {
 		}
 	}
 	ep.Calls = make([]Call, 0, len(calls))
-	round := 0
-	var prev *int     // the turn of the previous call
-	userTurn := 0     // the user_turn of the previous call
-	withUser := false // whether the first call has user_turn
+	var b episodeBuilder
 	for i, raw := range calls {
-		path := fmt.Sprintf("calls[%d]", i)
 		var c episodeCall
-		if err := decodeField(raw, &c, path); err != nil {
+		if err := decodeField(raw, &c, fmt.Sprintf("calls[%d]", i)); err != nil {
 			return ep, err
 		}
-		if c.Tool == nil || *c.Tool == "" {
-			return ep, fmt.Errorf("%s.tool: missing or empty", path)
-		}
-		if i == 0 {
-			withUser = c.UserTurn != nil
-		}
-		newUser, err := checkUserTurn(c.UserTurn, withUser, userTurn, path)
-		if err != nil {
+		if err := b.add(&ep, i, &c); err != nil {
 			return ep, err
 		}
-		if c.Turn == nil || prev == nil || *c.Turn != *prev || newUser {
-			round++
-		}
-		prev = c.Turn
-		if c.UserTurn != nil {
-			userTurn = *c.UserTurn
-		}
-		id, err := idString(c.ID, path+".id")
-		if err != nil {
-			return ep, err
-		}
-		call := Call{Round: round, Turn: userTurn + 1, ID: id, Tool: *c.Tool}
-		if len(c.Args) > 0 && string(c.Args) != "null" {
-			call.Args = c.Args
-		}
-		if c.Result != nil {
-			call.Result = *c.Result
-		}
-		call.Failed = c.IsError != nil && *c.IsError
-		ep.Calls = append(ep.Calls, call)
 	}
 	return ep, nil
+}
+
+// episodeLine is a whole record of the episode format, decoded at once.
+type episodeLine struct {
+	Episode json.RawMessage `json:"episode"`
+	Label   *string         `json:"label"`
+	Calls   *[]episodeCall  `json:"calls"`
+}
+
+// parseEpisodeLine reads one record of the episode format with a single
+// decoding. Its errors are terse: the caller asks parseRecord for the
+// precise one.
+func parseEpisodeLine(data []byte) (Episode, error) {
+	var l episodeLine
+	if err := decode(data, &l); err != nil {
+		return Episode{}, err
+	}
+	if l.Calls == nil {
+		return Episode{}, errors.New(`no "calls" array`)
+	}
+	var ep Episode
+	name, err := idString(l.Episode, "episode")
+	if err != nil {
+		return ep, err
+	}
+	ep.Name = name
+	if l.Label != nil {
+		ep.Label = *l.Label
+	}
+	calls := *l.Calls
+	ep.Calls = make([]Call, 0, len(calls))
+	var b episodeBuilder
+	for i := range calls {
+		if err := b.add(&ep, i, &calls[i]); err != nil {
+			return ep, err
+		}
+	}
+	return ep, nil
+}
+
+// episodeBuilder turns the calls of an episode record into Calls.
+type episodeBuilder struct {
+	round    int
+	prev     *int // the turn of the previous call
+	userTurn int  // the user_turn of the previous call
+	withUser bool // whether the first call has user_turn
+}
+
+// add appends the i-th call c to ep.
+func (b *episodeBuilder) add(ep *Episode, i int, c *episodeCall) error {
+	path := fmt.Sprintf("calls[%d]", i)
+	if c.Tool == nil || *c.Tool == "" {
+		return fmt.Errorf("%s.tool: missing or empty", path)
+	}
+	if i == 0 {
+		b.withUser = c.UserTurn != nil
+	}
+	newUser, err := checkUserTurn(c.UserTurn, b.withUser, b.userTurn, path)
+	if err != nil {
+		return err
+	}
+	if c.Turn == nil || b.prev == nil || *c.Turn != *b.prev || newUser {
+		b.round++
+	}
+	b.prev = c.Turn
+	if c.UserTurn != nil {
+		b.userTurn = *c.UserTurn
+	}
+	id, err := idString(c.ID, path+".id")
+	if err != nil {
+		return err
+	}
+	call := Call{Round: b.round, Turn: b.userTurn + 1, ID: id, Tool: *c.Tool}
+	if len(c.Args) > 0 && string(c.Args) != "null" {
+		call.Args = c.Args
+	}
+	if c.Result != nil {
+		call.Result = *c.Result
+	}
+	call.Failed = c.IsError != nil && *c.IsError
+	ep.Calls = append(ep.Calls, call)
+	return nil
 }
 
 // checkUserTurn checks the user_turn u of the call at path against the

@@ -56,7 +56,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 		he := htmlEpisode{
 			ID:   fmt.Sprintf("ep-%d", i+1),
 			File: e.File, Episode: e.Episode, Label: e.Label, LabelClass: labelClass(e.Label),
-			Calls: len(e.Decisions), First: firstFiring(e),
+			Calls: e.Calls(), First: firstFiring(e),
 		}
 		if d, ok := e.First(); ok {
 			v := "hint"

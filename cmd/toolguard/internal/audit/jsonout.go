@@ -1,7 +1,10 @@
 package audit
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 
 	"github.com/toolguard/toolguard"
@@ -11,11 +14,10 @@ import (
 // documents them. No arguments or results are written.
 type (
 	jsonReport struct {
-		Policy    string         `json:"policy"`
-		Files     []jsonFile     `json:"files"`
-		Episodes  []jsonEpisode  `json:"episodes"`
-		Decisions []jsonDecision `json:"decisions"`
-		Summary   jsonSummary    `json:"summary"`
+		Policy   string        `json:"policy"`
+		Files    []jsonFile    `json:"files"`
+		Episodes []jsonEpisode `json:"episodes"`
+		Summary  jsonSummary   `json:"summary"`
 	}
 	jsonFile struct {
 		File     string `json:"file"`
@@ -23,13 +25,16 @@ type (
 		Episodes int    `json:"episodes"`
 		Calls    int    `json:"calls"`
 		Error    string `json:"error"`
+		Skipped  string `json:"skipped,omitempty"`
 	}
 	jsonEpisode struct {
 		File        string            `json:"file"`
+		Project     string            `json:"project"`
 		Episode     string            `json:"episode"`
 		Label       string            `json:"label"`
 		Calls       int               `json:"calls"`
 		Firings     int               `json:"firings"`
+		Cost        jsonEpisodeCost   `json:"cost"`
 		FirstFiring *int              `json:"first_firing"`
 		Verdict     toolguard.Verdict `json:"verdict"`
 		Phase       toolguard.Phase   `json:"phase"`
@@ -61,6 +66,51 @@ type (
 		FiringsByReason    []jsonReasonRow  `json:"firings_by_reason"`
 		ByLabel            []jsonLabelCount `json:"by_label"`
 		Outcomes           *jsonOutcomes    `json:"outcomes"`
+		FilesSkipped       int              `json:"files_skipped"`
+		RefusedCalls       int              `json:"refused_calls"`
+		RefusedByTool      []jsonToolCount  `json:"refused_by_tool"`
+		ByProject          []jsonProject    `json:"by_project"`
+		WorstEpisodes      []jsonWorst      `json:"worst_episodes"`
+		Cost               jsonCost         `json:"cost"`
+	}
+	jsonEpisodeCost struct {
+		Unit      string `json:"unit"` // "tokens" or "characters"
+		Total     int    `json:"total"`
+		Refused   int    `json:"refused"`
+		FromFirst int    `json:"from_first_refusal"`
+	}
+	jsonToolCount struct {
+		Tool   string `json:"tool"`
+		Hints  int    `json:"hints"`
+		Aborts int    `json:"aborts"`
+	}
+	jsonCostCount struct {
+		Episodes  int `json:"episodes"`
+		Total     int `json:"total"`
+		Refused   int `json:"refused"`
+		FromFirst int `json:"from_first_refusal"`
+	}
+	jsonCost struct {
+		Tokens     jsonCostCount `json:"tokens"`
+		Characters jsonCostCount `json:"characters"`
+	}
+	jsonProject struct {
+		Project    string   `json:"project"`
+		Episodes   int      `json:"episodes"`
+		Calls      int      `json:"calls"`
+		Refused    int      `json:"refused_calls"`
+		WithFiring int      `json:"episodes_with_firing"`
+		WithAbort  int      `json:"episodes_with_abort"`
+		Cost       jsonCost `json:"cost"`
+	}
+	jsonWorst struct {
+		File        string            `json:"file"`
+		Episode     string            `json:"episode"`
+		Refused     int               `json:"refused_calls"`
+		FirstFiring int               `json:"first_firing"`
+		Tool        string            `json:"tool"`
+		Reason      toolguard.Reason  `json:"reason"`
+		Verdict     toolguard.Verdict `json:"verdict"`
 	}
 	jsonOutcomes struct {
 		Successes         int     `json:"successes"`
@@ -88,21 +138,28 @@ type (
 	}
 )
 
+func episodeCost(st *EpisodeStats) jsonEpisodeCost {
+	unit := "characters"
+	if st.Tokens {
+		unit = "tokens"
+	}
+	return jsonEpisodeCost{Unit: unit, Total: st.Cost, Refused: st.RefusedCost, FromFirst: st.FromFirstCost}
+}
+
 // WriteJSON writes the report as one indented JSON document: the files,
 // the episodes, every decision and the summary.
 func WriteJSON(w io.Writer, r *Report) error {
 	out := jsonReport{
-		Policy:    r.Policy,
-		Files:     make([]jsonFile, 0, len(r.Files)),
-		Episodes:  make([]jsonEpisode, 0, len(r.Episodes)),
-		Decisions: []jsonDecision{},
+		Policy:   r.Policy,
+		Files:    make([]jsonFile, 0, len(r.Files)),
+		Episodes: make([]jsonEpisode, 0, len(r.Episodes)),
 	}
 	for _, f := range r.Files {
-		jf := jsonFile{File: f.File, Episodes: f.Episodes, Calls: f.Calls}
+		jf := jsonFile{File: f.File, Episodes: f.Episodes, Calls: f.Calls, Skipped: f.Skipped}
 		if f.Format != 0 {
 			jf.Format = f.Format.String()
 		}
-		if f.Err != nil {
+		if f.Err != nil && f.Skipped == "" {
 			jf.Error = f.Err.Error()
 		}
 		out.Files = append(out.Files, jf)
@@ -110,7 +167,8 @@ func WriteJSON(w io.Writer, r *Report) error {
 	for i := range r.Episodes {
 		e := &r.Episodes[i]
 		je := jsonEpisode{
-			File: e.File, Episode: e.Episode, Label: e.Label, Calls: len(e.Decisions),
+			File: e.File, Project: e.Project, Episode: e.Episode, Label: e.Label, Calls: e.Calls(),
+			Cost:    episodeCost(e.stats()),
 			Firings: e.Count(toolguard.Hint) + e.Count(toolguard.Abort),
 			Phase:   e.MaxPhase(),
 		}
@@ -118,13 +176,11 @@ func WriteJSON(w io.Writer, r *Report) error {
 			idx := d.Index
 			je.FirstFiring = &idx
 		}
-		for _, d := range e.Decisions {
-			je.Verdict = max(je.Verdict, d.Verdict)
-			out.Decisions = append(out.Decisions, jsonDecision{
-				File: e.File, Episode: e.Episode, Label: e.Label,
-				Index: d.Index, Round: d.Round, Turn: d.Turn, Tool: d.Tool, CallID: d.CallID,
-				Failed: d.Failed, Verdict: d.Verdict, Reason: d.Reason, Phase: d.Phase, Message: d.Message,
-			})
+		switch {
+		case e.Count(toolguard.Abort) > 0:
+			je.Verdict = toolguard.Abort
+		case e.Count(toolguard.Hint) > 0:
+			je.Verdict = toolguard.Hint
 		}
 		out.Episodes = append(out.Episodes, je)
 	}
@@ -136,6 +192,28 @@ func WriteJSON(w io.Writer, r *Report) error {
 		FiringsByReason:  make([]jsonReasonRow, 0, len(s.ByReason)),
 		ByLabel:          make([]jsonLabelCount, 0, len(s.ByLabel)),
 	}
+	out.Summary.FilesSkipped, out.Summary.RefusedCalls = s.Skipped, s.Refused
+	out.Summary.RefusedByTool = make([]jsonToolCount, 0, len(s.ByTool))
+	for _, tc := range s.ByTool {
+		out.Summary.RefusedByTool = append(out.Summary.RefusedByTool, jsonToolCount(tc))
+	}
+	out.Summary.ByProject = make([]jsonProject, 0, len(s.ByProject))
+	for _, pc := range s.ByProject {
+		out.Summary.ByProject = append(out.Summary.ByProject, jsonProject{
+			Project: pc.Project, Episodes: pc.Episodes, Calls: pc.Calls, Refused: pc.Refused,
+			WithFiring: pc.WithFiring, WithAbort: pc.WithAbort,
+			Cost: jsonCost{Tokens: jsonCostCount(pc.Tokens), Characters: jsonCostCount(pc.Chars)},
+		})
+	}
+	out.Summary.WorstEpisodes = make([]jsonWorst, 0, len(s.Worst))
+	for _, e := range s.Worst {
+		d, _ := e.First()
+		out.Summary.WorstEpisodes = append(out.Summary.WorstEpisodes, jsonWorst{
+			File: e.File, Episode: e.Episode, Refused: e.Refused(),
+			FirstFiring: d.Index, Tool: d.Tool, Reason: d.Reason, Verdict: d.Verdict,
+		})
+	}
+	out.Summary.Cost = jsonCost{Tokens: jsonCostCount(s.Tokens), Characters: jsonCostCount(s.Chars)}
 	for ph := toolguard.PhaseNudge; ph <= toolguard.PhaseExhausted; ph++ {
 		out.Summary.EpisodesReaching[ph.String()] = s.ReachedPhase[ph]
 	}
@@ -152,8 +230,52 @@ func WriteJSON(w io.Writer, r *Report) error {
 			FailureCalls: o.FailureCalls, FailureCallsSaved: o.SavedCalls, SavedShare: o.SavedShare(),
 		}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	// The decisions are written one by one, not built into one value: a
+	// report of millions of calls is not held twice in memory.
+	bw := bufio.NewWriter(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	return enc.Encode(out)
+	value := func(prefix string, v any) []byte {
+		buf.Reset()
+		enc.SetIndent(prefix, "  ")
+		if err := enc.Encode(v); err != nil {
+			return []byte("null")
+		}
+		return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	}
+	field := func(key string, v any) {
+		fmt.Fprintf(bw, "  %q: ", key)
+		bw.Write(value("  ", v))
+		bw.WriteString(",\n")
+	}
+	bw.WriteString("{\n")
+	field("policy", out.Policy)
+	field("files", out.Files)
+	field("episodes", out.Episodes)
+	bw.WriteString(`  "decisions": [`)
+	n := 0
+	for i := range r.Episodes {
+		e := &r.Episodes[i]
+		for _, d := range e.Decisions {
+			if n > 0 {
+				bw.WriteString(",")
+			}
+			n++
+			bw.WriteString("\n    ")
+			bw.Write(value("    ", jsonDecision{
+				File: e.File, Episode: e.Episode, Label: e.Label,
+				Index: d.Index, Round: d.Round, Turn: d.Turn, Tool: d.Tool, CallID: d.CallID,
+				Failed: d.Failed, Verdict: d.Verdict, Reason: d.Reason, Phase: d.Phase, Message: d.Message,
+			}))
+		}
+	}
+	if n > 0 {
+		bw.WriteString("\n  ")
+	}
+	bw.WriteString("],\n")
+	fmt.Fprintf(bw, "  %q: ", "summary")
+	bw.Write(value("  ", out.Summary))
+	bw.WriteString("\n}\n")
+	return bw.Flush()
 }

@@ -33,17 +33,24 @@ type record struct {
 	data []byte
 }
 
-// Parse reads the episodes of one input, whose format it detects from the
-// content: the episode format, OpenAI or Anthropic conversations, as JSON
-// Lines (one value per line) or as one JSON document (possibly indented)
-// holding one or more values. name labels the episodes and the errors. A
-// malformed input yields a *ParseError and no episodes.
+// Parse reads the episodes of one input held in memory, whose format it
+// detects from the content (see docs/audit.md for the formats). name
+// labels the episodes and the errors. A malformed input yields a
+// *ParseError and no episodes. Unlike Main, it accepts a file without any
+// call.
 func Parse(name string, data []byte) (Format, []Episode, error) {
-	recs, err := split(data)
+	format, eps, _, err := parseWhole(name, data)
 	if err != nil {
-		err.File = name
 		return 0, nil, err
 	}
+	for i := range eps {
+		eps[i].File = name
+	}
+	return format, eps, nil
+}
+
+// parseRecords reads records that are each an episode or a conversation.
+func parseRecords(name string, recs []record) (Format, []Episode, error) {
 	var (
 		format Format
 		eps    []Episode
@@ -74,9 +81,9 @@ func mergeFormat(have, next Format) (Format, bool) {
 	switch {
 	case have == 0 || have == next:
 		return next, true
-	case have == FormatMessages && (next == FormatOpenAI || next == FormatAnthropic):
+	case have == FormatMessages && (next == FormatOpenAI || next == FormatAnthropic || next == FormatVercel):
 		return next, true
-	case next == FormatMessages && (have == FormatOpenAI || have == FormatAnthropic):
+	case next == FormatMessages && (have == FormatOpenAI || have == FormatAnthropic || have == FormatVercel):
 		return have, true
 	}
 	return have, false
@@ -90,6 +97,8 @@ func article(f Format) string {
 		return "an OpenAI conversation"
 	case FormatAnthropic:
 		return "an Anthropic conversation"
+	case FormatVercel:
+		return "a Vercel AI SDK conversation"
 	}
 	return "a conversation without tool calls"
 }
@@ -101,21 +110,25 @@ func article(f Format) string {
 // is reported the JSON Lines way if some later unindented line is a
 // complete value on its own (a broken line in a JSON Lines file), and the
 // document way otherwise.
-func split(data []byte) ([]record, *ParseError) {
+func split(data []byte) ([]record, *ParseError) { return splitRecords(data, true) }
+
+// splitRecords is split; with validate false, the lines of JSON Lines are
+// not checked here (their decoding checks them).
+func splitRecords(data []byte, validate bool) ([]record, *ParseError) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	first := firstNonBlank(data)
 	if first == nil {
 		return nil, &ParseError{Problem: "empty input: no episode or conversation"}
 	}
 	if json.Valid(first) {
-		return splitLines(data)
+		return splitLines(data, validate)
 	}
 	recs, docErr := splitDocument(data)
 	if docErr == nil {
 		return recs, nil
 	}
 	if looksLikeLines(data) {
-		return splitLines(data)
+		return splitLines(data, true)
 	}
 	return nil, docErr
 }
@@ -153,7 +166,7 @@ func firstNonBlank(data []byte) []byte {
 	return nil
 }
 
-func splitLines(data []byte) ([]record, *ParseError) {
+func splitLines(data []byte, validate bool) ([]record, *ParseError) {
 	var recs []record
 	line := 0
 	for len(data) > 0 {
@@ -164,7 +177,7 @@ func splitLines(data []byte) ([]record, *ParseError) {
 		if len(l) == 0 {
 			continue
 		}
-		if !json.Valid(l) {
+		if validate && !json.Valid(l) {
 			var v any
 			err := json.Unmarshal(l, &v)
 			return nil, &ParseError{Line: line, Problem: describeSyntax(err)}
@@ -266,6 +279,9 @@ func decodeField(raw json.RawMessage, dst any, path string) error {
 	}
 	return nil
 }
+
+// describeErr is describeJSON as an error.
+func describeErr(err error) error { return errors.New(describeJSON(err, "")) }
 
 // describeJSON turns a decoding error into "path.field: want a string, got
 // number", without quoting the data.

@@ -103,7 +103,7 @@ func TestWriteJSON(t *testing.T) {
 
 	var eps []map[string]any
 	mustUnmarshal(t, doc["episodes"], &eps)
-	wantKeys(t, "episode", eps[0], "file", "episode", "label", "calls", "firings", "first_firing", "verdict", "phase")
+	wantKeys(t, "episode", eps[0], "file", "project", "episode", "label", "calls", "firings", "first_firing", "verdict", "phase", "cost")
 	if eps[0]["first_firing"] != nil || eps[1]["first_firing"] != 4.0 || eps[1]["verdict"] != "abort" || eps[1]["firings"] != 3.0 {
 		t.Errorf("episodes[0:2] = %v", eps[:2])
 	}
@@ -127,7 +127,8 @@ func TestWriteJSON(t *testing.T) {
 	var sum map[string]json.RawMessage
 	mustUnmarshal(t, doc["summary"], &sum)
 	wantKeys(t, "summary", sum, "files", "files_not_read", "episodes", "calls", "episodes_with_firing",
-		"episodes_with_hint", "episodes_with_abort", "episodes_reaching_phase", "firings_by_reason", "by_label", "outcomes")
+		"episodes_with_hint", "episodes_with_abort", "episodes_reaching_phase", "firings_by_reason", "by_label", "outcomes",
+		"files_skipped", "refused_calls", "refused_by_tool", "by_project", "worst_episodes", "cost")
 	var reasons []map[string]any
 	mustUnmarshal(t, sum["firings_by_reason"], &reasons)
 	if len(reasons) != 1 || reasons[0]["reason"] != "duplicate" || reasons[0]["hints"] != 3.0 || reasons[0]["aborts"] != 4.0 {

@@ -1,0 +1,249 @@
+package audit
+
+import (
+	"encoding/json"
+	"path"
+	"strings"
+)
+
+// claudeRecord is one line of a Claude Code session transcript: the fields
+// the replay needs, decoded once.
+type claudeRecord struct {
+	Type             string `json:"type"`
+	UUID             string `json:"uuid"`
+	SessionID        string `json:"sessionId"`
+	AgentID          string `json:"agentId"`
+	Cwd              string `json:"cwd"`
+	IsSidechain      bool   `json:"isSidechain"`
+	IsMeta           bool   `json:"isMeta"`
+	IsCompactSummary bool   `json:"isCompactSummary"`
+	Message          *struct {
+		ID      string          `json:"id"`
+		Content json.RawMessage `json:"content"`
+		Usage   *anthropicUsage `json:"usage"`
+	} `json:"message"`
+}
+
+// anthropicUsage is the usage of an Anthropic Messages response.
+type anthropicUsage struct {
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+}
+
+// prompt is every input token the response read, cached or not.
+func (u *anthropicUsage) prompt() int {
+	if u == nil {
+		return 0
+	}
+	return u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+}
+
+func (u *anthropicUsage) output() int {
+	if u == nil {
+		return 0
+	}
+	return u.OutputTokens
+}
+
+// claudeReader reads a Claude Code session: the main chain is one episode,
+// each sidechain (a subagent, by agentId) another. Lines that repeat a uuid
+// already read (a resumed session copies its history) are skipped.
+type claudeReader struct {
+	name     string
+	project  string
+	chains   map[string]*session // "" for the main chain
+	order    []string
+	seenUUID map[string]bool
+	seen     map[string]int
+}
+
+func newClaudeReader(name string) *claudeReader {
+	return &claudeReader{name: name, chains: map[string]*session{}, seenUUID: map[string]bool{}, seen: map[string]int{}}
+}
+
+func (r *claudeReader) record(_ int, data []byte) error {
+	var rec claudeRecord
+	if err := decode(data, &rec); err != nil {
+		return describeErr(err)
+	}
+	if rec.UUID != "" {
+		if r.seenUUID[rec.UUID] {
+			return nil
+		}
+		r.seenUUID[rec.UUID] = true
+	}
+	if r.project == "" && rec.Cwd != "" {
+		r.project = rec.Cwd
+	}
+	if (rec.Type != "user" && rec.Type != "assistant") || rec.Message == nil {
+		r.seen[orDash(rec.Type)+" records"]++
+		return nil
+	}
+	s := r.chain(rec)
+	m := rec.Message
+	if rec.Type == "assistant" {
+		blocks, err := contentBlocks(m.Content, "message.content")
+		if err != nil {
+			return err
+		}
+		var calls []Call
+		for i := range blocks {
+			b := &blocks[i]
+			switch b.Type {
+			case "tool_use", "server_tool_use", "mcp_tool_use":
+				calls = append(calls, Call{ID: b.ID, Tool: b.Name, Args: rawArgs(b.Input)})
+			case "text", "thinking", "redacted_thinking":
+				s.note("assistant " + b.Type + " blocks")
+			default:
+				if err := resultBlock(s, b); err != nil {
+					return err
+				}
+			}
+		}
+		if len(calls) == 0 {
+			s.response(m.Usage.prompt())
+			return nil
+		}
+		s.calls(m.ID, m.Usage.prompt(), m.Usage.output(), calls...)
+		return nil
+	}
+	if rec.IsMeta || rec.IsCompactSummary {
+		s.note("meta user messages")
+		return nil
+	}
+	if jsonKind(m.Content) == "string" {
+		s.note("user messages")
+		s.userTurn()
+		return nil
+	}
+	blocks, err := contentBlocks(m.Content, "message.content")
+	if err != nil {
+		return err
+	}
+	newTurn := false
+	for i := range blocks {
+		b := &blocks[i]
+		if b.Type == "tool_result" {
+			text, err := contentText(b.Content, "message.content.content")
+			if err != nil {
+				return err
+			}
+			s.result(b.ToolUseID, text, b.IsError != nil && *b.IsError)
+			continue
+		}
+		newTurn = true
+	}
+	if newTurn {
+		s.note("user messages")
+		s.userTurn()
+	}
+	return nil
+}
+
+// chain returns the session of the record's chain.
+func (r *claudeReader) chain(rec claudeRecord) *session {
+	key := ""
+	if rec.IsSidechain {
+		key = "agent-" + rec.AgentID
+		if rec.AgentID == "" {
+			key = "sidechain"
+		}
+	}
+	s := r.chains[key]
+	if s == nil {
+		name := rec.SessionID
+		if name == "" {
+			name = strings.TrimSuffix(path.Base(r.name), ".jsonl")
+		}
+		if key != "" {
+			name += "/" + key
+		}
+		s = newSession(name)
+		r.chains[key] = s
+		r.order = append(r.order, key)
+	}
+	return s
+}
+
+func (r *claudeReader) finish() ([]Episode, map[string]int, error) {
+	var eps []Episode
+	for _, k := range r.order {
+		s := r.chains[k]
+		for kind, n := range s.seen {
+			r.seen[kind] += n
+		}
+		if len(s.ep.Calls) == 0 {
+			continue
+		}
+		ep := s.finish()
+		ep.Project = r.project
+		eps = append(eps, ep)
+	}
+	return eps, r.seen, nil
+}
+
+// resultBlock reads the result blocks that Anthropic server tools put in
+// the assistant message itself (web_search_tool_result, mcp_tool_result,
+// ...), and notes any other block.
+func resultBlock(s *session, b *block) error {
+	if b.ToolUseID == "" || !strings.HasSuffix(b.Type, "_result") {
+		s.note("unrecognized " + clip(b.Type) + " blocks")
+		return nil
+	}
+	text, failed, err := serverResult(b)
+	if err != nil {
+		return err
+	}
+	s.result(b.ToolUseID, text, failed)
+	return nil
+}
+
+// serverResult reads a server or MCP tool result block: its text, and
+// whether it failed (is_error, or a content object whose type ends in
+// "_error", as web_search_tool_result_error).
+func serverResult(b *block) (string, bool, error) {
+	failed := b.IsError != nil && *b.IsError
+	if jsonKind(b.Content) == "object" {
+		var e struct {
+			Type      string `json:"type"`
+			ErrorCode string `json:"error_code"`
+		}
+		if err := decodeField(b.Content, &e, "content"); err != nil {
+			return "", false, err
+		}
+		if strings.HasSuffix(e.Type, "_error") {
+			return e.ErrorCode, true, nil
+		}
+		return string(b.Content), failed, nil
+	}
+	text, err := contentText(b.Content, "content")
+	if err != nil {
+		// A list of search results is not a list of text blocks: keep it whole.
+		return string(b.Content), failed, nil
+	}
+	if text == "" && jsonKind(b.Content) == "array" {
+		text = string(b.Content)
+	}
+	return text, failed, nil
+}
+
+// contentBlocks decodes message content that is a list of blocks; a string
+// or null is no block.
+func contentBlocks(raw json.RawMessage, path string) ([]block, error) {
+	if jsonKind(raw) != "array" {
+		return nil, nil
+	}
+	var bs []block
+	err := decodeField(raw, &bs, path)
+	return bs, err
+}
+
+// rawArgs is nil for absent or null arguments.
+func rawArgs(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	return raw
+}

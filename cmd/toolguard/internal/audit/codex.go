@@ -1,0 +1,244 @@
+package audit
+
+import (
+	"encoding/json"
+	"errors"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// codexLine is one line of a Codex CLI rollout: {"timestamp", "type",
+// "payload"}. Older rollouts (before the envelope) hold the bare item, and
+// their first line is the session's {"id", "timestamp", "instructions"}.
+type codexLine struct {
+	Type    string         `json:"type"`
+	Payload *responsesItem `json:"payload"`
+	ID      string         `json:"id"`
+	Record  string         `json:"record_type"`
+}
+
+// responsesItem is an OpenAI Responses API item (Codex stores the same
+// items), with the fields of the other payloads Codex writes: session_meta
+// (id, cwd), event_msg user_message and token_count (info).
+type responsesItem struct {
+	Type      string          `json:"type"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	CallID    string          `json:"call_id"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Input     json.RawMessage `json:"input"`
+	Output    json.RawMessage `json:"output"`
+	Action    json.RawMessage `json:"action"`
+	Status    string          `json:"status"`
+	Cwd       string          `json:"cwd"`
+	Info      *struct {
+		Last *struct {
+			InputTokens  int `json:"input_tokens"`
+			OutputTokens int `json:"output_tokens"`
+		} `json:"last_token_usage"`
+	} `json:"info"`
+}
+
+// codexReader reads one rollout: one episode. Turns start at user
+// messages (event_msg user_message; in rollouts without those, user
+// message items that are not the injected context); the calls between two
+// outputs are one round.
+type codexReader struct {
+	s          *session
+	project    string
+	userEvents bool // the rollout has event_msg user_message
+	afterCall  bool // the last item was a call: the next call is in the same response
+	callsSince bool // calls since the last token_count
+}
+
+func newCodexReader(name string) *codexReader {
+	base := strings.TrimSuffix(path.Base(name), ".jsonl")
+	return &codexReader{s: newSession(base)}
+}
+
+func (r *codexReader) record(_ int, data []byte) error {
+	var l codexLine
+	if err := decode(data, &l); err != nil {
+		return describeErr(err)
+	}
+	s := r.s
+	switch {
+	case l.Payload == nil && l.Type == "" && l.ID != "":
+		s.ep.Name = l.ID // the first line of an older rollout
+		return nil
+	case l.Payload == nil && l.Record != "":
+		return nil
+	case l.Payload == nil:
+		// An item of an older rollout, without the envelope.
+		var it responsesItem
+		if err := decode(data, &it); err != nil {
+			return describeErr(err)
+		}
+		return r.item(&it)
+	}
+	p := l.Payload
+	switch l.Type {
+	case "session_meta":
+		if p.ID != "" {
+			s.ep.Name = p.ID
+		}
+		if r.project == "" {
+			r.project = p.Cwd
+		}
+	case "turn_context":
+		if r.project == "" {
+			r.project = p.Cwd
+		}
+	case "event_msg":
+		switch p.Type {
+		case "user_message":
+			r.userEvents = true
+			r.afterCall = false
+			s.note("user messages")
+			s.userTurn()
+		case "token_count":
+			if p.Info != nil && p.Info.Last != nil {
+				s.lateUsage(p.Info.Last.InputTokens, p.Info.Last.OutputTokens, r.callsSince)
+				r.callsSince = false
+			}
+		default:
+			s.note("event_msg " + clip(p.Type) + " records")
+		}
+	case "response_item":
+		return r.item(p)
+	default:
+		s.note(clip(orDash(l.Type)) + " records")
+	}
+	return nil
+}
+
+// injected reports whether a user message item is context that Codex
+// injects (environment, instructions) rather than the user's words.
+func injected(text string) bool {
+	t := strings.TrimSpace(text)
+	for _, p := range []string{"<environment_context>", "<user_instructions>", "# AGENTS.md", "<user_shell_command>", "<turn_aborted>"} {
+		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *codexReader) item(it *responsesItem) error {
+	s := r.s
+	call := Call{ID: it.CallID}
+	switch it.Type {
+	case "function_call":
+		call.Tool, call.Args = it.Name, openaiArgs(it.Arguments)
+	case "custom_tool_call":
+		var input string
+		if err := decodeField(it.Input, &input, "payload.input"); err != nil && len(it.Input) > 0 {
+			return err
+		}
+		call.Tool = it.Name
+		call.Args, _ = json.Marshal(map[string]string{"input": input})
+	case "local_shell_call":
+		call.Tool, call.Args = "local_shell", rawArgs(it.Action)
+	case "function_call_output", "custom_tool_call_output":
+		r.afterCall = false
+		text, err := codexOutput(it.Output)
+		if err != nil {
+			return err
+		}
+		s.result(it.CallID, text, codexFailed(text))
+		return nil
+	case "message":
+		r.afterCall = false
+		if it.Role == "user" && !r.userEvents {
+			text, err := contentText(it.Content, "payload.content")
+			if err != nil {
+				return err
+			}
+			if !injected(text) {
+				s.note("user messages")
+				s.userTurn()
+			}
+			return nil
+		}
+		s.note(clip(orDash(it.Role)) + " messages")
+		return nil
+	case "reasoning":
+		s.note("reasoning items")
+		return nil
+	default:
+		if strings.HasSuffix(it.Type, "_call") || strings.HasSuffix(it.Type, "_call_output") {
+			s.note("unrecognized " + clip(it.Type) + " items")
+		} else {
+			s.note(clip(orDash(it.Type)) + " items")
+		}
+		return nil
+	}
+	if call.Tool == "" {
+		return errors.New("payload.name: missing or empty")
+	}
+	key := ""
+	if r.afterCall {
+		key = s.lastKey
+	} else {
+		key = strconv.Itoa(s.round + 1)
+	}
+	s.calls(key, 0, 0, call)
+	r.afterCall, r.callsSince = true, true
+	return nil
+}
+
+func (r *codexReader) finish() ([]Episode, map[string]int, error) {
+	if len(r.s.ep.Calls) == 0 {
+		return nil, r.s.seen, nil
+	}
+	ep := r.s.finish()
+	ep.Project = r.project
+	return []Episode{ep}, r.s.seen, nil
+}
+
+// codexOutput reads a function_call_output's output: a string (plain text,
+// or JSON {"output", "metadata"} in older rollouts), or a list of content
+// items.
+func codexOutput(raw json.RawMessage) (string, error) {
+	if jsonKind(raw) == "object" {
+		var o struct {
+			Content string `json:"content"`
+		}
+		if err := decodeField(raw, &o, "payload.output"); err != nil {
+			return "", err
+		}
+		return o.Content, nil
+	}
+	return contentText(raw, "payload.output")
+}
+
+var exitCodeRe = regexp.MustCompile(`(?:Process exited with code|Exit code:)\s*(-?\d+)`)
+
+// codexFailed reads the command's exit code from an output: "Exit code: N"
+// or "Process exited with code N" in the text, or metadata.exit_code when
+// the text is JSON {"output", "metadata"}. A non-zero code is a failure;
+// an output without one (a tool that is not a command) is a success.
+func codexFailed(text string) bool {
+	if t := strings.TrimSpace(text); strings.HasPrefix(t, "{") {
+		var o struct {
+			Metadata *struct {
+				ExitCode *int `json:"exit_code"`
+			} `json:"metadata"`
+		}
+		if json.Unmarshal([]byte(t), &o) == nil && o.Metadata != nil && o.Metadata.ExitCode != nil {
+			return *o.Metadata.ExitCode != 0
+		}
+	}
+	head := text
+	if len(head) > 512 {
+		head = head[:512]
+	}
+	if m := exitCodeRe.FindStringSubmatch(head); m != nil {
+		return m[1] != "0"
+	}
+	return false
+}

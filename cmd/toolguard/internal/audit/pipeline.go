@@ -1,0 +1,561 @@
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/toolguard/toolguard"
+)
+
+// DefaultMaxEpisode is the default of --max-episode-size: the largest
+// record of a file read record by record (the episode format, conversation
+// objects), and the largest file read whole (a session transcript, a
+// document). Past it a file is an error, not a swollen process.
+const DefaultMaxEpisode = 256 << 20
+
+// input is one file to audit.
+type input struct {
+	path    string // what to open; "-" for standard input
+	display string // how reports name it
+	project string // its folder's project when found in a folder; "" otherwise
+	folder  bool   // found by walking a folder (not named on the command line)
+	size    int64  // bytes; 0 when unknown
+}
+
+// expandInputs turns the command line's names into files: a folder is
+// walked for *.jsonl files and session-*.json files (Gemini CLI's older
+// sessions), in lexical order; other files in it are not transcripts.
+func expandInputs(names []string) ([]input, []FileResult) {
+	var (
+		ins  []input
+		errs []FileResult
+	)
+	for _, name := range names {
+		if name == "-" {
+			ins = append(ins, input{path: "-", display: StdinName})
+			continue
+		}
+		st, err := os.Stat(name)
+		if err != nil {
+			errs = append(errs, FileResult{File: name, Err: &ParseError{File: name, Problem: pathProblem(err)}})
+			ins = append(ins, input{path: name, display: name})
+			continue
+		}
+		if !st.IsDir() {
+			ins = append(ins, input{path: name, display: name, size: st.Size()})
+			continue
+		}
+		walkErr := filepath.WalkDir(name, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				errs = append(errs, FileResult{File: p, Err: &ParseError{File: p, Problem: pathProblem(err)}})
+				return nil
+			}
+			base := d.Name()
+			if d.IsDir() || !(strings.HasSuffix(base, ".jsonl") || (strings.HasPrefix(base, "session-") && strings.HasSuffix(base, ".json"))) {
+				return nil
+			}
+			info, err := d.Info()
+			if err != nil || !info.Mode().IsRegular() {
+				return nil
+			}
+			rel, _ := filepath.Rel(name, p)
+			project := ""
+			if dir, _, ok := strings.Cut(filepath.ToSlash(rel), "/"); ok {
+				project = dir
+			}
+			ins = append(ins, input{path: p, display: p, project: project, folder: true, size: info.Size()})
+			return nil
+		})
+		if walkErr != nil {
+			errs = append(errs, FileResult{File: name, Err: &ParseError{File: name, Problem: pathProblem(walkErr)}})
+		}
+	}
+	return ins, errs
+}
+
+// runOptions are what a run needs besides its inputs.
+type runOptions struct {
+	policy       toolguard.Policy
+	keep         bool // keep every decision (the JSON and HTML reports)
+	allowNoCalls bool
+	maxEpisode   int
+	workers      int
+}
+
+type unitKind int
+
+const (
+	unitRecord unitKind = iota // one record read on its own
+	unitWhole                  // a whole file
+	unitEnd                    // the end of a file
+	unitFail                   // a file that could not be read
+)
+
+// unit is a piece of work: a chunk of whole lines of a file read record
+// by record (the worker cuts it into records, so that the reading
+// goroutine only reads), or one whole file.
+type unit struct {
+	seq  int
+	kind unitKind
+	file *fileState
+	line int    // unitRecord: the line the chunk starts on
+	data []byte // the chunk, or the whole file
+	err  error
+}
+
+// chunkSize is the size of the chunks of a file read record by record.
+const chunkSize = 1 << 20
+
+// fileState is one input in the pipeline.
+type fileState struct {
+	in  input
+	det detection // for record units
+}
+
+// unitResult is a unit replayed.
+type unitResult struct {
+	unit
+	format Format
+	eps    []EpisodeResult
+	calls  int
+	seen   map[string]int
+	err    error
+}
+
+// run audits the inputs into r: a reading goroutine (this one) cuts the
+// inputs into units, workers decode and replay them in parallel, and a
+// collector puts the results back in input order. At most 2×workers+2
+// units are in flight, so memory is bounded by that many of the largest
+// unit, whatever the size of the inputs. It returns false when some file
+// could not be read or parsed.
+func run(ins []input, opts runOptions, env Env, r *Report) bool {
+	workers := max(opts.workers, 1)
+	units := make(chan unit, workers)
+	results := make(chan unitResult, workers)
+	slots := make(chan struct{}, 2*workers+2)
+	done := make(chan bool)
+
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for u := range units {
+				results <- process(u, opts)
+			}
+		}()
+	}
+	go func() { done <- collect(results, slots, opts, env, r) }()
+
+	var total int64
+	for _, in := range ins {
+		total += in.size
+	}
+	var pr *progress
+	if env.Terminal {
+		name := fmt.Sprintf("%d files", len(ins))
+		if len(ins) == 1 {
+			name = ins[0].display
+		}
+		pr = newProgress(env.Stderr, name, total, env.Now)
+	}
+	seq := 0
+	send := func(u unit) {
+		slots <- struct{}{}
+		u.seq = seq
+		seq++
+		units <- u
+	}
+	for _, in := range ins {
+		read(in, opts, env, pr, send)
+	}
+	close(units)
+	wg.Wait()
+	close(results)
+	ok := <-done
+	if pr != nil {
+		pr.finish()
+	}
+	return ok
+}
+
+// read cuts one input into units and sends them, then its end.
+func read(in input, opts runOptions, env Env, pr *progress, send func(unit)) {
+	f := &fileState{in: in}
+	var src io.Reader
+	if in.path == "-" {
+		src = env.Stdin
+	} else {
+		fh, err := os.Open(in.path)
+		if err != nil {
+			send(unit{kind: unitFail, file: f, err: &ParseError{File: in.display, Problem: pathProblem(err)}})
+			return
+		}
+		defer fh.Close()
+		if st, err := fh.Stat(); err == nil && st.IsDir() {
+			send(unit{kind: unitFail, file: f, err: &ParseError{File: in.display, Problem: "is a directory"}})
+			return
+		}
+		src = fh
+	}
+	if pr != nil {
+		src = progressReader{r: src, p: pr}
+	}
+	// A small file gets a small buffer: a folder holds thousands of them.
+	bufSize := 1 << 20
+	if in.size > 0 && in.size < int64(bufSize) {
+		bufSize = max(int(in.size)+1, 4096)
+	}
+	br := bufio.NewReaderSize(src, bufSize)
+	fail := func(line int, problem string) {
+		send(unit{kind: unitFail, file: f, err: &ParseError{File: in.display, Line: line, Problem: problem}})
+	}
+	// The first non-blank line decides: a complete JSON value whose format
+	// is read record by record is streamed line by line; anything else
+	// (a session transcript, an indented document) is read whole.
+	var head []byte
+	line := 0
+	for {
+		l, err := readLine(br, opts.maxEpisode)
+		if errors.Is(err, errTooLong) {
+			fail(line+1, fmt.Sprintf("a record of more than %s (the --max-episode-size cap)", mib(int64(opts.maxEpisode))))
+			return
+		}
+		if err != nil && err != io.EOF {
+			fail(0, "reading: "+pathProblem(err))
+			return
+		}
+		line++
+		head = append(head, l...)
+		if err == io.EOF {
+			break
+		}
+		head = append(head, '\n')
+		if len(bytes.TrimSpace(l)) > 0 {
+			break
+		}
+	}
+	first := bytes.TrimSpace(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")))
+	if json.Valid(first) {
+		if det, err := detect(first); err == nil && det.perRecord {
+			f.det = det
+			send(unit{kind: unitRecord, file: f, line: line, data: bytes.Clone(first)})
+			readChunks(f, br, line+1, opts.maxEpisode, send, fail)
+			send(unit{kind: unitEnd, file: f})
+			return
+		}
+	}
+	rest, err := io.ReadAll(io.LimitReader(br, int64(opts.maxEpisode-len(head)+1)))
+	if err != nil {
+		fail(0, "reading: "+pathProblem(err))
+		return
+	}
+	if len(head)+len(rest) > opts.maxEpisode {
+		fail(0, fmt.Sprintf("more than %s in one session (the --max-episode-size cap)", mib(int64(opts.maxEpisode))))
+		return
+	}
+	send(unit{kind: unitWhole, file: f, data: append(head, rest...)})
+	send(unit{kind: unitEnd, file: f})
+}
+
+// readChunks sends the rest of a file read record by record as chunks of
+// whole lines, starting at line.
+func readChunks(f *fileState, br *bufio.Reader, line, limit int, send func(unit), fail func(int, string)) {
+	var carry []byte // the start of a line that the last chunk cut
+	for {
+		buf := make([]byte, len(carry), max(chunkSize, 2*len(carry)))
+		copy(buf, carry)
+		n, err := io.ReadFull(br, buf[len(carry):cap(buf)])
+		buf = buf[:len(carry)+n]
+		eof := err == io.EOF || err == io.ErrUnexpectedEOF
+		if err != nil && !eof {
+			fail(0, "reading: "+pathProblem(err))
+			return
+		}
+		if eof && len(buf) == 0 {
+			return
+		}
+		end := len(buf)
+		if !eof {
+			end = bytes.LastIndexByte(buf, '\n') + 1
+		}
+		if end == 0 {
+			// No line ends in the chunk: one long record, kept whole.
+			if len(buf) > limit {
+				fail(line, fmt.Sprintf("a record of more than %s (the --max-episode-size cap)", mib(int64(limit))))
+				return
+			}
+			carry = buf
+			continue
+		}
+		if len(bytes.TrimSpace(buf[:end])) > 0 {
+			send(unit{kind: unitRecord, file: f, line: line, data: buf[:end]})
+		}
+		line += bytes.Count(buf[:end], []byte("\n"))
+		carry = bytes.Clone(buf[end:])
+		if eof {
+			return
+		}
+	}
+}
+
+var errTooLong = errors.New("line too long")
+
+// readLine returns the next line without its newline; io.EOF with the
+// last line. A line longer than limit is errTooLong.
+func readLine(br *bufio.Reader, limit int) ([]byte, error) {
+	l, err := br.ReadSlice('\n')
+	if err == nil || err == io.EOF {
+		return bytes.TrimSuffix(l, []byte("\n")), err
+	}
+	if err != bufio.ErrBufferFull {
+		return nil, err
+	}
+	buf := bytes.Clone(l)
+	for {
+		l, err = br.ReadSlice('\n')
+		buf = append(buf, l...)
+		if len(buf) > limit {
+			return nil, errTooLong
+		}
+		if err == nil || err == io.EOF {
+			return bytes.TrimSuffix(buf, []byte("\n")), err
+		}
+		if err != bufio.ErrBufferFull {
+			return nil, err
+		}
+	}
+}
+
+// process decodes and replays one unit.
+func process(u unit, opts runOptions) unitResult {
+	res := unitResult{unit: u}
+	var eps []Episode
+	switch u.kind {
+	case unitEnd, unitFail:
+		res.err = u.err
+		return res
+	case unitRecord:
+		n := u.line - 1
+		for rest := u.data; len(rest) > 0; {
+			var l []byte
+			l, rest, _ = bytes.Cut(rest, []byte("\n"))
+			n++
+			data := bytes.TrimSpace(l)
+			if len(data) == 0 {
+				continue
+			}
+			rec := record{line: n, data: data}
+			ep, format, err := parseOne(rec, u.file.det.format)
+			if err != nil && !json.Valid(data) {
+				var v any
+				err = errors.New(describeSyntax(json.Unmarshal(data, &v)))
+			}
+			if err != nil {
+				res.err = &ParseError{File: u.file.in.display, Line: rec.lineOf(err.Error()), Problem: err.Error()}
+				return res
+			}
+			merged, fits := mergeFormat(res.format, format)
+			if !fits {
+				res.err = &ParseError{File: u.file.in.display, Line: rec.line,
+					Problem: fmt.Sprintf("%s, but the file's first record is %s (one format per file)", article(format), article(res.format))}
+				return res
+			}
+			res.format = merged
+			if ep.Name == "" {
+				ep.Name = fmt.Sprintf("line %d", rec.line)
+			}
+			charCosts(&ep)
+			eps = append(eps, ep)
+		}
+	case unitWhole:
+		format, got, seen, err := parseWhole(u.file.in.display, u.data)
+		if err != nil {
+			res.err = err
+			return res
+		}
+		res.format, eps, res.seen = format, got, seen
+	}
+	for i := range eps {
+		ep := &eps[i]
+		ep.File = u.file.in.display
+		if ep.Project == "" {
+			ep.Project = u.file.in.project
+		}
+		res.calls += len(ep.Calls)
+		res.eps = append(res.eps, replayEpisode(opts.policy, ep, opts.keep))
+	}
+	return res
+}
+
+// parseOne reads one record of a file read record by record. The episode
+// format is decoded once; on a problem, parseRecord (which decodes field
+// by field) names it precisely.
+func parseOne(rec record, format Format) (Episode, Format, error) {
+	if format == FormatEpisodes {
+		if ep, err := parseEpisodeLine(rec.data); err == nil {
+			return ep, FormatEpisodes, nil
+		}
+	}
+	return parseRecord(rec)
+}
+
+// parseWhole reads a whole file: a session transcript through its reader,
+// or the records of the other formats one by one.
+func parseWhole(name string, data []byte) (Format, []Episode, map[string]int, error) {
+	recs, perr := splitRecords(data, false)
+	if perr != nil {
+		perr.File = name
+		return 0, nil, nil, perr
+	}
+	if !json.Valid(recs[0].data) {
+		var v any
+		return 0, nil, nil, &ParseError{File: name, Line: recs[0].line, Problem: describeSyntax(json.Unmarshal(recs[0].data, &v))}
+	}
+	det, err := detect(recs[0].data)
+	if err != nil {
+		return 0, nil, nil, &ParseError{File: name, Line: recs[0].line, Problem: err.Error()}
+	}
+	if det.newReader == nil {
+		// These records are decoded field by field: check them first, so
+		// that a broken line is named as such.
+		for _, rec := range recs {
+			if !json.Valid(rec.data) {
+				var v any
+				return 0, nil, nil, &ParseError{File: name, Line: rec.line, Problem: describeSyntax(json.Unmarshal(rec.data, &v))}
+			}
+		}
+		format, eps, err := parseRecords(name, recs)
+		for i := range eps {
+			charCosts(&eps[i])
+		}
+		return format, eps, nil, err
+	}
+	rd := det.newReader(name)
+	for _, rec := range recs {
+		if err := rd.record(rec.line, rec.data); err != nil {
+			if !json.Valid(rec.data) {
+				var v any
+				err = errors.New(describeSyntax(json.Unmarshal(rec.data, &v)))
+			}
+			return 0, nil, nil, &ParseError{File: name, Line: rec.line, Problem: err.Error()}
+		}
+	}
+	eps, seen, err := rd.finish()
+	if err != nil {
+		return 0, nil, nil, &ParseError{File: name, Problem: err.Error()}
+	}
+	return det.format, eps, seen, nil
+}
+
+// charCosts gives the calls of an episode without usage their cost in
+// characters.
+func charCosts(ep *Episode) {
+	if ep.Tokens {
+		return
+	}
+	for j := range ep.Calls {
+		ep.Calls[j].Cost = utf8.RuneCountInString(ep.Calls[j].Result)
+	}
+}
+
+// collect puts the results back in input order, reports each file's
+// problem on standard error as its turn comes, and fills r.
+func collect(results <-chan unitResult, slots <-chan struct{}, opts runOptions, env Env, r *Report) bool {
+	ok := true
+	pending := map[int]unitResult{}
+	next := 0
+	var (
+		cur    *fileState
+		fr     FileResult
+		eps    []EpisodeResult
+		seen   map[string]int
+		failed bool
+	)
+	finish := func() {
+		switch {
+		case failed:
+		case fr.Calls == 0 && fr.Format != 0:
+			if seen == nil {
+				seen = map[string]int{fmt.Sprintf("%s records without a tool call", fr.Format): max(fr.Episodes, 1)}
+			}
+			err := noCalls(fr.Format, seen)
+			var nc *noCallsError
+			if errors.As(err, &nc) && opts.allowNoCalls && !nc.unknown {
+				r.Files = append(r.Files, fr)
+				return
+			}
+			fr.Err = &ParseError{File: fr.File, Problem: err.Error()}
+		default:
+			r.Files = append(r.Files, fr)
+			r.Episodes = append(r.Episodes, eps...)
+			return
+		}
+		fmt.Fprintln(env.Stderr, fr.Err)
+		ok = false
+		r.Files = append(r.Files, FileResult{File: fr.File, Err: fr.Err})
+	}
+	for res := range results {
+		pending[res.seq] = res
+		for {
+			u, have := pending[next]
+			if !have {
+				break
+			}
+			delete(pending, next)
+			next++
+			<-slots
+			if u.file != cur {
+				cur, fr, eps, seen, failed = u.file, FileResult{File: u.file.in.display}, nil, nil, false
+			}
+			if failed {
+				continue
+			}
+			if u.err != nil {
+				var pe *ParseError
+				if u.file.in.folder && errors.As(u.err, &pe) && strings.HasPrefix(pe.Problem, "not a transcript") {
+					fr.Skipped, failed = pe.Problem, true
+					r.Files = append(r.Files, fr)
+					continue
+				}
+				fr.Err, failed = u.err, true
+				finish()
+				continue
+			}
+			if u.kind == unitEnd {
+				finish()
+				continue
+			}
+			merged, fits := mergeFormat(fr.Format, u.format)
+			if !fits && u.format != 0 {
+				fr.Err = &ParseError{File: fr.File, Line: u.line,
+					Problem: fmt.Sprintf("%s, but the file's first record is %s (one format per file)", article(u.format), article(fr.Format))}
+				failed = true
+				finish()
+				continue
+			}
+			fr.Format = merged
+			fr.Episodes += len(u.eps)
+			fr.Calls += u.calls
+			eps = append(eps, u.eps...)
+			if u.seen != nil {
+				seen = u.seen
+			}
+		}
+	}
+	return ok
+}
+
+// workersDefault is the number of workers: every core.
+func workersDefault() int { return runtime.GOMAXPROCS(0) }

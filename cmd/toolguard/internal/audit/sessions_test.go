@@ -1,0 +1,242 @@
+package audit
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolguard/toolguard"
+)
+
+const sessions = fixtures + "/sessions"
+
+// TestSessionFormats reads every transcript fixture: its format is told
+// from its content, and its calls come out with their rounds, user turns
+// and failures as the format defines them.
+func TestSessionFormats(t *testing.T) {
+	tests := []struct {
+		file    string
+		format  Format
+		project string
+		tokens  bool
+		want    []shape
+	}{
+		// Two tool_use blocks of msg_…B6 are written on two lines: one round.
+		// The isMeta caveat does not start a turn, the user's words do; the
+		// inline sidechain is an episode of its own.
+		{"claude-code/-home-dev-shop/7c0e5a52-3f1d-4b8e-9a61-2d4f8e1b9c30.jsonl", FormatClaudeCode, "/home/dev/shop", true, []shape{
+			{"7c0e5a52-3f1d-4b8e-9a61-2d4f8e1b9c30", "", []string{"Bash 1 1 !", "Read 2 1", "Bash 3 1 !", "Bash 4 1 !", "Bash 5 1 !", "Grep 6 2", "Read 6 2", "Edit 7 2", "Bash 8 2"}},
+			{"7c0e5a52-3f1d-4b8e-9a61-2d4f8e1b9c30/agent-5d1e2f3a", "", []string{"Grep 1 1"}},
+		}},
+		{"claude-code/-tmp-private/4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl", FormatClaudeCode, "/tmp/private", true, []shape{
+			// One response asks for three Writes (one line each); then two user
+			// requests with a call or two each.
+			{"4c2ddfdc-b619-4525-8d03-1950fb1b0257", "", []string{"Write 1 1", "Write 1 1", "Write 1 1", "Read 2 2", "Edit 3 2", "Bash 4 3"}},
+		}},
+		{"claude-code/-home-USER-projects-spotter/258c7280-ae70-4798-800f-63464d01a85d/subagents/agent-a881341.jsonl", FormatClaudeCode, "/home/USER/projects/spotter-worktrees/spotter-gqc", true, []shape{
+			{"258c7280-ae70-4798-800f-63464d01a85d/agent-a881341", "", []string{"WebFetch 1 1", "WebFetch 2 1"}},
+		}},
+		// The exit code inside each output decides the failure; the context
+		// Codex injects as a user message does not start a turn.
+		{"codex/2025/10/29/rollout-2025-10-29T10-00-00-0199e3b4-5a6b-7c8d-9e0f-a1b2c3d4e5f6.jsonl", FormatCodex, "/home/dev/shop", true, []shape{
+			{"0199e3b4-5a6b-7c8d-9e0f-a1b2c3d4e5f6", "", []string{"shell 1 1 !", "shell 2 1 !", "shell 3 1 !", "shell 4 1 !", "apply_patch 5 1", "shell 6 1"}},
+		}},
+		// The rewind drops the second user message and the call after it.
+		{"gemini/9a1f0c2e/chats/session-2026-04-07T08-00-4f9c2d1e.jsonl", FormatGemini, "9a1f0c2e7d4b", true, []shape{
+			{"4f9c2d1e-8b7a-4c3d-9e2f-1a0b9c8d7e6f", "", []string{"read_file 1 1 !", "read_file 2 1 !", "read_file 3 1 !", "read_file 4 2"}},
+		}},
+		{"api/responses_request.json", FormatResponses, "", false, []shape{
+			{"responses_request", "", []string{"search_kb 1 1", "search_kb 2 1", "search_kb 3 1", "get_order 4 2"}},
+		}},
+		{"api/responses.jsonl", FormatResponses, "", true, []shape{
+			{"responses", "", []string{"get_weather 1 1", "get_weather 2 1", "get_weather 3 1", "web_search 4 1"}},
+		}},
+		{"api/chat_completions.jsonl", FormatChatCompletion, "", true, []shape{
+			{"chat_completions", "", []string{"get_weather 1 1", "get_weather 2 1", "get_weather 3 1"}},
+		}},
+		// Server tool results sit in the assistant message; an error object
+		// is a failure.
+		{"api/anthropic_server_tools.json", FormatAnthropic, "", false, []shape{
+			{"line 1", "", []string{"web_search 1 1 !", "web_search 2 1 !", "web_search 3 1 !", "fetch_page 4 1"}},
+		}},
+		{"api/openai_functions.json", FormatOpenAI, "", false, []shape{
+			{"line 1", "", []string{"lookup_order 1 1 !", "lookup_order 2 1 !", "lookup_order 3 1 !"}},
+		}},
+		// Each step-start begins a model response.
+		{"api/vercel_ui_messages.json", FormatVercel, "", false, []shape{
+			{"line 1", "", []string{"getWeather 1 1 !", "getWeather 2 1 !", "getWeather 3 1 !"}},
+		}},
+		{"otlp/genai_spans.jsonl", FormatOTLP, "", true, []shape{
+			{"conv_7d1e", "", []string{"fetch_invoice 1 1 !", "fetch_invoice 2 1 !", "fetch_invoice 3 1 !"}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			format, eps, err := Parse(tt.file, readFixture(t, filepath.Join("sessions", tt.file)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if format != tt.format || len(eps) != len(tt.want) {
+				t.Fatalf("format %s with %d episodes, want %s with %d", format, len(eps), tt.format, len(tt.want))
+			}
+			for i, ep := range eps {
+				if got := shapeOf(ep); !equalShape(got, tt.want[i]) {
+					t.Errorf("episode %d:\n got %q\nwant %q", i, got, tt.want[i])
+				}
+				if ep.Project != tt.project || ep.Tokens != tt.tokens {
+					t.Errorf("episode %d: project %q tokens %v, want %q %v", i, ep.Project, ep.Tokens, tt.project, tt.tokens)
+				}
+			}
+		})
+	}
+}
+
+func equalShape(a, b shape) bool {
+	return a.name == b.name && a.label == b.label && strings.Join(a.calls, "|") == strings.Join(b.calls, "|")
+}
+
+// TestCosts checks the cost of results: the tokens a round's results
+// added to the next prompt, shared by characters, where usage is recorded.
+func TestCosts(t *testing.T) {
+	_, eps, err := Parse("c", readFixture(t, "sessions/claude-code/-home-dev-shop/7c0e5a52-3f1d-4b8e-9a61-2d4f8e1b9c30.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first response read 4000+120+8 tokens and wrote 60; the second
+	// read 4300+120+8: the failed test's output added 240.
+	if c := eps[0].Calls[0].Cost; c != 240 {
+		t.Errorf("cost of the first result: %d tokens, want 240", c)
+	}
+	// Without usage, a cost is the result's characters.
+	_, eps, err = Parse("o", readFixture(t, "sessions/api/openai_functions.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, want := eps[0].Calls[0].Cost, len("Error: order service timed out"); c != want {
+		t.Errorf("cost %d, want %d characters", c, want)
+	}
+}
+
+// TestNeverSilentlyClean: a file in which no call is found is an error
+// naming what was found, unless --allow-no-calls; a file with records of an
+// unknown kind stays an error even then.
+func TestNeverSilentlyClean(t *testing.T) {
+	noCallsFile := sessions + "/claude-code/-tmp-private/agent-50243ee8.jsonl"
+	st, _, errOut := main3(t, "", noCallsFile)
+	if st != ExitBadInput || !strings.Contains(errOut, "no tool call in this claude-code file (found: 1 assistant text blocks, 1 user messages)") {
+		t.Errorf("status %d, stderr %q", st, errOut)
+	}
+	st, out, errOut := main3(t, "", "--allow-no-calls", noCallsFile)
+	if st != ExitOK || errOut != "" || !strings.Contains(out, "files                        1 (0 not read)") {
+		t.Errorf("--allow-no-calls: status %d\n%s\n%s", st, out, errOut)
+	}
+	unknown := `{"timestamp":"t","type":"session_meta","payload":{"id":"s1","cwd":"/w"}}
+{"timestamp":"t","type":"response_item","payload":{"type":"image_generation_call","id":"ig_1"}}
+`
+	st, _, errOut = main3(t, unknown, "--allow-no-calls", "-")
+	if st != ExitBadInput || !strings.Contains(errOut, "1 unrecognized image_generation_call items") {
+		t.Errorf("unknown kind: status %d, stderr %q", st, errOut)
+	}
+	// Conversations whose call blocks the reader did not know used to be
+	// reported clean: they now read as calls.
+	for _, f := range []string{"api/anthropic_server_tools.json", "api/openai_functions.json", "api/vercel_ui_messages.json"} {
+		st, out, errOut := main3(t, "", "--fail-on", "hint", sessions+"/"+f)
+		if st != ExitFailOn {
+			t.Errorf("%s: status %d\n%s\n%s", f, st, out, errOut)
+		}
+	}
+}
+
+// TestFolder walks the fixtures' folders: sessions are grouped by project,
+// and the file without calls is the only one reported.
+func TestFolder(t *testing.T) {
+	st, out, errOut := main3(t, "", "--format", "json", sessions+"/claude-code")
+	if st != ExitBadInput || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "agent-50243ee8.jsonl") {
+		t.Fatalf("status %d\nstderr:\n%s", st, errOut)
+	}
+	for _, want := range []string{`"project": "/home/dev/shop"`, `"project": "/tmp/private"`, `"refused_by_tool"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("JSON lacks %s", want)
+		}
+	}
+	// A file that is not a transcript, found in a folder, is passed over.
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "notes.jsonl"), `{"todo":"buy milk"}`+"\n")
+	writeFile(t, filepath.Join(dir, "p", "s.jsonl"), string(readFixture(t, "episodes.jsonl")))
+	st, out, errOut = main3(t, "", dir)
+	if st != ExitOK || errOut != "" || !strings.Contains(out, "1 skipped: not transcripts") {
+		t.Errorf("status %d\n%s\n%s", st, out, errOut)
+	}
+}
+
+// TestEpisodeCap: past --max-episode-size a record or a session is an
+// error, and the other files are still audited.
+func TestEpisodeCap(t *testing.T) {
+	dir := t.TempDir()
+	big := `{"episode":"big","calls":[{"tool":"t","result":"` + strings.Repeat("x", 2<<20) + `"}]}` + "\n"
+	writeFile(t, filepath.Join(dir, "big.jsonl"), big)
+	st, out, errOut := main3(t, "", "--max-episode-size", "1", filepath.Join(dir, "big.jsonl"), fixtures+"/episodes.jsonl")
+	if st != ExitBadInput || !strings.Contains(errOut, "big.jsonl: line 1: a record of more than 1.0 MiB (the --max-episode-size cap)") ||
+		!strings.Contains(out, "click-loop") {
+		t.Errorf("status %d\n%s\n%s", st, out, errOut)
+	}
+	// Past the first line, records are read in chunks: a record longer
+	// than the cap is still an error naming its line.
+	second := `{"episode":"small","calls":[{"tool":"t"}]}` + "\n" + big
+	writeFile(t, filepath.Join(dir, "second.jsonl"), second)
+	st, _, errOut = main3(t, "", "--max-episode-size", "1", filepath.Join(dir, "second.jsonl"))
+	if st != ExitBadInput || !strings.Contains(errOut, "second.jsonl: line 2: a record of more than 1.0 MiB") {
+		t.Errorf("status %d\n%s", st, errOut)
+	}
+	doc := "{\n" + `"sessionId":"s1","projectHash":"p1","messages":[{"id":"m1","type":"user","content":"` + strings.Repeat("x", 2<<20) + `"}]}`
+	writeFile(t, filepath.Join(dir, "session-big.json"), doc)
+	st, _, errOut = main3(t, "", "--max-episode-size", "1", filepath.Join(dir, "session-big.json"))
+	if st != ExitBadInput || !strings.Contains(errOut, "session-big.json: more than 1.0 MiB in one session (the --max-episode-size cap)") {
+		t.Errorf("status %d\n%s", st, errOut)
+	}
+}
+
+func main3(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	r := runMain(t, stdin, args...)
+	return r.status, r.stdout, r.stderr
+}
+
+func writeFile(t *testing.T, name, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPipelineOrder: whatever the number of workers, the report lists the
+// files and episodes in input order and is the same.
+func TestPipelineOrder(t *testing.T) {
+	files := []input{}
+	for _, f := range []string{"episodes.jsonl", "openai.jsonl", "anthropic.json"} {
+		files = append(files, input{path: filepath.Join(fixtures, f), display: f})
+	}
+	var want string
+	for _, workers := range []int{1, 2, 7} {
+		r := &Report{Policy: "default"}
+		env := Env{Stderr: &bytes.Buffer{}, Now: time.Now}
+		if !run(files, runOptions{policy: toolguard.Policy{}, keep: true, maxEpisode: DefaultMaxEpisode, workers: workers}, env, r) {
+			t.Fatal("run failed")
+		}
+		var b bytes.Buffer
+		if err := WriteJSON(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		if want == "" {
+			want = b.String()
+		} else if b.String() != want {
+			t.Errorf("%d workers: a different report", workers)
+		}
+	}
+}
