@@ -167,7 +167,7 @@ func (t *Tracker) settle(ctx context.Context, c Call, id string, local, commit b
 		if commit {
 			f = t.cfg.fallback.Commit
 		}
-		_ = f(ctx, id) // a MemoryStore does not fail
+		_ = f(ctx, id) // a store.Memory does not fail
 		return
 	}
 	// A failure is an EventStore. The reservation expires after its TTL: a
