@@ -85,9 +85,9 @@ func Calls(msg openai.ChatCompletionMessage) []toolguard.Call {
 	return calls
 }
 
-// Round is the tool calls of one assistant message, checked together with
-// Tracker.ShouldSkipRound. Calls and Decisions have the same length and
-// order as the message's tool calls.
+// Round is the tool calls of one assistant message, checked together as
+// one round. Calls and Decisions have the same length and order as the
+// message's tool calls.
 type Round struct {
 	Calls     []toolguard.Call
 	Decisions []toolguard.Decision
