@@ -21,28 +21,28 @@ type switchStore struct {
 	inner *store.Memory
 }
 
-func (s *switchStore) Reserve(ctx context.Context, r store.Reservation) (store.Grant, error) {
+func (s *switchStore) Reserve(ctx context.Context, rs []store.Reservation) ([]store.Grant, error) {
 	s.ops.Add(1)
 	if s.down.Load() {
-		return store.Grant{}, errors.New("connection refused")
+		return nil, errors.New("connection refused")
 	}
-	return s.inner.Reserve(ctx, r)
+	return s.inner.Reserve(ctx, rs)
 }
 
-func (s *switchStore) Commit(ctx context.Context, id string) error {
+func (s *switchStore) Commit(ctx context.Context, rs []store.Reservation) error {
 	s.ops.Add(1)
 	if s.down.Load() {
 		return errors.New("connection refused")
 	}
-	return s.inner.Commit(ctx, id)
+	return s.inner.Commit(ctx, rs)
 }
 
-func (s *switchStore) Release(ctx context.Context, id string) error {
+func (s *switchStore) Release(ctx context.Context, rs []store.Reservation) error {
 	s.ops.Add(1)
 	if s.down.Load() {
 		return errors.New("connection refused")
 	}
-	return s.inner.Release(ctx, id)
+	return s.inner.Release(ctx, rs)
 }
 
 func TestBreakerRules(t *testing.T) {
@@ -167,10 +167,16 @@ func TestBreakerOutageCost(t *testing.T) {
 // hangStore answers only when the context ends, like a server that stopped.
 type hangStore struct{ calls *atomic.Int32 }
 
-func (s hangStore) Reserve(ctx context.Context, r store.Reservation) (store.Grant, error) {
+func (s hangStore) Reserve(ctx context.Context, rs []store.Reservation) ([]store.Grant, error) {
 	s.calls.Add(1)
 	<-ctx.Done()
-	return store.Grant{}, ctx.Err()
+	return nil, ctx.Err()
 }
-func (s hangStore) Commit(ctx context.Context, id string) error  { <-ctx.Done(); return ctx.Err() }
-func (s hangStore) Release(ctx context.Context, id string) error { <-ctx.Done(); return ctx.Err() }
+func (s hangStore) Commit(ctx context.Context, rs []store.Reservation) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+func (s hangStore) Release(ctx context.Context, rs []store.Reservation) error {
+	<-ctx.Done()
+	return ctx.Err()
+}

@@ -169,9 +169,9 @@ func TestEventsCarryTheCallContext(t *testing.T) {
 // ctxStore fails a commit whose context is done, as a network store does.
 type ctxStore struct{ *store.Memory }
 
-func (s ctxStore) Commit(ctx context.Context, id string) error {
+func (s ctxStore) Commit(ctx context.Context, rs []store.Reservation) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.Memory.Commit(ctx, id)
+	return s.Memory.Commit(ctx, rs)
 }

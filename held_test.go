@@ -20,29 +20,33 @@ func newHeldStore(now func() time.Time) *heldStore {
 	return &heldStore{Memory: store.NewMemory(now), open: map[string]bool{}}
 }
 
-func (s *heldStore) Reserve(ctx context.Context, r store.Reservation) (store.Grant, error) {
-	g, err := s.Memory.Reserve(ctx, r)
-	if err == nil && g.OK {
-		s.mu.Lock()
-		s.open[r.ID] = true
-		s.mu.Unlock()
-	}
-	return g, err
-}
-
-func (s *heldStore) Commit(ctx context.Context, id string) error {
-	s.settled(id)
-	return s.Memory.Commit(ctx, id)
-}
-
-func (s *heldStore) Release(ctx context.Context, id string) error {
-	s.settled(id)
-	return s.Memory.Release(ctx, id)
-}
-
-func (s *heldStore) settled(id string) {
+func (s *heldStore) Reserve(ctx context.Context, rs []store.Reservation) ([]store.Grant, error) {
+	gs, err := s.Memory.Reserve(ctx, rs)
 	s.mu.Lock()
-	delete(s.open, id)
+	for i, g := range gs {
+		if g.OK {
+			s.open[rs[i].ID] = true
+		}
+	}
+	s.mu.Unlock()
+	return gs, err
+}
+
+func (s *heldStore) Commit(ctx context.Context, rs []store.Reservation) error {
+	s.settled(rs)
+	return s.Memory.Commit(ctx, rs)
+}
+
+func (s *heldStore) Release(ctx context.Context, rs []store.Reservation) error {
+	s.settled(rs)
+	return s.Memory.Release(ctx, rs)
+}
+
+func (s *heldStore) settled(rs []store.Reservation) {
+	s.mu.Lock()
+	for _, r := range rs {
+		delete(s.open, r.ID)
+	}
 	s.mu.Unlock()
 }
 

@@ -42,11 +42,15 @@ func TestMessageMarkers(t *testing.T) {
 
 type failingStore struct{}
 
-func (failingStore) Reserve(context.Context, store.Reservation) (store.Grant, error) {
-	return store.Grant{}, errors.New("connection refused")
+func (failingStore) Reserve(context.Context, []store.Reservation) ([]store.Grant, error) {
+	return nil, errors.New("connection refused")
 }
-func (failingStore) Commit(context.Context, string) error  { return errors.New("connection refused") }
-func (failingStore) Release(context.Context, string) error { return errors.New("connection refused") }
+func (failingStore) Commit(context.Context, []store.Reservation) error {
+	return errors.New("connection refused")
+}
+func (failingStore) Release(context.Context, []store.Reservation) error {
+	return errors.New("connection refused")
+}
 
 // A tool's own session quota is a session quota; counts of one are singular.
 func TestQuotaMessages(t *testing.T) {

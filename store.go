@@ -92,30 +92,53 @@ type grant struct {
 	local bool  // the store failed and the policy fails open: id is held in cfg.fallback
 }
 
-// reserve asks the Store for the call's shared counters, outside the lock.
-func (t *Tracker) reserve(ctx context.Context, c Call, r *toolRule, evs *events) *grant {
-	id := newReservationID()
-	var g store.Grant
-	err := t.storeOp(ctx, c, "reserve", evs, func(ctx context.Context) error {
+// reserve asks the Store, outside the lock, for the shared counters of
+// calls (one round's calls that the local rules allow, in order) in one
+// operation; rules[i] is the rule of calls[i]. A failure is reported for
+// calls[0].
+func (t *Tracker) reserve(ctx context.Context, calls []Call, rules []*toolRule, evs *events) []*grant {
+	rs := make([]store.Reservation, len(calls))
+	for i := range calls {
+		rs[i] = store.Reservation{ID: newReservationID(), Counters: rules[i].counters, TTL: t.cfg.ttl}
+	}
+	var gs []store.Grant
+	err := t.storeOp(ctx, calls[0], "reserve", evs, func(ctx context.Context) error {
 		var err error
-		g, err = t.cfg.store.Reserve(ctx, store.Reservation{ID: id, Counters: r.counters, TTL: t.cfg.ttl})
+		gs, err = t.cfg.store.Reserve(ctx, rs)
+		if err == nil && len(gs) != len(rs) {
+			err = fmt.Errorf("the store answered %d grants for %d reservations", len(gs), len(rs))
+		}
 		return err
 	})
-	if err != nil {
-		if t.cfg.failOpen {
-			// Count locally while the store is down.
-			g, _ = t.cfg.fallback.Reserve(context.Background(), store.Reservation{ID: id, Counters: r.counters, TTL: t.cfg.ttl})
-			if !g.OK {
-				return &grant{g: g, local: true}
-			}
-			return &grant{id: id, g: g, local: true}
+	out := make([]*grant, len(rs))
+	if err != nil && !t.cfg.failOpen {
+		for i := range out {
+			out[i] = &grant{err: err}
 		}
-		return &grant{err: err}
+		return out
 	}
-	if !g.OK {
-		return &grant{g: g}
+	if err != nil {
+		// Count locally while the store is down.
+		gs, _ = t.cfg.fallback.Reserve(context.Background(), rs)
 	}
-	return &grant{id: id, g: g}
+	for i, g := range gs {
+		out[i] = &grant{g: g, local: err != nil}
+		if g.OK {
+			out[i].id = rs[i].ID
+		}
+	}
+	return out
+}
+
+// held is a reservation to settle.
+type held struct {
+	r     store.Reservation
+	local bool // in cfg.fallback
+}
+
+// heldBy returns the reservation a grant holds for a call of tool e.
+func heldBy(g *grant, e *toolEntry) held {
+	return held{r: store.Reservation{ID: g.id, Counters: e.rule.counters}, local: g.local}
 }
 
 // storeOp runs one operation on the Store, bounded by StoreTimeout, unless
@@ -153,32 +176,34 @@ func (t *Tracker) breakerEvent(c Call, bt breakerTurn, err error, evs *events) {
 	}
 }
 
-// settle commits or releases a reservation, outside the lock.
+// settle commits or releases reservations, outside the lock: those of
+// the local fallback at once, the others in one Store operation, reported
+// for c.
 // The commit or release runs even when ctx is already cancelled (the call
 // ran, or its reservation must be returned): only ctx's values are kept.
-func (t *Tracker) settle(ctx context.Context, c Call, id string, local, commit bool, evs *events) {
+func (t *Tracker) settle(ctx context.Context, c Call, hs []held, commit bool, evs *events) {
 	ctx = context.WithoutCancel(ctx)
-	op := "release"
+	var local, remote []store.Reservation
+	for _, h := range hs {
+		if h.local {
+			local = append(local, h.r)
+		} else {
+			remote = append(remote, h.r)
+		}
+	}
+	op, settle := "release", store.Store.Release
 	if commit {
-		op = "commit"
+		op, settle = "commit", store.Store.Commit
 	}
-	if local {
-		f := t.cfg.fallback.Release
-		if commit {
-			f = t.cfg.fallback.Commit
-		}
-		_ = f(ctx, id) // a store.Memory does not fail
-		return
+	if len(local) > 0 {
+		_ = settle(t.cfg.fallback, ctx, local) // a store.Memory does not fail
 	}
-	// A failure is an EventStore. The reservation expires after its TTL: a
-	// commit lost here returns its unit to the quota then, a release lost
-	// here holds it until then.
-	_ = t.storeOp(ctx, c, op, evs, func(ctx context.Context) error {
-		if commit {
-			return t.cfg.store.Commit(ctx, id)
-		}
-		return t.cfg.store.Release(ctx, id)
-	})
+	if len(remote) > 0 {
+		// A failure is an EventStore. The reservations expire after their
+		// TTL: a commit lost here returns its units to the quota then, a
+		// release lost here holds them until then.
+		_ = t.storeOp(ctx, c, op, evs, func(ctx context.Context) error { return settle(t.cfg.store, ctx, remote) })
+	}
 }
 
 // storeLocked turns a refused or failed reservation into a decision.

@@ -70,12 +70,16 @@ func TestStoreConcurrency(t *testing.T) {
 // brokenStore fails every operation.
 type brokenStore struct{ calls atomic.Int32 }
 
-func (s *brokenStore) Reserve(ctx context.Context, r store.Reservation) (store.Grant, error) {
+func (s *brokenStore) Reserve(ctx context.Context, rs []store.Reservation) ([]store.Grant, error) {
 	s.calls.Add(1)
-	return store.Grant{}, errors.New("connection refused")
+	return nil, errors.New("connection refused")
 }
-func (s *brokenStore) Commit(ctx context.Context, id string) error  { return errors.New("down") }
-func (s *brokenStore) Release(ctx context.Context, id string) error { return errors.New("down") }
+func (s *brokenStore) Commit(ctx context.Context, rs []store.Reservation) error {
+	return errors.New("down")
+}
+func (s *brokenStore) Release(ctx context.Context, rs []store.Reservation) error {
+	return errors.New("down")
+}
 
 func TestStoreFaults(t *testing.T) {
 	q := []SharedQuota{{Name: "fleet", Limit: 2}}
@@ -119,12 +123,12 @@ func TestStoreFaults(t *testing.T) {
 // slowStore answers only when the context ends.
 type slowStore struct{}
 
-func (slowStore) Reserve(ctx context.Context, r store.Reservation) (store.Grant, error) {
+func (slowStore) Reserve(ctx context.Context, rs []store.Reservation) ([]store.Grant, error) {
 	<-ctx.Done()
-	return store.Grant{}, ctx.Err()
+	return nil, ctx.Err()
 }
-func (slowStore) Commit(ctx context.Context, id string) error  { return nil }
-func (slowStore) Release(ctx context.Context, id string) error { return nil }
+func (slowStore) Commit(ctx context.Context, rs []store.Reservation) error  { return nil }
+func (slowStore) Release(ctx context.Context, rs []store.Reservation) error { return nil }
 
 func TestCounterKeysDoNotCollide(t *testing.T) {
 	mem := store.NewMemory(nil)
@@ -140,15 +144,104 @@ func TestCounterKeysDoNotCollide(t *testing.T) {
 	run(t, s2, []step{allow(call("b:c", `{}`), "r")})
 }
 
-// countingStore counts the reservations a Tracker asks for.
+// countingStore counts the operations a Tracker asks for (a batch is one
+// operation) and the reservations they carry.
 type countingStore struct {
 	*store.Memory
-	reserves atomic.Int32
+	reserves, commits, releases atomic.Int32 // operations
+	reserved, released          atomic.Int32 // reservations
 }
 
-func (s *countingStore) Reserve(ctx context.Context, r store.Reservation) (store.Grant, error) {
+func (s *countingStore) Reserve(ctx context.Context, rs []store.Reservation) ([]store.Grant, error) {
 	s.reserves.Add(1)
-	return s.Memory.Reserve(ctx, r)
+	s.reserved.Add(int32(len(rs)))
+	return s.Memory.Reserve(ctx, rs)
+}
+
+func (s *countingStore) Commit(ctx context.Context, rs []store.Reservation) error {
+	s.commits.Add(1)
+	return s.Memory.Commit(ctx, rs)
+}
+
+func (s *countingStore) Release(ctx context.Context, rs []store.Reservation) error {
+	s.releases.Add(1)
+	s.released.Add(int32(len(rs)))
+	return s.Memory.Release(ctx, rs)
+}
+
+// ops returns the operations so far: reserves, commits, releases.
+func (s *countingStore) ops() [3]int32 {
+	return [3]int32{s.reserves.Load(), s.commits.Load(), s.releases.Load()}
+}
+
+// TestLocalRefusalMakesNoStoreOperation: the local rules decide first, so
+// a call they refuse costs no round trip to the Store; an allowed call
+// costs one reserve and one commit.
+func TestLocalRefusalMakesNoStoreOperation(t *testing.T) {
+	mem := &countingStore{Memory: store.NewMemory(nil)}
+	tr := NewTracker(Policy{
+		Quotas:     Quotas{Store: mem, SharedQuotas: []SharedQuota{{Name: "fleet", Limit: 100}}},
+		MaxRepeats: 2,
+	})
+	c := call("read", `{"path":"a"}`)
+	run(t, tr, []step{allow(c, "same"), allow(c, "same")})
+	assert.Equal(t, [3]int32{2, 2, 0}, mem.ops())
+	run(t, tr, []step{hint(c, ReasonDuplicate)})
+	d := tr.ShouldSkip(c)
+	require.Equal(t, Abort, d.Verdict)
+	assert.Equal(t, [3]int32{2, 2, 0}, mem.ops(), "a refused call reached the store")
+	assert.Equal(t, 2, mem.Count("quota:fleet"))
+}
+
+// TestRoundReservesOnce: the calls of a round that the local rules allow
+// reserve their counters in one Store operation; those refused after the
+// reservation (the store's limit, a rule that an earlier call of the
+// round fired) release theirs in one operation.
+func TestRoundReservesOnce(t *testing.T) {
+	mem := &countingStore{Memory: store.NewMemory(nil)}
+	var stores []Event
+	tr := NewTracker(Policy{
+		Quotas: Quotas{Store: mem, SharedQuotas: []SharedQuota{{Name: "fleet", Limit: 3}}},
+		Tools:  map[string]ToolPolicy{"grep": {Limit: 1}},
+		OnEvent: func(e Event) {
+			if e.Kind == EventStore {
+				stores = append(stores, e)
+			}
+		},
+	})
+	calls := []Call{
+		call("read", `{"path":"a"}`),
+		call("grep", `{"pattern":"x"}`),
+		call("grep", `{"pattern":"y"}`), // the per-turn limit, after the first grep
+		call("read", `{"path":"b"}`),
+		call("read", `{"path":"c"}`), // the fleet's limit
+	}
+	ds := tr.ShouldSkipRound(calls)
+	verdicts := make([]Verdict, len(ds))
+	for i, d := range ds {
+		verdicts[i] = d.Verdict
+	}
+	assert.Equal(t, []Verdict{Allow, Allow, Hint, Allow, Hint}, verdicts)
+	assert.Equal(t, ReasonToolLimit, ds[2].Reason)
+	assert.Contains(t, ds[2].Message, "for this turn")
+	assert.Contains(t, ds[4].Message, "shared quota 'fleet'")
+	// The third call's unit made the store refuse the fourth: it was
+	// returned, and the fourth asked again.
+	assert.Equal(t, [3]int32{2, 0, 1}, mem.ops(), "one reserve for the round, one release, one reserve again")
+	assert.EqualValues(t, 6, mem.reserved.Load())
+	assert.EqualValues(t, 1, mem.released.Load(), "only the third held units it did not use")
+	assert.Equal(t, 3, mem.Count("quota:fleet"))
+	assert.Empty(t, stores)
+
+	// Guarded.RunRound checks its calls the same way.
+	tr.Reset()
+	g := tr.Wrap(func(context.Context, Call) (string, error) { return "ok", nil })
+	rs := g.RunRound(context.Background(), []Call{call("list", `{"a":1}`), call("list", `{"a":2}`)})
+	for _, r := range rs {
+		assert.Equal(t, Hint, r.Decision.Verdict, "the fleet's quota is used up")
+		assert.Equal(t, ReasonToolLimit, r.Decision.Reason)
+	}
+	assert.Equal(t, [3]int32{3, 0, 1}, mem.ops(), "one reserve for the round")
 }
 
 // TestSpentBudgetMakesNoReservation checks that a call the spent turn

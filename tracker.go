@@ -238,14 +238,10 @@ func (t *Tracker) roundOf(ctx context.Context) uint64 {
 // ShouldSkipRound checks the calls that one model response asked for
 // together, as one round: similar queries among them are distinct
 // questions, and with UnitRounds the round uses one budget unit. The
-// decisions are in the order of calls.
+// decisions are in the order of calls. With a Store, the calls that the
+// local rules allow reserve their shared counters in one Store operation.
 func (t *Tracker) ShouldSkipRound(calls []Call) []Decision {
-	round := t.round.Add(1)
-	ds := make([]Decision, len(calls))
-	for i, c := range calls {
-		ds[i] = t.check(context.Background(), c, round)
-	}
-	return ds
+	return t.checkRound(context.Background(), calls, t.round.Add(1))
 }
 
 // probe is what the Tracker derives from a call before taking its lock.
@@ -337,6 +333,9 @@ func mayHoldURL(args []byte) bool {
 // queryKeys are the argument keys a search query is taken from, in order.
 var queryKeys = []string{"query", "search_query", "q", "text", "question", "prompt"}
 
+// check decides a call. A call whose counters live in the Store is first
+// decided by the local rules: the Store is asked only for a call they
+// allow, and the call is then decided again with the Store's grant.
 func (t *Tracker) check(ctx context.Context, c Call, round uint64) Decision {
 	if c.Tool == "" {
 		return t.invalid(ctx, c, round)
@@ -345,36 +344,88 @@ func (t *Tracker) check(ctx context.Context, c Call, round uint64) Decision {
 	p, names := t.inspect(c, buf[:0])
 	p.round = round
 	evs := events{on: t.cfg.hooked}
-	// A call that the spent turn budget refuses makes no reservation: the
-	// Store is asked only for calls that may run.
-	var g *grant
-	spent := false
-	if len(p.rule.counters) > 0 {
-		t.mu.Lock()
-		spent = t.budgetSpentLocked(round)
-		t.mu.Unlock()
-		if !spent {
-			g = t.reserve(ctx, c, p.rule, &evs)
-		}
-	}
 	now := t.cfg.now()
-
+	var g *grant
 	t.mu.Lock()
-	if spent && !t.budgetSpentLocked(round) {
-		// A Reset came in between: reserve after all.
+	d, ask := t.decideLocked(c, &p, names, now, g, &evs)
+	if ask {
 		t.mu.Unlock()
-		g = t.reserve(ctx, c, p.rule, &evs)
+		g = t.reserve(ctx, []Call{c}, []*toolRule{p.rule}, &evs)[0]
 		t.mu.Lock()
+		d, _ = t.decideLocked(c, &p, names, now, g, &evs)
 	}
-	d := t.decideLocked(c, &p, names, round, now, g, &evs)
 	orphans := t.takeOrphansLocked()
 	t.mu.Unlock()
 	if g != nil && g.id != "" && d.Verdict != Allow {
-		t.settle(ctx, c, g.id, g.local, false, &evs)
+		t.settle(ctx, c, []held{heldBy(g, p.tool)}, false, &evs)
 	}
 	t.settleOrphans(ctx, orphans, &evs)
 	t.emit(ctx, &evs)
 	return d
+}
+
+// checkRound decides the calls of one round in order, as check does, with
+// one Store operation for all the calls that the local rules allow: those
+// are decided after the others of the round.
+func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64) []Decision {
+	ds := make([]Decision, len(calls))
+	type asking struct {
+		i     int
+		p     probe
+		names []byte
+	}
+	var wait []asking
+	evs := events{on: t.cfg.hooked}
+	now := t.cfg.now()
+	var orphans []pendingCall
+	for i, c := range calls {
+		if c.Tool == "" {
+			ds[i] = t.invalid(ctx, c, round)
+			continue
+		}
+		p, names := t.inspect(c, nil)
+		p.round = round
+		t.mu.Lock()
+		d, ask := t.decideLocked(c, &p, names, now, nil, &evs)
+		orphans = append(orphans, t.takeOrphansLocked()...)
+		t.mu.Unlock()
+		if ask {
+			wait = append(wait, asking{i, p, names})
+		}
+		ds[i] = d
+	}
+	if len(wait) > 0 {
+		asked := make([]Call, len(wait))
+		rules := make([]*toolRule, len(wait))
+		for k, w := range wait {
+			asked[k], rules[k] = calls[w.i], w.p.rule
+		}
+		var refused []held
+		for k, g := range t.reserve(ctx, asked, rules, &evs) {
+			w := &wait[k]
+			if len(refused) > 0 && g.err == nil && !g.g.OK {
+				// The units of an earlier call of the round, refused after
+				// all, may be what the Store refused this one for: return
+				// them and ask again.
+				t.settle(ctx, asked[0], refused, false, &evs)
+				refused = nil
+				g = t.reserve(ctx, asked[k:k+1], rules[k:k+1], &evs)[0]
+			}
+			t.mu.Lock()
+			ds[w.i], _ = t.decideLocked(calls[w.i], &w.p, w.names, now, g, &evs)
+			orphans = append(orphans, t.takeOrphansLocked()...)
+			t.mu.Unlock()
+			if g.id != "" && ds[w.i].Verdict != Allow {
+				refused = append(refused, heldBy(g, w.p.tool))
+			}
+		}
+		if len(refused) > 0 {
+			t.settle(ctx, asked[0], refused, false, &evs)
+		}
+	}
+	t.settleOrphans(ctx, orphans, &evs)
+	t.emit(ctx, &evs)
+	return ds
 }
 
 func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
@@ -401,8 +452,11 @@ func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
 }
 
 // decideLocked runs the rules in order and books the decision.
-// names is the call's purpose when it has no query (see inspect).
-func (t *Tracker) decideLocked(c Call, p *probe, names []byte, round uint64, now time.Time, g *grant, evs *events) Decision {
+// names is the call's purpose when it has no query (see inspect). A call
+// that needs the Store and has no grant yet is booked only when a local
+// rule refuses it: otherwise nothing is booked and ask is true (ask the
+// Store, then decide again with its grant).
+func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g *grant, evs *events) (d Decision, ask bool) {
 	ts := &t.turn
 	tool := t.turnTool(p.tool)
 	st := &p.tool.session
@@ -411,12 +465,16 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, round uint64, now
 	tool.fail.refresh(ts.changes)
 
 	from := ts.phase
+	round := p.round
 	d, fired := t.budgetLocked(round)
 	if !fired {
 		d, fired = t.storeLocked(c, p, g, tool, &ks)
 	}
 	if !fired {
 		d, fired = t.rulesLocked(c, p, round, tool, st, &ks)
+	}
+	if !fired && g == nil && len(p.rule.counters) > 0 {
+		return Decision{}, true
 	}
 	d.Phase = ts.phase
 	if d.Verdict == Abort && d.Reason == ReasonBudget {
@@ -449,13 +507,13 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, round uint64, now
 		ts.pending[len(ts.pending)-1].slot = slot
 	}
 	if !evs.on {
-		return d
+		return d, false
 	}
 	evs.add(Event{Kind: EventDecision, Seq: e.Seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, Decision: d, Phase: d.Phase})
 	if ts.phase != from {
 		evs.add(Event{Kind: EventPhase, Seq: e.Seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, From: from, Phase: ts.phase})
 	}
-	return d
+	return d, false
 }
 
 // purposeLocked returns the ledger's purpose of a call: its query, or
@@ -697,7 +755,7 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	phase, pc := t.recordLocked(c, o, key, failed, digest, sig, shape, now, &evs)
 	t.mu.Unlock()
 	if pc.resID != "" {
-		t.settle(ctx, c, pc.resID, pc.resLocal, true, &evs)
+		t.settle(ctx, c, []held{pc.held()}, true, &evs)
 	}
 	t.emit(ctx, &evs)
 	return phase
@@ -931,7 +989,7 @@ func (t *Tracker) clearToolTurnsLocked() {
 func (t *Tracker) dropLocked(pcs []pendingCall) {
 	for _, pc := range pcs {
 		if pc.resID != "" {
-			t.orphans = append(t.orphans, pendingCall{resID: pc.resID, resLocal: pc.resLocal, id: pc.id, key: pc.key})
+			t.orphans = append(t.orphans, pendingCall{resID: pc.resID, resLocal: pc.resLocal, id: pc.id, key: pc.key, tool: pc.tool})
 		}
 	}
 }
@@ -949,9 +1007,14 @@ func (t *Tracker) takeOrphansLocked() []pendingCall {
 // lock: they were allowed, and an allowed call counts against its quotas
 // whether or not it is ever recorded.
 func (t *Tracker) settleOrphans(ctx context.Context, orphans []pendingCall, evs *events) {
-	for _, pc := range orphans {
-		t.settle(ctx, Call{ID: pc.id, Tool: pc.key.tool}, pc.resID, pc.resLocal, true, evs)
+	if len(orphans) == 0 {
+		return
 	}
+	hs := make([]held, len(orphans))
+	for i, pc := range orphans {
+		hs[i] = pc.held()
+	}
+	t.settle(ctx, Call{ID: orphans[0].id, Tool: orphans[0].key.tool}, hs, true, evs)
 }
 
 // Ledger returns a copy of the entries in order, at most Policy.LedgerSize
@@ -1048,8 +1111,7 @@ func (g *Guarded) Run(ctx context.Context, c Call) Result {
 func (g *Guarded) RunRound(ctx context.Context, calls []Call) []Result {
 	ctx = g.t.WithRound(ctx)
 	rs := make([]Result, len(calls))
-	for i, c := range calls {
-		d := g.t.ShouldSkipContext(ctx, c)
+	for i, d := range g.t.checkRound(ctx, calls, g.t.roundOf(ctx)) {
 		rs[i] = Result{Text: d.Message, Err: d.Err, Decision: d, Phase: d.Phase}
 	}
 	for i, c := range calls {

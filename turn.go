@@ -159,6 +159,11 @@ type pendingCall struct {
 	args []byte
 }
 
+// held returns the Store reservation the call holds.
+func (pc *pendingCall) held() held {
+	return heldBy(&grant{id: pc.resID, local: pc.resLocal}, pc.tool)
+}
+
 // findPending returns the index of the pending call that a Record of (id,
 // key) completes: the one with that id, else, when byKey is set, the
 // oldest with that key and no other id.

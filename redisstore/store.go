@@ -271,7 +271,20 @@ func (s *Store) checkPolicy(ctx context.Context) error {
 // in one atomic step. A Reserve with the id of a reservation that is still
 // held (a retry after a lost reply) takes nothing more and reports the
 // reservation as granted.
-func (s *Store) Reserve(ctx context.Context, r store.Reservation) (store.Grant, error) {
+func (s *Store) Reserve(ctx context.Context, rs []store.Reservation) ([]store.Grant, error) {
+	gs := make([]store.Grant, len(rs))
+	for i, r := range rs {
+		g, err := s.reserveOne(ctx, r)
+		if err != nil {
+			_ = s.Release(context.WithoutCancel(ctx), rs[:i])
+			return nil, err
+		}
+		gs[i] = g
+	}
+	return gs, nil
+}
+
+func (s *Store) reserveOne(ctx context.Context, r store.Reservation) (store.Grant, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Grant{}, fmt.Errorf("redisstore: reserve: %w", err)
 	}
@@ -317,15 +330,24 @@ func (s *Store) Reserve(ctx context.Context, r store.Reservation) (store.Grant, 
 // Commit implements store.Store: the reservation's units become
 // committed. Committing a reservation that is unknown, settled already or
 // expired does nothing.
-func (s *Store) Commit(ctx context.Context, id string) error {
-	return s.settleOp(ctx, "commit", id, "1")
+func (s *Store) Commit(ctx context.Context, rs []store.Reservation) error {
+	return s.settleAll(ctx, "commit", rs, "1")
 }
 
 // Release implements store.Store: the reservation's units return to
 // their counters. Releasing a reservation that is unknown, settled already
 // or expired does nothing.
-func (s *Store) Release(ctx context.Context, id string) error {
-	return s.settleOp(ctx, "release", id, "0")
+func (s *Store) Release(ctx context.Context, rs []store.Reservation) error {
+	return s.settleAll(ctx, "release", rs, "0")
+}
+
+func (s *Store) settleAll(ctx context.Context, op string, rs []store.Reservation, commit string) error {
+	for _, r := range rs {
+		if err := s.settleOp(ctx, op, r.ID, commit); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *Store) settleOp(ctx context.Context, op, id, commit string) error {

@@ -38,14 +38,22 @@ func NewMemory(now func() time.Time) *Memory {
 }
 
 // Reserve implements Store.
-func (s *Memory) Reserve(ctx context.Context, r Reservation) (Grant, error) {
+func (s *Memory) Reserve(ctx context.Context, rs []Reservation) ([]Grant, error) {
 	if err := ctx.Err(); err != nil {
-		return Grant{}, err
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
 	s.expireLocked(now)
+	gs := make([]Grant, len(rs))
+	for i, r := range rs {
+		gs[i] = s.reserveLocked(r, now)
+	}
+	return gs, nil
+}
+
+func (s *Memory) reserveLocked(r Reservation, now time.Time) Grant {
 	g := Grant{OK: true, Blocked: -1, Counts: make([]int, len(r.Counters))}
 	if _, retry := s.held[r.ID]; retry {
 		// The same reservation again (a retried request): it holds already.
@@ -54,7 +62,7 @@ func (s *Memory) Reserve(ctx context.Context, r Reservation) (Grant, error) {
 				g.Counts[i] = mc.count + mc.held
 			}
 		}
-		return g, nil
+		return g
 	}
 	for i, c := range r.Counters {
 		mc := s.counterLocked(c.Key, now)
@@ -68,7 +76,7 @@ func (s *Memory) Reserve(ctx context.Context, r Reservation) (Grant, error) {
 		}
 	}
 	if !g.OK {
-		return g, nil
+		return g
 	}
 	keys := make([]string, len(r.Counters))
 	for i, c := range r.Counters {
@@ -89,28 +97,32 @@ func (s *Memory) Reserve(ctx context.Context, r Reservation) (Grant, error) {
 		ttl = DefaultTTL
 	}
 	s.held[r.ID] = memHold{keys: keys, expires: now.Add(ttl)}
-	return g, nil
+	return g
 }
 
 // Commit implements Store.
-func (s *Memory) Commit(ctx context.Context, id string) error { return s.settle(id, true) }
+func (s *Memory) Commit(ctx context.Context, rs []Reservation) error { return s.settle(rs, true) }
 
 // Release implements Store.
-func (s *Memory) Release(ctx context.Context, id string) error { return s.settle(id, false) }
+func (s *Memory) Release(ctx context.Context, rs []Reservation) error { return s.settle(rs, false) }
 
-func (s *Memory) settle(id string, commit bool) error {
+// settle books or returns the units of rs. A reservation that expired or
+// was settled already is skipped.
+func (s *Memory) settle(rs []Reservation, commit bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h, ok := s.held[id]
-	if !ok {
-		return nil // expired, or settled already
-	}
-	delete(s.held, id)
-	for _, k := range h.keys {
-		if mc := s.counters[k]; mc != nil {
-			mc.held--
-			if commit {
-				mc.count++
+	for _, r := range rs {
+		h, ok := s.held[r.ID]
+		if !ok {
+			continue
+		}
+		delete(s.held, r.ID)
+		for _, k := range h.keys {
+			if mc := s.counters[k]; mc != nil {
+				mc.held--
+				if commit {
+					mc.count++
+				}
 			}
 		}
 	}

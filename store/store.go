@@ -14,18 +14,31 @@ import (
 )
 
 // Store keeps quota counters that several Trackers share: the replicas of
-// an agent service, or the sessions of one tenant. Reserve takes one unit
-// of every counter atomically, or none; Commit books a reservation whose
-// call ran; Release returns one whose call did not. A reservation neither
-// committed nor released (a crashed replica) is released by the store
-// after its TTL, so quota is not leaked.
+// an agent service, or the sessions of one tenant. Every method takes a
+// batch: the Tracker sends the reservations of one round of calls (the
+// calls of one model response) in one Reserve.
+//
+// Reserve takes, for each reservation in order, one unit of every one of
+// its counters, or none of them; a later reservation of the batch sees the
+// units an earlier one took. The grants are in the order of rs. An error
+// means that no reservation of rs holds: a store that took some units
+// before it failed gives them back (or their TTL does).
+//
+// Commit books reservations whose calls ran; Release returns those whose
+// calls did not. The Tracker passes the reservations as Reserve was given
+// them. A store may apply Commit and Release after they return (the
+// redisstore module sends them in the background, batched): until then
+// the units stay counted as reserved, so every total is the same either
+// way. A reservation neither committed nor released (a crashed replica, a
+// lost commit) is released by the store after its TTL, so quota is not
+// leaked; a commit lost so gives its unit back.
 //
 // Memory shares counters inside one process; the redisstore module shares
-// them across processes.
+// them across processes and Redis Cluster shards.
 type Store interface {
-	Reserve(ctx context.Context, r Reservation) (Grant, error)
-	Commit(ctx context.Context, id string) error
-	Release(ctx context.Context, id string) error
+	Reserve(ctx context.Context, rs []Reservation) ([]Grant, error)
+	Commit(ctx context.Context, rs []Reservation) error
+	Release(ctx context.Context, rs []Reservation) error
 }
 
 // Reservation asks a Store for one unit of each counter.
