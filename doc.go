@@ -59,8 +59,9 @@
 //     call runs somewhere you do not control with a function — a framework
 //     callback, a queue, another process — or you need the Decision before
 //     deciding how to run it. Every allowed call must be recorded.
-//   - ShouldSkipRound: the same for the calls of one model response checked
-//     together before any of them runs.
+//   - ShouldSkipRound (or ShouldSkipRoundContext): the same for the calls
+//     of one model response checked together before any of them runs; with
+//     a Store, the round asks it once.
 //   - An adapter, when your agent runs on a framework: each wires the
 //     Tracker into that framework's own hook, in its own module under
 //     github.com/toolguard/toolguard. MCP servers: adapters/mcpgo

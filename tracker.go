@@ -244,6 +244,13 @@ func (t *Tracker) ShouldSkipRound(calls []Call) []Decision {
 	return t.checkRound(context.Background(), calls, t.round.Add(1))
 }
 
+// ShouldSkipRoundContext is ShouldSkipRound with a context: for the Store
+// (one operation for the round, bounded by Policy.StoreTimeout) and for
+// the events. When ctx comes from WithRound, the calls join that round.
+func (t *Tracker) ShouldSkipRoundContext(ctx context.Context, calls []Call) []Decision {
+	return t.checkRound(ctx, calls, t.roundOf(ctx))
+}
+
 // probe is what the Tracker derives from a call before taking its lock.
 type probe struct {
 	round uint64
@@ -1111,7 +1118,7 @@ func (g *Guarded) Run(ctx context.Context, c Call) Result {
 func (g *Guarded) RunRound(ctx context.Context, calls []Call) []Result {
 	ctx = g.t.WithRound(ctx)
 	rs := make([]Result, len(calls))
-	for i, d := range g.t.checkRound(ctx, calls, g.t.roundOf(ctx)) {
+	for i, d := range g.t.ShouldSkipRoundContext(ctx, calls) {
 		rs[i] = Result{Text: d.Message, Err: d.Err, Decision: d, Phase: d.Phase}
 	}
 	for i, c := range calls {

@@ -971,6 +971,28 @@ func TestWithRoundSequentialCallsUseOneUnit(t *testing.T) {
 	assert.LessOrEqual(t, n, maxFinishedRounds)
 }
 
+// TestShouldSkipRoundContextJoinsTheRound: a round checked with a context
+// from WithRound is that round, and a call checked later with the same
+// context joins it.
+func TestShouldSkipRoundContextJoinsTheRound(t *testing.T) {
+	tr := NewTracker(Policy{MaxCallsPerTurn: 2, BudgetUnit: UnitRounds})
+	check := func(ctx context.Context, calls ...Call) {
+		t.Helper()
+		for i, d := range tr.ShouldSkipRoundContext(ctx, calls) {
+			require.Equal(t, Allow, d.Verdict)
+			tr.Record(calls[i], Outcome{Result: "ok"})
+		}
+	}
+	round := tr.WithRound(context.Background())
+	check(round, call("read", `{"path":"a"}`), call("read", `{"path":"b"}`))
+	c := call("read", `{"path":"c"}`)
+	require.Equal(t, Allow, tr.ShouldSkipContext(round, c).Verdict)
+	tr.Record(c, Outcome{Result: "ok"})
+	assert.Equal(t, 1, tr.Summary().Budget.Used)
+	check(context.Background(), call("read", `{"path":"d"}`))
+	assert.Equal(t, 2, tr.Summary().Budget.Used, "a context without a round is a new round")
+}
+
 func TestEnumStrings(t *testing.T) {
 	assert.Equal(t, "allow hint abort", fmt.Sprint(Allow, Hint, Abort))
 	assert.Equal(t, "normal nudge wind_down exhausted", fmt.Sprint(PhaseNormal, PhaseNudge, PhaseWindDown, PhaseExhausted))

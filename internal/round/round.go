@@ -10,8 +10,9 @@ import (
 	"github.com/toolguard/toolguard"
 )
 
-// Check returns the decisions for calls checked as one round: each with
-// t.ShouldSkipContext under one t.WithRound(ctx), so the events carry ctx.
+// Check returns the decisions for calls checked as one round with
+// t.ShouldSkipRoundContext: the events carry ctx, and the Store is asked
+// once for the round.
 // A nil t allows every call; a nil ctx is context.Background().
 func Check(ctx context.Context, t *toolguard.Tracker, calls []toolguard.Call) []toolguard.Decision {
 	if t == nil {
@@ -20,12 +21,7 @@ func Check(ctx context.Context, t *toolguard.Tracker, calls []toolguard.Call) []
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx = t.WithRound(ctx)
-	ds := make([]toolguard.Decision, len(calls))
-	for i, c := range calls {
-		ds[i] = t.ShouldSkipContext(ctx, c)
-	}
-	return ds
+	return t.ShouldSkipRoundContext(ctx, calls)
 }
 
 // Err returns the error of the first aborted decision, toolguard.ErrLoop
