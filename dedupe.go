@@ -64,8 +64,8 @@ const (
 // Bounds of the argument canonicalizer. Payloads beyond them are hashed as
 // raw bytes, see hashArgs.
 const (
-	canonMaxDepth = 512     // maximum nesting of arrays and objects
-	canonMaxBytes = 1 << 30 // maximum payload size in bytes (positions are int32)
+	canonMaxDepth = 512      // maximum nesting of arrays and objects
+	canonMaxBytes = 64 << 20 // maximum payload size in bytes
 )
 
 // Tuning of the argument canonicalizer.
@@ -450,6 +450,10 @@ type canonScratch struct {
 	open  []int32     // key positions of the members of the open objects
 	stack []canonOpen // the open arrays and objects
 
+	// counting: index's first pass, which counts what the second stores.
+	counting                     bool
+	nOpen, maxOpen, nKeys, nObjs int
+
 	h      hash.Hash
 	sum    [sha256.Size]byte
 	buf    []byte // bytes written but not hashed yet
@@ -457,7 +461,6 @@ type canonScratch struct {
 	num    []byte // the canonical form of a number
 	mat    int    // > 0: write to vals instead, to order duplicate keys
 	vals   []byte
-	spans  []canonSpan // values in vals
 }
 
 // canonObj is an object whose members index listed: the position of its
@@ -470,16 +473,14 @@ type canonOpen struct {
 	reorder bool  // members are not in increasing key order, or are ignored
 	start   int32 // position of the '{' or '['
 	base    int32 // open[base:] are its members
+	n       int32 // its members so far, ignored ones not counted
 	prev    int32 // key position of its last member, -1 if none
 }
-
-// canonSpan is the byte range vals[lo:hi].
-type canonSpan struct{ lo, hi int32 }
 
 // release clears c and returns it to the pool unless it grew large.
 func (c *canonScratch) release() {
 	c.in = nil
-	size := cap(c.buf) + cap(c.num) + cap(c.vals) + 8*cap(c.spans) + 12*cap(c.objs) + 4*cap(c.keys) + 4*cap(c.open) + 20*cap(c.stack)
+	size := cap(c.buf) + cap(c.num) + cap(c.vals) + 12*cap(c.objs) + 4*cap(c.keys) + 4*cap(c.open) + 20*cap(c.stack)
 	if size > canonKeepSize {
 		return
 	}
@@ -510,8 +511,24 @@ func (c *canonScratch) hash(in []byte, ignore []string) (Hash, bool) {
 // is not valid JSON or nests deeper than canonMaxDepth; white space only is
 // valid.
 func (c *canonScratch) index(in []byte, ignore []string) bool {
-	c.in = in
-	c.objs, c.keys, c.open, c.stack = c.objs[:0], c.keys[:0], c.open[:0], c.stack[:0]
+	// Two passes: the first counts what the second stores, which is then
+	// allocated once at its size (append allocates up to five times it).
+	c.in, c.counting = in, true
+	c.nOpen, c.maxOpen, c.nKeys, c.nObjs = 0, 0, 0, 0
+	if !c.scan(ignore) {
+		return false
+	}
+	c.counting = false
+	c.open, c.keys, c.objs = canonReserve(c.open, c.maxOpen), canonReserve(c.keys, c.nKeys), canonReserve(c.objs, c.nObjs)
+	c.scan(ignore)
+	slices.SortFunc(c.objs, func(a, b canonObj) int { return cmp.Compare(a.start, b.start) })
+	return true
+}
+
+// scan is a pass of index over c.in.
+func (c *canonScratch) scan(ignore []string) bool {
+	in := c.in
+	c.stack = c.stack[:0]
 	n := len(in)
 	i := canonSkipWS(in, 0)
 	if i == n {
@@ -586,7 +603,6 @@ value:
 			i++
 		}
 	}
-	slices.SortFunc(c.objs, func(a, b canonObj) int { return cmp.Compare(a.start, b.start) })
 	return i == n
 }
 
@@ -609,7 +625,13 @@ func (c *canonScratch) key(i int, ignore []string) int {
 			f.reorder = true
 		}
 		f.prev = int32(i)
-		c.open = append(canonGrow(c.open, 1), int32(i))
+		f.n++
+		if c.counting {
+			c.nOpen++
+			c.maxOpen = max(c.maxOpen, c.nOpen)
+		} else {
+			c.open = append(c.open, int32(i))
+		}
 	}
 	if i = canonSkipWS(in, e); i >= len(in) || in[i] != ':' {
 		return -1
@@ -622,12 +644,34 @@ func (c *canonScratch) key(i int, ignore []string) int {
 func (c *canonScratch) closeObject() {
 	f := c.stack[len(c.stack)-1]
 	c.stack = c.stack[:len(c.stack)-1]
+	// The members of the payload, when no other object is listed, are
+	// listed where they are: a large flat object is not copied.
+	listed := len(c.keys)
+	if c.counting {
+		listed = c.nKeys
+	}
+	inPlace := len(c.stack) == 0 && listed == 0
+	switch {
+	case c.counting:
+		if f.reorder {
+			c.nObjs++
+			if !inPlace {
+				c.nKeys += int(f.n)
+			}
+		}
+		c.nOpen -= int(f.n)
+		return
+	case !f.reorder:
+	case inPlace:
+		c.keys, c.open = c.open, c.keys
+	default:
+		c.keys = append(c.keys, c.open[f.base:]...)
+	}
 	if f.reorder {
-		off := len(c.keys)
-		c.keys = append(canonGrow(c.keys, len(c.open)-int(f.base)), c.open[f.base:]...)
+		off := len(c.keys) - int(f.n)
 		in := c.in
 		slices.SortFunc(c.keys[off:], func(a, b int32) int { return canonCmpKeys(in, int(a), int(b)) })
-		c.objs = append(canonGrow(c.objs, 1), canonObj{f.start, int32(off), int32(len(c.keys) - off)})
+		c.objs = append(c.objs, canonObj{f.start, int32(off), f.n})
 	}
 	c.open = c.open[:f.base]
 }
@@ -728,31 +772,34 @@ func (c *canonScratch) member(i int) int {
 
 // duplicates writes the members whose keys, at the positions ks, are equal,
 // ordered by their canonical values, and returns the index after the value
-// that ends last in the payload. The values are written to vals first, to
-// be compared.
+// that ends last in the payload. The values are written to vals first, each
+// after its length, to be compared; ks is overwritten with their offsets.
 func (c *canonScratch) duplicates(ks []int32) int {
 	in := c.in
-	base, v0 := len(c.spans), len(c.vals)
-	end := 0
+	key, v0, end := int(ks[0]), len(c.vals), 0
 	c.mat++
-	for _, k := range ks {
+	for n, k := range ks {
 		i, _, _ := canonScanString(in, int(k))
 		i = canonSkipWS(in, canonSkipWS(in, i)+1)
 		lo := len(c.vals)
+		c.vals = append(canonGrow(c.vals, 4), 0, 0, 0, 0)
 		end = max(end, c.value(i))
-		c.spans = append(canonGrow(c.spans, 1), canonSpan{int32(lo), int32(len(c.vals))})
+		binary.LittleEndian.PutUint32(c.vals[lo:], uint32(len(c.vals)-lo-4))
+		ks[n] = int32(lo)
 	}
 	c.mat--
-	vs := c.spans[base:]
-	slices.SortFunc(vs, func(a, b canonSpan) int { return bytes.Compare(c.vals[a.lo:a.hi], c.vals[b.lo:b.hi]) })
+	val := func(lo int32) []byte {
+		return c.vals[lo+4 : lo+4+int32(binary.LittleEndian.Uint32(c.vals[lo:]))]
+	}
+	slices.SortFunc(ks, func(a, b int32) int { return bytes.Compare(val(a), val(b)) })
 	v1 := len(c.vals)
-	for n, s := range vs {
+	for n, lo := range ks {
 		if n > 0 {
 			c.byte(',')
 		}
-		c.str(int(ks[0]))
+		c.str(key)
 		c.byte(':')
-		c.write(c.vals[s.lo:s.hi])
+		c.write(val(lo))
 	}
 	if c.mat > 0 {
 		// Written to vals too: move the members over the values.
@@ -760,7 +807,6 @@ func (c *canonScratch) duplicates(ks []int32) int {
 	} else {
 		c.vals = c.vals[:v0]
 	}
-	c.spans = c.spans[:base]
 	return end
 }
 
@@ -951,6 +997,14 @@ func canonGrow[T any](s []T, n int) []T {
 	t := make([]T, len(s), max(2*cap(s), len(s)+n, 16))
 	copy(t, s)
 	return t
+}
+
+// canonReserve returns s emptied, with room for n elements.
+func canonReserve[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, 0, n)
+	}
+	return s[:0]
 }
 
 // b2i is 1 if b, else 0.
@@ -1544,18 +1598,19 @@ func canonRawEqual(raw []byte, s string) bool {
 	return s == ""
 }
 
-// canonRawString returns the decoded raw JSON string content raw.
-func canonRawString(raw []byte) string {
+// canonRawString returns the decoded raw JSON string content raw, cut to
+// at most max bytes.
+func canonRawString(raw []byte, max int) string {
 	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw)
+		return string(raw[:min(len(raw), max)])
 	}
 	var b strings.Builder
-	b.Grow(len(raw))
+	b.Grow(min(len(raw), max)) // escapes decode to fewer bytes
 	var tmp [utf8.UTFMax]byte
-	for j := 0; j < len(raw); {
+	for j := 0; j < len(raw) && b.Len() < max; {
 		var p []byte
 		p, j = canonRawPiece(raw, j, &tmp)
-		b.Write(p)
+		b.Write(p[:min(len(p), max-b.Len())])
 	}
 	return b.String()
 }
@@ -1573,13 +1628,14 @@ func canonRawPrefix(dst []byte, raw []byte) int {
 	return n
 }
 
-// topLevelString returns the decoded value of the first key, in the order of
-// keys, whose value in the top-level JSON object args is a string. As with
+// topLevelString returns the decoded value, cut to at most max bytes, of the
+// first key, in the order of keys, whose value in the top-level JSON object
+// args is a string. As with
 // encoding/json, the last of duplicate keys counts. It returns ("", false)
 // if args is not a valid JSON object (nesting deeper than canonMaxDepth
 // included), has none of the keys, or their values are not strings. Nested
 // values are skipped without decoding; only the result is allocated.
-func topLevelString(args []byte, keys []string) (string, bool) {
+func topLevelString(args []byte, keys []string, max int) (string, bool) {
 	for _, k := range keys {
 		var val []byte
 		t := canonTopOf(args)
@@ -1596,7 +1652,7 @@ func topLevelString(args []byte, keys []string) (string, bool) {
 			return "", false
 		}
 		if len(val) > 0 && val[0] == '"' {
-			return canonRawString(val[1 : len(val)-1]), true
+			return canonRawString(val[1:len(val)-1], max), true
 		}
 	}
 	return "", false
@@ -1626,7 +1682,7 @@ func argURL(args []byte) (host, path string, ok bool) {
 		if !bytes.HasPrefix(p, []byte("http://")) && !bytes.HasPrefix(p, []byte("https://")) {
 			continue
 		}
-		u, err := url.Parse(canonRawString(raw))
+		u, err := url.Parse(canonRawString(raw, len(raw)))
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 			continue
 		}

@@ -4,14 +4,22 @@ import (
 	"bytes"
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // largeArgs returns a tool-call argument of about size bytes of the named
 // shape: "keys" (one flat object with many keys in no order), "nested" (an
 // array of objects with unsorted keys, see canonBenchDoc), "files" (the
 // same as BenchmarkLargeArgs), "sorted" (one flat object in canonical
-// form) or "string" (a write_file call: one large string with escapes).
+// form), "string" (a write_file call: one large string with escapes),
+// "search" (the same as a search query) or the hostile "tiny" (an array of
+// small objects with unsorted keys), "dups" (one key repeated) and "deep"
+// (duplicate keys nested 511 deep).
 func largeArgs(t testing.TB, shape string, size int) []byte {
 	var b bytes.Buffer
 	switch shape {
@@ -26,6 +34,30 @@ func largeArgs(t testing.TB, shape string, size int) []byte {
 		b.WriteByte('}')
 	case "nested":
 		return canonBenchDoc(size)
+	case "search":
+		return bytes.Replace(largeArgs(t, "string", size), []byte(`"content"`), []byte(`"query"`), 1)
+	case "tiny": // many small objects with unsorted keys
+		b.WriteByte('[')
+		for i := 0; b.Len() < size; i++ {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`{"b":0,"a":0}`)
+		}
+		b.WriteByte(']')
+	case "dups": // one key, many times
+		b.WriteByte('{')
+		for i := 0; b.Len() < size; i++ {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`"a":0`)
+		}
+		b.WriteByte('}')
+	case "deep": // duplicate keys at every level, the payload at the bottom
+		b.WriteString(strings.Repeat(`{"a":`, canonMaxDepth-1))
+		b.WriteString(`"` + strings.Repeat("x", max(0, size-12*canonMaxDepth)) + `"`)
+		b.WriteString(strings.Repeat(`,"a":0}`, canonMaxDepth-1))
 	case "sorted":
 		b.WriteByte('{')
 		for i := 0; b.Len() < size; i++ {
@@ -80,23 +112,57 @@ func argsAllocs(tool string, args []byte) (bytesPerCall, allocsPerCall uint64) {
 	return bytesPerCall, allocsPerCall
 }
 
+// TestLargeArgsMemory pins what a call with a large argument allocates
+// (issue 18): at most 1× the argument for the shapes tools send, at most 8×
+// for hostile ones (duplicate keys nested 511 deep are the worst), for
+// arguments of 16 MB and of 40 MB (above v0.1.0's 16 MiB limit).
 func TestLargeArgsMemory(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("allocation figures of large arguments")
 	}
-	for _, size := range []int{1 << 20, 16_000_000, 40_000_000} {
-		for _, shape := range []string{"keys", "nested", "files", "sorted", "string"} {
+	for _, size := range []int{16_000_000, 40_000_000} {
+		for _, shape := range []string{"keys", "nested", "files", "sorted", "string", "search", "tiny", "dups", "deep"} {
 			args := largeArgs(t, shape, size)
-			for _, tool := range []string{"write", "web_search"} {
-				if tool == "web_search" && shape != "string" {
-					continue
-				}
-				if tool == "web_search" {
-					args = bytes.Replace(args, []byte(`"content"`), []byte(`"query"`), 1)
-				}
-				n, a := argsAllocs(tool, args)
-				t.Logf("%-10s %-9s %9d bytes: %11d bytes (%.2f×) in %d allocations per call", tool, shape, len(args), n, float64(n)/float64(len(args)), a)
+			tool, bound := "write", 1.0
+			switch shape {
+			case "search":
+				tool = "web_search"
+			case "tiny", "dups", "deep":
+				bound = 8
+			}
+			n, a := argsAllocs(tool, args)
+			ratio := float64(n) / float64(len(args))
+			t.Logf("%-6s %9d bytes: %11d bytes (%.2f×) in %d allocations per call", shape, len(args), n, ratio, a)
+			if ratio > bound {
+				t.Errorf("%s, %d bytes: a call allocates %.2f× the argument, want at most %v×", shape, len(args), ratio, bound)
 			}
 		}
 	}
+}
+
+// TestHashArgsBeyond16MiB checks that arguments larger than v0.1.0's limit
+// are canonicalized: key order and white space do not matter.
+func TestHashArgsBeyond16MiB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large arguments")
+	}
+	sorted := largeArgs(t, "sorted", 20<<20)
+	// The same members in reverse order, indented.
+	members := bytes.Split(sorted[1:len(sorted)-1], []byte(","))
+	slices.Reverse(members)
+	reversed := append(append([]byte("{\n  "), bytes.Join(members, []byte(",\n  "))...), "\n}"...)
+	require.Greater(t, len(reversed), v1MaxBytes)
+	h := hashArgs(sorted, nil)
+	assert.Equal(t, h, hashArgs(reversed, nil))
+	assert.Equal(t, canonTestSum(canonPrefixJSON, string(sorted)), h) // already canonical
+	assert.NotEqual(t, h, hashArgs(bytes.Replace(sorted, []byte(`"k00000001":1`), []byte(`"k00000001":2`), 1), nil))
+
+	// Beyond canonMaxBytes: raw.
+	big := make([]byte, canonMaxBytes+1)
+	copy(big, `"`)
+	for i := 1; i < len(big)-1; i++ {
+		big[i] = 'x'
+	}
+	big[len(big)-1] = '"'
+	assert.Equal(t, canonRawHash(big), hashArgs(big, nil))
 }
