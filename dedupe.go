@@ -97,16 +97,21 @@ const (
 //
 // A payload that is not valid JSON (trailing garbage and invalid UTF-8
 // outside strings included), that nests arrays and objects deeper than
-// canonMaxDepth (512), or that is larger than canonMaxBytes (16 MiB) is
+// canonMaxDepth (512), or that is larger than canonMaxBytes (64 MiB) is
 // hashed as its raw bytes under a different domain prefix, so its hash never
 // equals the hash of a canonical payload; ignore is not applied then.
+// (v0.1.0 hashed payloads over 16 MiB raw; up to 16 MiB every hash is
+// unchanged.)
 //
 // The canonical form is compact JSON with sorted keys, minimally escaped
-// strings and canonical numbers; it is produced by a single-pass scanner
-// into pooled buffers, and a payload that is already canonical is validated
-// and hashed in place. Memory is O(n); time is O(n) plus sorting members
-// (comparing the values of duplicate keys costs at most a factor of the
-// nesting depth more). Small payloads do not allocate.
+// strings and canonical numbers. It is streamed into the hasher, never
+// built whole (see canonScratch): parts of the payload already in
+// canonical form are hashed in place. Scratch space is about a quarter of
+// the payload for the arguments tools send, and at most about 7 times it
+// for hostile ones (the values of duplicate keys are copied to be
+// compared, at every level of nesting); time is O(n) plus sorting members,
+// and duplicate keys nested d deep cost up to a factor of d more. Small
+// payloads do not allocate.
 func hashArgs(args []byte, ignore []string) Hash {
 	if h, ok := canonFlatHash(args, ignore, nil); ok {
 		return h
@@ -260,9 +265,8 @@ const (
 // have no escapes and are distinct, and whose values are strings, numbers,
 // true, false or null; end is the index after the object. It reports false,
 // having appended nothing of use, for any other object, and, if limit is
-// not negative, when the form is longer than limit: parse handles those.
-// It produces exactly the bytes parse does, without its member and segment
-// lists. Top-level members whose key is in ignore are dropped. fs is
+// not negative, when the form is longer than limit: hashArgsGeneral
+// handles those. It produces exactly the bytes canonScratch.form does. Top-level members whose key is in ignore are dropped. fs is
 // scratch space, so that callers in a loop do not clear it every time.
 func canonFlat(dst, in []byte, start, limit int, ignore []string, info *canonFlatInfo, fs *canonFlatScratch) (out []byte, end int, ok bool) {
 	n, nv := 0, 0
@@ -377,8 +381,8 @@ func canonFlat(dst, in []byte, start, limit int, ignore []string, info *canonFla
 	if limit >= 0 && size-1 > limit {
 		return dst, 0, false
 	}
-	// Insertion sort of the members' order by key; equal keys go to parse,
-	// which orders them by value.
+	// Insertion sort of the members' order by key; equal keys go to
+	// hashArgsGeneral, which orders them by value.
 	var order [canonFlatMembers]uint8
 	for a := 0; a < n; a++ {
 		order[a] = uint8(a)
