@@ -2,10 +2,12 @@ package toolguard
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"math/big"
 	"math/bits"
 	"net/url"
@@ -63,16 +65,15 @@ const (
 // raw bytes, see hashArgs.
 const (
 	canonMaxDepth = 512      // maximum nesting of arrays and objects
-	canonMaxBytes = 16 << 20 // maximum payload size in bytes
+	canonMaxBytes = 64 << 20 // maximum payload size in bytes
 )
 
 // Tuning of the argument canonicalizer.
 const (
-	canonCopyMax  = 64      // pieces up to this size are copied rather than referenced
-	canonKeepSize = 8 << 20 // scratch larger than this in total is not pooled
+	canonKeepSize = 1 << 20 // scratch larger than this in total is not pooled
 	canonNumMax   = 21      // integers with up to this many digits are written without exponent
 
-	canonDirectMin = 512  // segments this long are hashed in place
+	canonDirectMin = 512  // pieces this long are hashed in place
 	canonGatherMax = 8192 // shorter ones are hashed in batches of about this size
 )
 
@@ -96,16 +97,21 @@ const (
 //
 // A payload that is not valid JSON (trailing garbage and invalid UTF-8
 // outside strings included), that nests arrays and objects deeper than
-// canonMaxDepth (512), or that is larger than canonMaxBytes (16 MiB) is
+// canonMaxDepth (512), or that is larger than canonMaxBytes (64 MiB) is
 // hashed as its raw bytes under a different domain prefix, so its hash never
 // equals the hash of a canonical payload; ignore is not applied then.
+// (v0.1.0 hashed payloads over 16 MiB raw; up to 16 MiB every hash is
+// unchanged.)
 //
 // The canonical form is compact JSON with sorted keys, minimally escaped
-// strings and canonical numbers; it is produced by a single-pass scanner
-// into pooled buffers, and a payload that is already canonical is validated
-// and hashed in place. Memory is O(n); time is O(n) plus sorting members
-// (comparing the values of duplicate keys costs at most a factor of the
-// nesting depth more). Small payloads do not allocate.
+// strings and canonical numbers. It is streamed into the hasher, never
+// built whole (see canonScratch): parts of the payload already in
+// canonical form are hashed in place. Scratch space is about a quarter of
+// the payload for the arguments tools send, and at most about 7 times it
+// for hostile ones (the values of duplicate keys are copied to be
+// compared, at every level of nesting); time is O(n) plus sorting members,
+// and duplicate keys nested d deep cost up to a factor of d more. Small
+// payloads do not allocate.
 func hashArgs(args []byte, ignore []string) Hash {
 	if h, ok := canonFlatHash(args, ignore, nil); ok {
 		return h
@@ -259,9 +265,8 @@ const (
 // have no escapes and are distinct, and whose values are strings, numbers,
 // true, false or null; end is the index after the object. It reports false,
 // having appended nothing of use, for any other object, and, if limit is
-// not negative, when the form is longer than limit: parse handles those.
-// It produces exactly the bytes parse does, without its member and segment
-// lists. Top-level members whose key is in ignore are dropped. fs is
+// not negative, when the form is longer than limit: hashArgsGeneral
+// handles those. It produces exactly the bytes canonScratch.form does. Top-level members whose key is in ignore are dropped. fs is
 // scratch space, so that callers in a loop do not clear it every time.
 func canonFlat(dst, in []byte, start, limit int, ignore []string, info *canonFlatInfo, fs *canonFlatScratch) (out []byte, end int, ok bool) {
 	n, nv := 0, 0
@@ -376,8 +381,8 @@ func canonFlat(dst, in []byte, start, limit int, ignore []string, info *canonFla
 	if limit >= 0 && size-1 > limit {
 		return dst, 0, false
 	}
-	// Insertion sort of the members' order by key; equal keys go to parse,
-	// which orders them by value.
+	// Insertion sort of the members' order by key; equal keys go to
+	// hashArgsGeneral, which orders them by value.
 	var order [canonFlatMembers]uint8
 	for a := 0; a < n; a++ {
 		order[a] = uint8(a)
@@ -433,61 +438,53 @@ type canonFlatSlot struct {
 	rewritten bool
 }
 
-// canonSeg is a segment of the canonical form, which is built as a linked
-// list of segments. A segment refers either to bytes of the input (addresses
-// below len(in)) or to bytes written to out (address base+k refers to
-// out[k]; base is len(in)+1, so segments of the two kinds are never
-// adjacent). Reordering object members relinks segments instead of moving
-// bytes, so every byte is copied at most twice whatever the nesting.
-type canonSeg struct{ lo, hi, next int32 }
-
-// canonList is a list of segments, from head to tail inclusive; -1 if empty.
-type canonList struct{ head, tail int32 }
-
-// canonMember is one member of an object being canonicalized.
-type canonMember struct {
-	pre      uint64    // first 8 decoded key bytes, big-endian, zero-padded
-	klo, khi int32     // canonical key, quotes included
-	esc      bool      // the canonical key contains an escape
-	drop     bool      // the key is ignored
-	val      canonList // canonical `"key":value`
-}
-
-// canonFrame is an open array or object.
-type canonFrame struct {
-	obj    bool
-	sorted bool      // members so far are in strictly increasing key order
-	mbase  int32     // index of the first member in canonScratch.mems
-	sbase  int32     // number of segments when the object opened
-	saved  canonList // the enclosing list, ending with '{'
-}
-
-// canonScratch is the pooled state of one hashArgs call.
+// canonScratch is the pooled state of one hashArgs call. The canonical form
+// is never held whole: index validates the payload and lists, for each
+// object whose members are not written in canonical order, its members in
+// key order; form then streams the canonical form into the hasher, taking
+// the members of those objects in that order and everything else as it is
+// written. Scratch space is 4 bytes per member of each open object while
+// index runs, 12 bytes per listed object and 4 per listed member, and the
+// canonical values of members with duplicate keys, which are ordered by
+// comparing them.
 type canonScratch struct {
 	in    []byte
-	base  int32
-	null  bool // the payload is empty or null
-	cur   canonList
-	out   []byte
-	segs  []canonSeg
-	mems  []canonMember
-	stack []canonFrame
-	asm   []byte
-	keys  []canonKey
-	flat  canonFlatScratch
+	objs  []canonObj  // the listed objects, by position once index is done
+	keys  []int32     // their members' key positions, each object's in key order
+	open  []int32     // key positions of the members of the open objects
+	stack []canonOpen // the open arrays and objects
+
+	// counting: index's first pass, which counts what the second stores.
+	counting                     bool
+	nOpen, maxOpen, nKeys, nObjs int
+
+	h      hash.Hash
+	sum    [sha256.Size]byte
+	buf    []byte // bytes written but not hashed yet
+	lo, hi int    // then in[lo:hi], written but not hashed yet
+	num    []byte // the canonical form of a number
+	mat    int    // > 0: write to vals instead, to order duplicate keys
+	vals   []byte
 }
 
-// canonKey is the previous key of an open container, for isCanonical.
-type canonKey struct {
-	lo, hi int32 // key content without quotes; lo < 0 if none yet
-	esc    bool
-	obj    bool
+// canonObj is an object whose members index listed: the position of its
+// '{', and its members' key positions, keys[off:off+n].
+type canonObj struct{ start, off, n int32 }
+
+// canonOpen is an array or object that index has not closed yet.
+type canonOpen struct {
+	obj     bool
+	reorder bool  // members are not in increasing key order, or are ignored
+	start   int32 // position of the '{' or '['
+	base    int32 // open[base:] are its members
+	n       int32 // its members so far, ignored ones not counted
+	prev    int32 // key position of its last member, -1 if none
 }
 
 // release clears c and returns it to the pool unless it grew large.
 func (c *canonScratch) release() {
 	c.in = nil
-	size := cap(c.out) + cap(c.asm) + 12*cap(c.segs) + 40*cap(c.mems) + 40*cap(c.stack) + 12*cap(c.keys)
+	size := cap(c.buf) + cap(c.num) + cap(c.vals) + 12*cap(c.objs) + 4*cap(c.keys) + 4*cap(c.open) + 20*cap(c.stack)
 	if size > canonKeepSize {
 		return
 	}
@@ -497,82 +494,48 @@ func (c *canonScratch) release() {
 // hash canonicalizes in and hashes the result. It reports false if in is not
 // valid JSON or exceeds the depth bound.
 func (c *canonScratch) hash(in []byte, ignore []string) (Hash, bool) {
-	c.reset(in)
-	lo, hi := canonTrim(in)
-	if lo < hi && c.isCanonical(in[lo:hi], ignore) {
-		// Fast path: already canonical, hash in place.
-		return canonSum(canonPrefixJSON, in[lo:hi]), true
-	}
-	if !c.parse(ignore) {
+	if !c.index(in, ignore) {
 		return Hash{}, false
 	}
-	h := sha256.New()
-	h.Write([]byte(canonPrefixJSON))
-	switch l := c.cur; {
-	case c.null:
-		h.Write([]byte("{}"))
-	case l.head == l.tail && c.segs[l.head].lo < c.base:
-		s := c.segs[l.head]
-		h.Write(in[s.lo:s.hi])
-	default:
-		// Long segments are hashed in place; short ones are gathered
-		// first, as each Write has a cost of its own.
-		asm := c.asm[:0]
-		for i := l.head; ; i = c.segs[i].next {
-			if b := c.seg(i); len(b) >= canonDirectMin {
-				if len(asm) > 0 {
-					h.Write(asm)
-					asm = asm[:0]
-				}
-				h.Write(b)
-			} else if asm = append(asm, b...); len(asm) >= canonGatherMax {
-				h.Write(asm)
-				asm = asm[:0]
-			}
-			if i == l.tail {
-				break
-			}
-		}
-		h.Write(asm)
-		c.asm = asm[:0]
+	if c.h == nil {
+		c.h = sha256.New()
 	}
-	var sum [sha256.Size]byte
-	return Hash(h.Sum(sum[:0])), true
+	c.h.Reset()
+	c.buf = append(c.buf[:0], canonPrefixJSON...)
+	c.lo, c.hi = 0, 0
+	c.form()
+	c.flush()
+	c.h.Write(c.buf)
+	return Hash(c.h.Sum(c.sum[:0])), true
 }
 
-// reset prepares c for the payload in.
-func (c *canonScratch) reset(in []byte) {
-	c.in = in
-	c.base = int32(len(in) + 1)
-	c.null = false
-	c.cur = canonList{-1, -1}
-	c.out = c.out[:0]
-	c.segs = c.segs[:0]
-	c.mems = c.mems[:0]
-	c.stack = c.stack[:0]
-}
-
-// at returns the bytes at addresses [lo, hi).
-func (c *canonScratch) at(lo, hi int32) []byte {
-	if lo < c.base {
-		return c.in[lo:hi]
+// index validates the payload in and lists the objects to reorder: those
+// whose members are not in strictly increasing key order (duplicate keys
+// included) or, at the top level, have ignored keys. It reports false if in
+// is not valid JSON or nests deeper than canonMaxDepth; white space only is
+// valid.
+func (c *canonScratch) index(in []byte, ignore []string) bool {
+	// Two passes: the first counts what the second stores, which is then
+	// allocated once at its size (append allocates up to five times it).
+	c.in, c.counting = in, true
+	c.nOpen, c.maxOpen, c.nKeys, c.nObjs = 0, 0, 0, 0
+	if !c.scan(ignore) {
+		return false
 	}
-	return c.out[lo-c.base : hi-c.base]
+	c.counting = false
+	c.open, c.keys, c.objs = canonReserve(c.open, c.maxOpen), canonReserve(c.keys, c.nKeys), canonReserve(c.objs, c.nObjs)
+	c.scan(ignore)
+	slices.SortFunc(c.objs, func(a, b canonObj) int { return cmp.Compare(a.start, b.start) })
+	return true
 }
 
-// seg returns the bytes of segment i.
-func (c *canonScratch) seg(i int32) []byte {
-	s := c.segs[i]
-	return c.at(s.lo, s.hi)
-}
-
-// parse scans c.in, writing its canonical form to c.cur.
-func (c *canonScratch) parse(ignore []string) bool {
+// scan is a pass of index over c.in.
+func (c *canonScratch) scan(ignore []string) bool {
 	in := c.in
+	c.stack = c.stack[:0]
 	n := len(in)
 	i := canonSkipWS(in, 0)
 	if i == n {
-		c.null = true
 		return true
 	}
 value:
@@ -582,229 +545,478 @@ value:
 			return false
 		}
 		switch in[i] {
-		case '{':
+		case '{', '[':
 			if len(c.stack) == canonMaxDepth {
 				return false
 			}
-			if len(c.stack) > 0 {
-				// A flat object inside the payload: canonicalized in one
-				// go, without member lists.
-				start := len(c.out)
-				if out, e, ok := canonFlat(c.out, in, i, -1, nil, nil, &c.flat); ok {
-					c.out = out
-					c.extendOut(c.base+int32(start), len(out)-start)
-					i = e
-					break
-				}
+			obj, closer := in[i] == '{', byte(']')
+			if obj {
+				closer = '}'
 			}
-			c.emitByte('{')
-			c.stack = append(c.stack, canonFrame{
-				obj: true, sorted: true, saved: c.cur,
-				mbase: int32(len(c.mems)), sbase: int32(len(c.segs)),
-			})
-			if i = canonSkipWS(in, i+1); i < n && in[i] == '}' {
+			c.stack = append(c.stack, canonOpen{obj: obj, start: int32(i), base: int32(len(c.open)), prev: -1})
+			if i = canonSkipWS(in, i+1); i < n && in[i] == closer {
 				i++
-				c.closeObject()
-				break
-			}
-			if i = c.key(i, ignore); i < 0 {
-				return false
-			}
-			continue value
-		case '[':
-			if len(c.stack) == canonMaxDepth {
-				return false
-			}
-			c.emitByte('[')
-			c.stack = append(c.stack, canonFrame{})
-			if i = canonSkipWS(in, i+1); i < n && in[i] == ']' {
-				i++
-				c.emitByte(']')
 				c.stack = c.stack[:len(c.stack)-1]
 				break
 			}
+			if obj {
+				if i = c.key(i, ignore); i < 0 {
+					return false
+				}
+			}
 			continue value
 		case '"':
-			e, canon, _ := canonScanString(in, i)
-			if e < 0 {
+			if i, _, _ = canonScanString(in, i); i < 0 {
 				return false
 			}
-			if canon {
-				c.emitIn(i, e)
-			} else {
-				c.emitString(in[i+1 : e-1])
-			}
-			i = e
 		case 't', 'f', 'n':
-			e := canonScanLiteral(in, i)
-			if e < 0 {
+			if i = canonScanLiteral(in, i); i < 0 {
 				return false
 			}
-			if in[i] == 'n' && len(c.stack) == 0 {
-				c.null = true
-			}
-			c.emitIn(i, e)
-			i = e
 		default:
-			e, simple := canonScanNumber(in, i)
-			if e < 0 {
+			if i, _ = canonScanNumber(in, i); i < 0 {
 				return false
 			}
-			c.emitNumber(i, e, simple)
-			i = e
 		}
 		// After a value: close containers until one expects more.
 		for {
 			i = canonSkipWS(in, i)
 			if len(c.stack) == 0 {
-				return i == n
+				break value
 			}
 			if i >= n {
 				return false
 			}
-			if !c.stack[len(c.stack)-1].obj {
-				switch in[i] {
-				case ',':
-					c.emitByte(',')
-					i++
-					continue value
-				case ']':
-					c.emitByte(']')
-					i++
-					c.stack = c.stack[:len(c.stack)-1]
-					continue
-				}
-				return false
-			}
-			c.endMember()
-			switch in[i] {
-			case ',':
+			f := &c.stack[len(c.stack)-1]
+			switch {
+			case in[i] == ',' && f.obj:
 				if i = c.key(i+1, ignore); i < 0 {
 					return false
 				}
 				continue value
-			case '}':
-				i++
-				c.closeObject()
-				continue
-			}
-			return false
-		}
-	}
-}
-
-// isCanonical reports whether in is a valid JSON value already in canonical
-// form: compact, keys strictly increasing and not ignored at the top level,
-// strings and numbers canonically written, and not the top-level null. It
-// only validates, which is much cheaper than parse.
-func (c *canonScratch) isCanonical(in []byte, ignore []string) bool {
-	n := len(in)
-	c.keys = c.keys[:0]
-	i := 0
-value:
-	for {
-		if i >= n {
-			return false
-		}
-		switch in[i] {
-		case '{', '[':
-			if len(c.keys) == canonMaxDepth {
-				return false
-			}
-			obj := in[i] == '{'
-			c.keys = append(c.keys, canonKey{lo: -1, obj: obj})
-			if i++; i < n && (obj && in[i] == '}' || !obj && in[i] == ']') {
-				i++
-				c.keys = c.keys[:len(c.keys)-1]
-				break
-			}
-			if obj {
-				if i = canonStrictKey(in, i, c.keys, ignore); i < 0 {
-					return false
-				}
-			}
-			continue value
-		case '"':
-			e, canon, _ := canonScanString(in, i)
-			if !canon {
-				return false
-			}
-			i = e
-		case 't', 'f', 'n':
-			e := canonScanLiteral(in, i)
-			if e < 0 || in[i] == 'n' && len(c.keys) == 0 {
-				return false
-			}
-			i = e
-		default:
-			e, simple := canonScanNumber(in, i)
-			if e < 0 || !canonNumberIsCanonical(in[i:e], simple) {
-				return false
-			}
-			i = e
-		}
-		for {
-			if len(c.keys) == 0 {
-				return i == n
-			}
-			if i >= n {
-				return false
-			}
-			obj := c.keys[len(c.keys)-1].obj
-			switch {
 			case in[i] == ',':
 				i++
-				if obj {
-					if i = canonStrictKey(in, i, c.keys, ignore); i < 0 {
-						return false
-					}
-				}
 				continue value
-			case obj && in[i] == '}', !obj && in[i] == ']':
-				i++
-				c.keys = c.keys[:len(c.keys)-1]
+			case in[i] == '}' && f.obj:
+				c.closeObject()
+			case in[i] == ']' && !f.obj:
+				c.stack = c.stack[:len(c.stack)-1]
 			default:
 				return false
 			}
+			i++
+		}
+	}
+	return i == n
+}
+
+// key scans an object key and its colon at in[i:] (after optional white
+// space) for index. It returns the index after the colon, or -1.
+func (c *canonScratch) key(i int, ignore []string) int {
+	in := c.in
+	if i = canonSkipWS(in, i); i >= len(in) || in[i] != '"' {
+		return -1
+	}
+	e, _, _ := canonScanString(in, i)
+	if e < 0 {
+		return -1
+	}
+	f := &c.stack[len(c.stack)-1]
+	if len(c.stack) == 1 && slices.ContainsFunc(ignore, func(s string) bool { return canonKeyIs(in, i, s) }) {
+		f.reorder = true // dropped
+	} else {
+		if f.prev >= 0 && canonCmpKeys(in, int(f.prev), i) >= 0 {
+			f.reorder = true
+		}
+		f.prev = int32(i)
+		f.n++
+		if c.counting {
+			c.nOpen++
+			c.maxOpen = max(c.maxOpen, c.nOpen)
+		} else {
+			c.open = append(c.open, int32(i))
+		}
+	}
+	if i = canonSkipWS(in, e); i >= len(in) || in[i] != ':' {
+		return -1
+	}
+	return i + 1
+}
+
+// closeObject closes the innermost object for index, listing it if its
+// members are to be reordered.
+func (c *canonScratch) closeObject() {
+	f := c.stack[len(c.stack)-1]
+	c.stack = c.stack[:len(c.stack)-1]
+	// The members of the payload, when no other object is listed, are
+	// listed where they are: a large flat object is not copied.
+	listed := len(c.keys)
+	if c.counting {
+		listed = c.nKeys
+	}
+	inPlace := len(c.stack) == 0 && listed == 0
+	switch {
+	case c.counting:
+		if f.reorder {
+			c.nObjs++
+			if !inPlace {
+				c.nKeys += int(f.n)
+			}
+		}
+		c.nOpen -= int(f.n)
+		return
+	case !f.reorder:
+	case inPlace:
+		c.keys, c.open = c.open, c.keys
+	default:
+		c.keys = append(c.keys, c.open[f.base:]...)
+	}
+	if f.reorder {
+		off := len(c.keys) - int(f.n)
+		in := c.in
+		slices.SortFunc(c.keys[off:], func(a, b int32) int { return canonCmpKeys(in, int(a), int(b)) })
+		c.objs = append(c.objs, canonObj{f.start, int32(off), f.n})
+	}
+	c.open = c.open[:f.base]
+}
+
+// form writes the canonical form of the payload index accepted.
+func (c *canonScratch) form() {
+	lo, hi := canonTrim(c.in)
+	if lo == hi || string(c.in[lo:hi]) == "null" {
+		c.small([]byte("{}")) // no arguments
+		return
+	}
+	c.value(lo)
+}
+
+// value writes the canonical form of the value at in[i] and returns the
+// index after it.
+func (c *canonScratch) value(i int) int {
+	in := c.in
+	switch in[i] {
+	case '{':
+		return c.object(i)
+	case '[':
+		c.byte('[')
+		for i = canonSkipWS(in, i+1); in[i] != ']'; {
+			if i = canonSkipWS(in, c.value(i)); in[i] == ',' {
+				c.byte(',')
+				i = canonSkipWS(in, i+1)
+			}
+		}
+		c.byte(']')
+		return i + 1
+	case '"':
+		return c.str(i)
+	case 't', 'f', 'n':
+		e := canonScanLiteral(in, i)
+		c.span(i, e)
+		return e
+	}
+	e, simple := canonScanNumber(in, i)
+	if num := in[i:e]; !canonNumberIsCanonical(num, simple) {
+		c.num = canonAppendNumber(c.num[:0], num)
+		if !bytes.Equal(c.num, num) {
+			c.write(c.num)
+			return e
+		}
+	}
+	c.span(i, e)
+	return e
+}
+
+// object writes the canonical form of the object at in[i] and returns the
+// index after it. (For a top-level object whose last member is ignored,
+// the index returned is wrong; it is not used.)
+func (c *canonScratch) object(i int) int {
+	in := c.in
+	k, listed := slices.BinarySearchFunc(c.objs, int32(i), func(o canonObj, start int32) int { return cmp.Compare(o.start, start) })
+	c.byte('{')
+	if !listed {
+		// The members are in canonical order as written.
+		for i = canonSkipWS(in, i+1); in[i] != '}'; {
+			if i = canonSkipWS(in, c.member(i)); in[i] == ',' {
+				c.byte(',')
+				i = canonSkipWS(in, i+1)
+			}
+		}
+		c.byte('}')
+		return i + 1
+	}
+	o := c.objs[k]
+	ks := c.keys[o.off : o.off+o.n]
+	end := i + 1 // of the last member's value in the payload
+	for a := 0; a < len(ks); {
+		b := a + 1
+		for b < len(ks) && canonCmpKeys(in, int(ks[a]), int(ks[b])) == 0 {
+			b++
+		}
+		if a > 0 {
+			c.byte(',')
+		}
+		if b == a+1 {
+			end = max(end, c.member(int(ks[a])))
+		} else {
+			end = max(end, c.duplicates(ks[a:b]))
+		}
+		a = b
+	}
+	c.byte('}')
+	return canonSkipWS(in, end) + 1
+}
+
+// member writes the member whose key is at in[i], `"key":value`, and
+// returns the index after its value.
+func (c *canonScratch) member(i int) int {
+	i = canonSkipWS(c.in, c.str(i))
+	c.byte(':')
+	return c.value(canonSkipWS(c.in, i+1))
+}
+
+// duplicates writes the members whose keys, at the positions ks, are equal,
+// ordered by their canonical values, and returns the index after the value
+// that ends last in the payload. The values are written to vals first, each
+// after its length, to be compared; ks is overwritten with their offsets.
+func (c *canonScratch) duplicates(ks []int32) int {
+	in := c.in
+	key, v0, end := int(ks[0]), len(c.vals), 0
+	c.mat++
+	for n, k := range ks {
+		i, _, _ := canonScanString(in, int(k))
+		i = canonSkipWS(in, canonSkipWS(in, i)+1)
+		lo := len(c.vals)
+		c.vals = append(canonGrow(c.vals, 4), 0, 0, 0, 0)
+		end = max(end, c.value(i))
+		binary.LittleEndian.PutUint32(c.vals[lo:], uint32(len(c.vals)-lo-4))
+		ks[n] = int32(lo)
+	}
+	c.mat--
+	val := func(lo int32) []byte {
+		return c.vals[lo+4 : lo+4+int32(binary.LittleEndian.Uint32(c.vals[lo:]))]
+	}
+	slices.SortFunc(ks, func(a, b int32) int { return bytes.Compare(val(a), val(b)) })
+	v1 := len(c.vals)
+	for n, lo := range ks {
+		if n > 0 {
+			c.byte(',')
+		}
+		c.str(key)
+		c.byte(':')
+		c.write(val(lo))
+	}
+	if c.mat > 0 {
+		// Written to vals too: move the members over the values.
+		c.vals = append(c.vals[:v0], c.vals[v1:]...)
+	} else {
+		c.vals = c.vals[:v0]
+	}
+	return end
+}
+
+// str writes the canonical encoding of the string at in[i] and returns the
+// index after it.
+func (c *canonScratch) str(i int) int {
+	e, canon, _ := canonScanString(c.in, i)
+	if canon {
+		c.span(i, e)
+		return e
+	}
+	raw := c.in[:e-1] // up to the closing quote
+	c.byte('"')
+	for j := i + 1; j < len(raw); {
+		k := bytes.IndexByte(raw[j:], '\\')
+		if k < 0 {
+			c.span(j, len(raw))
+			break
+		}
+		if k > 0 {
+			c.span(j, j+k)
+			j += k
+		}
+		switch raw[j+1] {
+		case '"', '\\', 'b', 'f', 'n', 'r', 't': // already canonical
+			c.span(j, j+2)
+			j += 2
+			continue
+		case '/':
+			c.byte('/')
+			j += 2
+			continue
+		}
+		var r rune
+		r, j = canonDecodeEscape(raw, j)
+		var tmp [8]byte
+		switch {
+		case r >= utf8.RuneSelf:
+			c.small(canonAppendRune(tmp[:0], r))
+		case r < 0x20 || r == '"' || r == '\\':
+			c.small(canonAppendByte(tmp[:0], byte(r)))
+		default:
+			c.byte(byte(r))
+		}
+	}
+	c.byte('"')
+	return e
+}
+
+// span writes in[lo:hi]. Consecutive bytes of in are hashed in one piece.
+func (c *canonScratch) span(lo, hi int) {
+	if c.mat > 0 {
+		c.vals = append(canonGrow(c.vals, hi-lo), c.in[lo:hi]...)
+		return
+	}
+	if lo != c.hi {
+		c.flush()
+		c.lo = lo
+	}
+	c.hi = hi
+}
+
+// byte writes b.
+func (c *canonScratch) byte(b byte) {
+	if c.mat == 0 && c.hi < len(c.in) && c.in[c.hi] == b {
+		c.hi++ // the payload goes on with b
+		return
+	}
+	c.small([]byte{b})
+}
+
+// small writes b, a few bytes.
+func (c *canonScratch) small(b []byte) {
+	if c.mat > 0 {
+		c.vals = append(canonGrow(c.vals, len(b)), b...)
+		return
+	}
+	c.flush()
+	if c.buf = append(c.buf, b...); len(c.buf) >= canonGatherMax {
+		c.h.Write(c.buf)
+		c.buf = c.buf[:0]
+	}
+}
+
+// write writes b, which may be long.
+func (c *canonScratch) write(b []byte) {
+	if c.mat > 0 {
+		c.vals = append(canonGrow(c.vals, len(b)), b...)
+		return
+	}
+	c.flush()
+	c.out(b)
+}
+
+// flush hashes in[lo:hi].
+func (c *canonScratch) flush() {
+	if c.lo < c.hi {
+		b := c.in[c.lo:c.hi]
+		c.lo = c.hi
+		c.out(b)
+	}
+}
+
+// out hashes b after buf: in place if it is long; else appended to buf,
+// which is hashed when it is long, as each Write has a cost of its own.
+func (c *canonScratch) out(b []byte) {
+	if len(b) < canonDirectMin {
+		if c.buf = append(c.buf, b...); len(c.buf) < canonGatherMax {
+			return
+		}
+		b = nil
+	}
+	c.h.Write(c.buf)
+	c.buf = c.buf[:0]
+	c.h.Write(b)
+}
+
+// canonCmpKeys compares the valid JSON strings at in[a] and in[b] by their
+// decoded bytes, lone surrogates as generalized UTF-8 (see canonAppendRune).
+func canonCmpKeys(in []byte, a, b int) int {
+	x, y := canonKeyReader{in: in, i: a + 1}, canonKeyReader{in: in, i: b + 1}
+	for {
+		// Plain bytes, most of them, are compared in place.
+		for x.k == x.n && y.k == y.n && in[x.i] == in[y.i] && in[x.i] != '"' && in[x.i] != '\\' {
+			x.i++
+			y.i++
+		}
+		p, more := x.next()
+		q, moreQ := y.next()
+		switch {
+		case !more || !moreQ:
+			return cmp.Compare(b2i(more), b2i(moreQ))
+		case p != q:
+			return cmp.Compare(p, q)
 		}
 	}
 }
 
-// canonStrictKey checks a canonical key and its colon at in[i:] for
-// isCanonical: it must be greater than the previous key of the innermost
-// object (the last of keys), whose entry it updates, and not ignored at the
-// top level. It returns the index after the colon, or -1.
-func canonStrictKey(in []byte, i int, keys []canonKey, ignore []string) int {
-	if i >= len(in) || in[i] != '"' {
-		return -1
-	}
-	e, canon, esc := canonScanString(in, i)
-	if !canon || e >= len(in) || in[e] != ':' {
-		return -1
-	}
-	k := in[i+1 : e-1]
-	top := &keys[len(keys)-1]
-	if top.lo >= 0 {
-		p := in[top.lo:top.hi]
-		var r int
-		if esc || top.esc {
-			r = canonCmpEscaped(p, k)
-		} else {
-			r = bytes.Compare(p, k)
-		}
-		if r >= 0 {
-			return -1
+// canonKeyIs reports whether the valid JSON string at in[i] decodes to s.
+func canonKeyIs(in []byte, i int, s string) bool {
+	r := canonKeyReader{in: in, i: i + 1}
+	for j := 0; ; j++ {
+		b, more := r.next()
+		if !more || j == len(s) || b != s[j] {
+			return !more && j == len(s)
 		}
 	}
-	if len(keys) == 1 {
-		for _, s := range ignore {
-			if !esc && string(k) == s || esc && canonEqualEscaped(k, s) {
-				return -1
-			}
-		}
+}
+
+// canonKeyReader reads the decoded bytes of a valid JSON string.
+type canonKeyReader struct {
+	in   []byte
+	i    int // the next byte of in
+	buf  [utf8.UTFMax]byte
+	k, n int // buf[k:n] are decoded and not read yet
+}
+
+// next returns the next decoded byte, or false at the closing quote.
+func (r *canonKeyReader) next() (byte, bool) {
+	if r.k < r.n {
+		r.k++
+		return r.buf[r.k-1], true
 	}
-	top.lo, top.hi, top.esc = int32(i+1), int32(e-1), esc
-	return e + 1
+	switch c := r.in[r.i]; c {
+	case '"':
+		return 0, false
+	case '\\':
+	default:
+		r.i++
+		return c, true
+	}
+	var ru rune
+	ru, r.i = canonDecodeEscape(r.in, r.i)
+	if ru < utf8.RuneSelf {
+		return byte(ru), true
+	}
+	r.k, r.n = 1, len(canonAppendRune(r.buf[:0], ru))
+	return r.buf[0], true
+}
+
+// canonGrow makes room for n more elements in s, at least doubling its
+// capacity: append grows large slices by a quarter, which allocates about
+// five times their final size on the way.
+func canonGrow[T any](s []T, n int) []T {
+	if len(s)+n <= cap(s) {
+		return s
+	}
+	t := make([]T, len(s), max(2*cap(s), len(s)+n, 16))
+	copy(t, s)
+	return t
+}
+
+// canonReserve returns s emptied, with room for n elements.
+func canonReserve[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, 0, n)
+	}
+	return s[:0]
+}
+
+// b2i is 1 if b, else 0.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // canonNumberIsCanonical reports whether the valid JSON number num is in
@@ -823,321 +1035,6 @@ func canonNumberIsCanonical(num []byte, simple bool) bool {
 	}
 	var buf [64]byte
 	return bytes.Equal(canonAppendNumber(buf[:0], num), num)
-}
-
-// key scans an object key and its colon at in[i:], starting a new member. It
-// returns the index of the member's value, or -1.
-func (c *canonScratch) key(i int, ignore []string) int {
-	in := c.in
-	i = canonSkipWS(in, i)
-	if i >= len(in) || in[i] != '"' {
-		return -1
-	}
-	e, canon, esc := canonScanString(in, i)
-	if e < 0 {
-		return -1
-	}
-	c.cur = canonList{-1, -1}
-	c.mems = append(c.mems, canonMember{})
-	m := &c.mems[len(c.mems)-1]
-	if canon {
-		m.klo = c.emitIn(i, e)
-		m.khi = m.klo + int32(e-i)
-		m.esc = esc
-	} else {
-		m.klo, m.khi, m.esc = c.emitString(in[i+1 : e-1])
-	}
-	k := c.at(m.klo+1, m.khi-1)
-	end := int32(len(c.in))
-	if m.klo >= c.base {
-		end = c.base + int32(len(c.out))
-	}
-	if !m.esc && m.klo+9 <= end {
-		// Load eight bytes in place and clear those past the key.
-		m.pre = binary.BigEndian.Uint64(c.at(m.klo+1, m.klo+9))
-		if len(k) < 8 {
-			m.pre &= ^uint64(0) << (64 - 8*len(k))
-		}
-	} else {
-		var pre [8]byte
-		for j, n := 0, 0; j < len(k) && n < len(pre); n++ {
-			pre[n], j = canonNextByte(k, j)
-		}
-		m.pre = binary.BigEndian.Uint64(pre[:])
-	}
-	if len(c.stack) == 1 && len(ignore) > 0 {
-		for _, s := range ignore {
-			if !m.esc && string(k) == s || m.esc && canonEqualEscaped(k, s) {
-				m.drop = true
-				break
-			}
-		}
-	}
-	i = canonSkipWS(in, e)
-	if i >= len(in) || in[i] != ':' {
-		return -1
-	}
-	c.emitByte(':')
-	return i + 1
-}
-
-// endMember completes the last member of the innermost object.
-func (c *canonScratch) endMember() {
-	last := len(c.mems) - 1
-	m := &c.mems[last]
-	m.val = c.cur
-	if m.drop {
-		c.mems = c.mems[:last]
-		return
-	}
-	f := &c.stack[len(c.stack)-1]
-	if last > int(f.mbase) && c.cmpKeys(&c.mems[last-1], m) >= 0 {
-		f.sorted = false
-	}
-}
-
-// closeObject sorts the members of the innermost object and appends the
-// object to the enclosing list.
-func (c *canonScratch) closeObject() {
-	f := c.stack[len(c.stack)-1]
-	ms := c.mems[f.mbase:]
-	switch {
-	case f.sorted:
-	case len(ms) <= 16:
-		for i := 1; i < len(ms); i++ {
-			for j := i; j > 0 && c.cmpMembers(&ms[j], &ms[j-1]) < 0; j-- {
-				ms[j], ms[j-1] = ms[j-1], ms[j]
-			}
-		}
-	default:
-		slices.SortFunc(ms, func(a, b canonMember) int { return c.cmpMembers(&a, &b) })
-	}
-	c.cur = f.saved
-	for k := range ms {
-		if k > 0 {
-			c.emitByte(',')
-		}
-		c.appendList(ms[k].val)
-	}
-	if c.cur.tail == f.saved.tail {
-		// Every member merged into the enclosing segment: the
-		// segments made since the object opened are unreferenced.
-		c.segs = c.segs[:f.sbase]
-	}
-	c.emitByte('}')
-	c.mems = c.mems[:f.mbase]
-	c.stack = c.stack[:len(c.stack)-1]
-}
-
-// cmpKeys compares the decoded keys of two members.
-func (c *canonScratch) cmpKeys(a, b *canonMember) int {
-	if a.pre != b.pre {
-		if a.pre < b.pre {
-			return -1
-		}
-		return 1
-	}
-	ka, kb := c.at(a.klo+1, a.khi-1), c.at(b.klo+1, b.khi-1)
-	if !a.esc && !b.esc {
-		return bytes.Compare(ka, kb)
-	}
-	return canonCmpEscaped(ka, kb)
-}
-
-// cmpMembers orders members by decoded key, then by canonical value.
-func (c *canonScratch) cmpMembers(a, b *canonMember) int {
-	if r := c.cmpKeys(a, b); r != 0 {
-		return r
-	}
-	return c.cmpLists(a.val, b.val)
-}
-
-// cmpLists compares the bytes of two non-empty lists.
-func (c *canonScratch) cmpLists(a, b canonList) int {
-	ai, bi := a.head, b.head
-	ap, bp := c.seg(ai), c.seg(bi)
-	for {
-		for len(ap) == 0 && ai != a.tail {
-			ai = c.segs[ai].next
-			ap = c.seg(ai)
-		}
-		for len(bp) == 0 && bi != b.tail {
-			bi = c.segs[bi].next
-			bp = c.seg(bi)
-		}
-		switch {
-		case len(ap) == 0 && len(bp) == 0:
-			return 0
-		case len(ap) == 0:
-			return -1
-		case len(bp) == 0:
-			return 1
-		}
-		k := min(len(ap), len(bp))
-		if r := bytes.Compare(ap[:k], bp[:k]); r != 0 {
-			return r
-		}
-		ap, bp = ap[k:], bp[k:]
-	}
-}
-
-// newSeg appends the segment [lo, hi) to c.cur.
-func (c *canonScratch) newSeg(lo, hi int32) {
-	i := int32(len(c.segs))
-	c.segs = append(c.segs, canonSeg{lo, hi, -1})
-	if c.cur.tail >= 0 {
-		c.segs[c.cur.tail].next = i
-	} else {
-		c.cur.head = i
-	}
-	c.cur.tail = i
-}
-
-// appendList appends l to c.cur, merging adjacent segments.
-func (c *canonScratch) appendList(l canonList) {
-	t := c.cur.tail
-	if t < 0 {
-		c.cur = l
-		return
-	}
-	ts, hs := &c.segs[t], c.segs[l.head]
-	if ts.hi != hs.lo {
-		ts.next = l.head
-		c.cur.tail = l.tail
-		return
-	}
-	ts.hi = hs.hi
-	if l.head != l.tail {
-		ts.next = hs.next
-		c.cur.tail = l.tail
-	}
-}
-
-// emitIn appends in[lo:hi] to c.cur and returns the address of the copy.
-func (c *canonScratch) emitIn(lo, hi int) int32 {
-	if t := c.cur.tail; t >= 0 {
-		if s := &c.segs[t]; int(s.hi) == lo {
-			s.hi = int32(hi)
-			return int32(lo)
-		}
-	}
-	return c.emitInSlow(lo, hi)
-}
-
-// emitInSlow is emitIn when in[lo:hi] does not extend the last segment.
-func (c *canonScratch) emitInSlow(lo, hi int) int32 {
-	if c.cur.tail >= 0 && hi-lo <= canonCopyMax {
-		return c.emitOut(c.in[lo:hi])
-	}
-	c.newSeg(int32(lo), int32(hi))
-	return int32(lo)
-}
-
-// emitOut appends b to c.cur through c.out and returns its address.
-func (c *canonScratch) emitOut(b []byte) int32 {
-	a := c.base + int32(len(c.out))
-	c.out = append(c.out, b...)
-	c.extendOut(a, len(b))
-	return a
-}
-
-// extendOut appends to c.cur the n bytes just written to c.out at address a.
-func (c *canonScratch) extendOut(a int32, n int) {
-	if t := c.cur.tail; t >= 0 && c.segs[t].hi == a {
-		c.segs[t].hi += int32(n)
-		return
-	}
-	c.newSeg(a, a+int32(n))
-}
-
-// emitByte appends b to c.cur, extending an input segment when the input
-// continues with b.
-func (c *canonScratch) emitByte(b byte) {
-	if t := c.cur.tail; t >= 0 {
-		if s := &c.segs[t]; int(s.hi) < len(c.in) && c.in[s.hi] == b {
-			s.hi++
-			return
-		}
-	}
-	c.emitByteOut(b)
-}
-
-// emitByteOut appends b to c.cur through c.out.
-func (c *canonScratch) emitByteOut(b byte) {
-	a := c.base + int32(len(c.out))
-	c.out = append(c.out, b)
-	c.extendOut(a, 1)
-}
-
-// emitString appends the canonical encoding of the JSON string content raw
-// (validated, without quotes). It returns the address range of the encoding
-// and whether it contains an escape. The encoding is never longer than raw
-// plus its quotes: every escape decodes to at most its own length.
-func (c *canonScratch) emitString(raw []byte) (lo, hi int32, esc bool) {
-	start := len(c.out)
-	out := slices.Grow(c.out, len(raw)+2)[:start+len(raw)+2]
-	w := start
-	out[w] = '"'
-	w++
-	for j := 0; j < len(raw); {
-		k := bytes.IndexByte(raw[j:], '\\')
-		if k < 0 {
-			w += copy(out[w:], raw[j:])
-			break
-		}
-		w += copy(out[w:], raw[j:j+k])
-		j += k
-		switch raw[j+1] {
-		case '"', '\\', 'b', 'f', 'n', 'r', 't': // already canonical
-			out[w], out[w+1] = '\\', raw[j+1]
-			w += 2
-			j += 2
-			esc = true
-			continue
-		case '/':
-			out[w] = '/'
-			w++
-			j += 2
-			continue
-		}
-		var r rune
-		r, j = canonDecodeEscape(raw, j)
-		switch {
-		case r >= utf8.RuneSelf:
-			w += len(canonAppendRune(out[w:w], r))
-		case r < 0x20 || r == '"' || r == '\\':
-			w += len(canonAppendByte(out[w:w], byte(r)))
-			esc = true
-		default:
-			out[w] = byte(r)
-			w++
-		}
-	}
-	out[w] = '"'
-	w++
-	c.out = out[:w]
-	lo = c.base + int32(start)
-	hi = c.base + int32(w)
-	c.extendOut(lo, w-start)
-	return lo, hi, esc
-}
-
-// emitNumber appends the canonical form of the number in[lo:hi]. simple
-// reports that the number has no fraction and no exponent.
-func (c *canonScratch) emitNumber(lo, hi int, simple bool) {
-	num := c.in[lo:hi]
-	if simple && canonNumberIsCanonical(num, true) {
-		c.emitIn(lo, hi)
-		return
-	}
-	start := len(c.out)
-	c.out = canonAppendNumber(c.out, num)
-	if bytes.Equal(c.out[start:], num) {
-		c.out = c.out[:start]
-		c.emitIn(lo, hi)
-		return
-	}
-	c.extendOut(c.base+int32(start), len(c.out)-start)
 }
 
 // canonAppendNumber appends the canonical form of the valid JSON number num:
@@ -1348,55 +1245,6 @@ func canonHex4(b []byte) rune {
 		}
 	}
 	return r
-}
-
-// canonNextByte decodes the byte of canonical string content b at j and
-// returns it and the index after it.
-func canonNextByte(b []byte, j int) (byte, int) {
-	if b[j] != '\\' {
-		return b[j], j + 1
-	}
-	if b[j+1] == 'u' {
-		return byte(canonHex4(b[j+2:])), j + 6
-	}
-	return canonSimpleEscape(b[j+1]), j + 2
-}
-
-// canonCmpEscaped compares two canonical string contents by decoded bytes.
-func canonCmpEscaped(a, b []byte) int {
-	i, j := 0, 0
-	for i < len(a) && j < len(b) {
-		var x, y byte
-		x, i = canonNextByte(a, i)
-		y, j = canonNextByte(b, j)
-		if x != y {
-			if x < y {
-				return -1
-			}
-			return 1
-		}
-	}
-	switch {
-	case i < len(a):
-		return 1
-	case j < len(b):
-		return -1
-	}
-	return 0
-}
-
-// canonEqualEscaped reports whether canonical string content b decodes to s.
-func canonEqualEscaped(b []byte, s string) bool {
-	i, j := 0, 0
-	for i < len(b) && j < len(s) {
-		var x byte
-		x, i = canonNextByte(b, i)
-		if x != s[j] {
-			return false
-		}
-		j++
-	}
-	return i == len(b) && j == len(s)
 }
 
 // canonSkipWS returns the index of the first non-whitespace byte at or after i.
@@ -1754,18 +1602,19 @@ func canonRawEqual(raw []byte, s string) bool {
 	return s == ""
 }
 
-// canonRawString returns the decoded raw JSON string content raw.
-func canonRawString(raw []byte) string {
+// canonRawString returns the decoded raw JSON string content raw, cut to
+// at most max bytes.
+func canonRawString(raw []byte, max int) string {
 	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw)
+		return string(raw[:min(len(raw), max)])
 	}
 	var b strings.Builder
-	b.Grow(len(raw))
+	b.Grow(min(len(raw), max)) // escapes decode to fewer bytes
 	var tmp [utf8.UTFMax]byte
-	for j := 0; j < len(raw); {
+	for j := 0; j < len(raw) && b.Len() < max; {
 		var p []byte
 		p, j = canonRawPiece(raw, j, &tmp)
-		b.Write(p)
+		b.Write(p[:min(len(p), max-b.Len())])
 	}
 	return b.String()
 }
@@ -1783,13 +1632,14 @@ func canonRawPrefix(dst []byte, raw []byte) int {
 	return n
 }
 
-// topLevelString returns the decoded value of the first key, in the order of
-// keys, whose value in the top-level JSON object args is a string. As with
+// topLevelString returns the decoded value, cut to at most max bytes, of the
+// first key, in the order of keys, whose value in the top-level JSON object
+// args is a string. As with
 // encoding/json, the last of duplicate keys counts. It returns ("", false)
 // if args is not a valid JSON object (nesting deeper than canonMaxDepth
 // included), has none of the keys, or their values are not strings. Nested
 // values are skipped without decoding; only the result is allocated.
-func topLevelString(args []byte, keys []string) (string, bool) {
+func topLevelString(args []byte, keys []string, max int) (string, bool) {
 	for _, k := range keys {
 		var val []byte
 		t := canonTopOf(args)
@@ -1806,7 +1656,7 @@ func topLevelString(args []byte, keys []string) (string, bool) {
 			return "", false
 		}
 		if len(val) > 0 && val[0] == '"' {
-			return canonRawString(val[1 : len(val)-1]), true
+			return canonRawString(val[1:len(val)-1], max), true
 		}
 	}
 	return "", false
@@ -1836,7 +1686,7 @@ func argURL(args []byte) (host, path string, ok bool) {
 		if !bytes.HasPrefix(p, []byte("http://")) && !bytes.HasPrefix(p, []byte("https://")) {
 			continue
 		}
-		u, err := url.Parse(canonRawString(raw))
+		u, err := url.Parse(canonRawString(raw, len(raw)))
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 			continue
 		}

@@ -77,6 +77,8 @@ func FuzzHashArgs(f *testing.F) {
 		`[[[[[[[[[[]]]]]]]]]]`, `{"x":{"y":{"z":{}}}}`, `1e99999999999999999999`, `-0.000000000000000000001`,
 		` { "cmd" : "ls -la" , "timeout" : 30 , "env" : { "B" : "2" , "A" : "1" } } `,
 		`{"b":1.50,"a":-0,"c":1E3,"d":"x\u0001","e":true,"f":null}`, `{"b":1,"a":2,"b":0}`, `{"z":"\/"}`,
+		`{"a":{"b":[1,{"c":2,"c":1}],"b":[1,{"c":1}]},"a":{"b":[1]}}`, `{"\ud800":1,"\udbff\udfff":2,"\u00e9":3,"é":4}`,
+		`{"b":{"y":1,"x":2},"b":{"x":2,"y":1},"a\/":[]}`, `{"a":1,"b":2,"a":1}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -89,8 +91,14 @@ func FuzzHashArgs(f *testing.F) {
 		if h != hashArgs(data, nil) {
 			t.Fatal("hashArgs is not deterministic")
 		}
-		hashArgs(data, []string{"a", "b", ""})
-		topLevelString(data, []string{"a", "url"})
+		// Hashes are persisted: every payload hashes as v0.1.0 hashed it,
+		// except valid JSON over its 16 MiB limit (never a fuzz input).
+		for _, ignore := range [][]string{nil, {"a", "b", ""}, {"\u00e9", "é", "\ufffd"}} {
+			if got, want := hashArgs(data, ignore), v1Hash(data, ignore); got != want {
+				t.Fatalf("hash of %q ignoring %q is %v, v0.1.0's was %v", data, ignore, got, want)
+			}
+		}
+		topLevelString(data, []string{"a", "url"}, 1<<20)
 		argURL(data)
 		appendKeyNames(nil, data)
 		// What the flat fast path reads agrees with the general helpers.

@@ -19,37 +19,33 @@ import (
 )
 
 // canonTestForm returns the canonical form hashArgs hashes for args, or
-// false if args is hashed as raw bytes.
+// false if args is hashed as raw bytes. It checks that v0.1.0's
+// canonicalizer (canon_v1_test.go) wrote the same for every payload up to
+// its size limit, and that the flat fast path agrees.
 func canonTestForm(t testing.TB, args []byte, ignore []string) (string, bool) {
 	t.Helper()
-	if len(args) > canonMaxBytes {
-		return "", false
-	}
 	c := new(canonScratch)
-	c.reset(args)
-	if !c.parse(ignore) {
-		return "", false
-	}
-	form := "{}"
-	if !c.null {
-		var b []byte
-		for i := c.cur.head; ; i = c.segs[i].next {
-			b = append(b, c.seg(i)...)
-			if i == c.cur.tail {
-				break
+	if len(args) > canonMaxBytes || !c.index(args, ignore) {
+		if len(args) <= v1MaxBytes {
+			if form, ok := v1Form(args, ignore); ok {
+				t.Fatalf("%q is hashed raw, v0.1.0 canonicalized it to %q", args, form)
 			}
 		}
-		form = string(b)
+		return "", false
 	}
-	// The flat fast path agrees: what it accepts, it writes as parse does.
+	c.mat = 1 // write the form to c.vals
+	c.form()
+	form := string(c.vals)
+	if len(args) <= v1MaxBytes {
+		if old, ok := v1Form(args, ignore); !ok || old != form {
+			t.Fatalf("canonical form of %q is %q, v0.1.0's was %q (canonical: %v)", args, form, old, ok)
+		}
+	}
+	// The flat fast path agrees: what it accepts, it writes as form does.
 	if trimmed := bytes.Trim(args, " \t\r\n"); len(trimmed) <= canonFlatBytes {
 		if flat, end, ok := canonFlat(nil, trimmed, 0, canonFlatBytes, ignore, nil, new(canonFlatScratch)); ok && end == len(trimmed) && string(flat) != form {
 			t.Fatalf("canonFlat wrote %q for %q, canonical form is %q", flat, trimmed, form)
 		}
-	}
-	// The fast path agrees: what it accepts is its own canonical form.
-	if trimmed := bytes.Trim(args, " \t\r\n"); len(trimmed) > 0 && c.isCanonical(trimmed, ignore) && form != string(trimmed) {
-		t.Fatalf("isCanonical accepted %q, canonical form is %q", trimmed, form)
 	}
 	return form, true
 }
@@ -202,27 +198,36 @@ func TestHashArgsCanonicalForm(t *testing.T) {
 	}
 }
 
-func TestHashArgsFastPath(t *testing.T) {
+// TestHashArgsInPlace checks that a payload already in canonical form is
+// hashed as it is, without reordering anything.
+func TestHashArgsInPlace(t *testing.T) {
 	canonical := []string{
 		`{}`, `[]`, `{"a":1,"b":[true,false,null],"c":{"x":"y"}}`, `"A\n\"\\\u0001"`, `[1,-2,0.5,1e21,1.5e-7,100]`,
 		`{"":0,"a":{"":[]},"b\"":1,"b\\":2}`, `{"\u0001":1,"a":2}`, "\"\xff\"", `12345678901234567890`,
 	}
 	for _, s := range canonical {
 		c := new(canonScratch)
-		assert.True(t, c.isCanonical([]byte(s), nil), s)
+		require.True(t, c.index([]byte(s), nil), s)
+		assert.Empty(t, c.objs, s)
+		form, _ := canonTestForm(t, []byte(s), nil)
+		assert.Equal(t, s, form)
 		assert.Equal(t, canonTestSum(canonPrefixJSON, s), hashArgs([]byte(s), nil), s)
 	}
 	notCanonical := []string{
-		`null`, `{ }`, `{"b":1,"a":2}`, `{"a":1,"a":1}`, `"\u0041"`, `"\/"`, `"\u000a"`, `"\u001F"`,
+		`null`, `{ }`, `{"b":1,"a":2}`, `"\u0041"`, `"\/"`, `"\u000a"`, `"\u001F"`,
 		`1.0`, `-0`, `1E2`, `1e+2`, `0.0000001`, `1234567890123456789012`, `[1, 2]`, `{"a":1`, `{"a":1}x`,
 	}
 	for _, s := range notCanonical {
-		c := new(canonScratch)
-		assert.False(t, c.isCanonical([]byte(s), nil), s)
+		form, ok := canonTestForm(t, []byte(s), nil)
+		assert.False(t, ok && form == s, s)
 	}
 	c := new(canonScratch)
-	assert.False(t, c.isCanonical([]byte(`{"a":1,"id":2}`), []string{"id"}))
-	assert.True(t, c.isCanonical([]byte(`{"a":{"id":2}}`), []string{"id"}))
+	require.True(t, c.index([]byte(`{"a":1,"id":2}`), []string{"id"}))
+	assert.Len(t, c.objs, 1) // the ignored member is dropped
+	require.True(t, c.index([]byte(`{"a":{"id":2}}`), []string{"id"}))
+	assert.Empty(t, c.objs) // ignore applies at the top level only
+	require.True(t, c.index([]byte(`{"a":1,"a":1}`), nil))
+	assert.Len(t, c.objs, 1) // duplicate keys are ordered by value
 }
 
 func TestHashArgsIgnore(t *testing.T) {
@@ -285,7 +290,7 @@ func TestHashArgsDepth(t *testing.T) {
 		start := time.Now()
 		assert.Equal(t, canonRawHash(payload), hashArgs(payload, nil))
 		assert.Less(t, time.Since(start), 2*time.Second)
-		_, ok := topLevelString(payload, []string{"a"})
+		_, ok := topLevelString(payload, []string{"a"}, 1<<20)
 		assert.False(t, ok)
 		assert.Empty(t, appendKeyNames(nil, payload))
 	}
@@ -308,15 +313,6 @@ func TestHashArgsLarge(t *testing.T) {
 	var indented bytes.Buffer
 	require.NoError(t, json.Indent(&indented, payload, "", "  "))
 	assert.Equal(t, h, hashArgs(indented.Bytes(), nil))
-
-	// Beyond canonMaxBytes: raw.
-	big := make([]byte, canonMaxBytes+1)
-	copy(big, `"`)
-	for i := 1; i < len(big)-1; i++ {
-		big[i] = 'x'
-	}
-	big[len(big)-1] = '"'
-	assert.Equal(t, canonRawHash(big), hashArgs(big, nil))
 }
 
 func TestHashArgsDoesNotModifyInput(t *testing.T) {
@@ -441,12 +437,18 @@ func TestTopLevelString(t *testing.T) {
 		{` { "cmd" : [1, {"a": "b"}] , "path" : "ok" } `, []string{"path"}, "ok", true},
 	}
 	for _, c := range cases {
-		got, ok := topLevelString([]byte(c.in), c.keys)
+		got, ok := topLevelString([]byte(c.in), c.keys, 1<<20)
 		assert.Equal(t, c.ok, ok, c.in)
 		assert.Equal(t, c.want, got, c.in)
 	}
 	args := []byte(`{"nested":{"a":[1,2,3,{"b":"c"}]},"path":"/tmp/x"}`)
-	assert.LessOrEqual(t, testing.AllocsPerRun(100, func() { topLevelString(args, []string{"path"}) }), 1.0)
+	assert.LessOrEqual(t, testing.AllocsPerRun(100, func() { topLevelString(args, []string{"path"}, 1<<20) }), 1.0)
+	// Cut to max bytes, escapes decoded first.
+	for _, in := range []string{`{"q":"abcdef"}`, `{"q":"\u0061\u0062\u0063def"}`, `{"q":"ab\u00e9f"}`} {
+		got, ok := topLevelString([]byte(in), []string{"q"}, 3)
+		assert.True(t, ok)
+		assert.Equal(t, map[bool]string{true: "ab\xc3", false: "abc"}[strings.Contains(in, "00e9")], got, in)
+	}
 }
 
 func TestArgURL(t *testing.T) {
@@ -780,6 +782,7 @@ func TestHashArgsMatchesReference(t *testing.T) {
 		require.NoError(t, err, "%s", b)
 		require.Equal(t, ra, rb)
 		require.Equal(t, hashArgs(a, nil), hashArgs(b, nil), "%s\n%s", a, b)
+		require.Equal(t, v1Hash(a, nil), hashArgs(a, nil), "%s", a)
 
 		c := write(canonTestMutate(r, v))
 		rc, err := canonTestRef(c)

@@ -283,7 +283,9 @@ func (t *Tracker) inspect(c Call, buf []byte) (probe, []byte) {
 	p.key = callKey{tool: c.Tool, args: args}
 	if p.rule.search {
 		for _, k := range queryKeys {
-			if s, ok := topLevelString(c.Args, []string{k}); ok {
+			// The query is read as far as redactSecrets and
+			// normalizeQuery read it, not copied whole.
+			if s, ok := topLevelString(c.Args, []string{k}, redactMaxBytes); ok {
 				p.query = normalizeQuery(s)
 				if r := redactSecrets(s); r != s {
 					p.purpose = normalizeQuery(r)
