@@ -135,3 +135,30 @@ func runCall(t *toolguard.Tracker, c toolguard.Call) (bool, toolguard.Decision) 
 	t.Record(c, toolguard.Outcome{Result: "ok"})
 	return true, d
 }
+
+// reserve asks s for one reservation.
+func reserve(ctx context.Context, s store.Store, r store.Reservation) (store.Grant, error) {
+	gs, err := s.Reserve(ctx, []store.Reservation{r})
+	if err != nil {
+		return store.Grant{}, err
+	}
+	return gs[0], nil
+}
+
+// commit commits rs and waits until the server applied them.
+func commit(tb testing.TB, s *redisstore.Store, rs ...store.Reservation) {
+	tb.Helper()
+	require.NoError(tb, s.Commit(context.Background(), rs))
+	require.NoError(tb, s.Flush(context.Background()))
+}
+
+// release releases rs and waits until the server applied them.
+func release(tb testing.TB, s *redisstore.Store, rs ...store.Reservation) {
+	tb.Helper()
+	require.NoError(tb, s.Release(context.Background(), rs))
+	require.NoError(tb, s.Flush(context.Background()))
+}
+
+// ckey and zkey return the keys of counter k under prefix.
+func ckey(prefix, k string) string { return prefix + "{" + k + "}:c" }
+func zkey(prefix, k string) string { return prefix + "{" + k + "}:z" }

@@ -77,7 +77,7 @@ func TestMultiProcess(t *testing.T) {
 	n, err := s.Count(context.Background(), "quota:fleet")
 	require.NoError(t, err)
 	assert.Equal(t, limit, n)
-	assert.Equal(t, []string{prefix + "c:quota:fleet"}, namespaceKeys(t, admin, prefix))
+	assert.Equal(t, []string{ckey(prefix, "quota:fleet")}, namespaceKeys(t, admin, prefix))
 }
 
 func parseAllowed(out string) (int, error) {
@@ -126,6 +126,7 @@ func TestChildProcess(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
+	require.NoError(t, s.Flush(context.Background()))
 	require.Zero(t, unexpected.Load(), "calls refused for another reason than the quota")
 	fmt.Printf("allowed=%d\n", allowed.Load())
 }
