@@ -23,6 +23,11 @@ import (
 // started for this test binary.
 var shared *redistest.Shared
 
+// sharedCluster is the cluster the cluster tests share (those that break
+// a cluster start their own): TOOLGUARD_REDIS_CLUSTER, or one started on
+// first use.
+var sharedCluster redistest.SharedCluster
+
 // findLeaks reports goroutines still running 3s from now at the latest:
 // after a client is closed, go-redis may need a second to end the
 // goroutine that probes a server that went away.
@@ -48,6 +53,7 @@ func TestMain(m *testing.M) {
 	shared = redistest.StartShared()
 	code := m.Run()
 	shared.Close()
+	sharedCluster.Close()
 	if code == 0 {
 		if err := findLeaks(); err != nil {
 			fmt.Fprintf(os.Stderr, "goroutines leaked: %v\n", err)
