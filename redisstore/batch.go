@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -41,6 +42,7 @@ type settle struct {
 	id       string
 	counters []store.Counter
 	m        []int
+	until    time.Time // zero until its first send fails: then, until when it is sent again
 }
 
 func (s *Store) newBatch() *batch { return &batch{s: s, bySlot: map[int]*group{}} }
@@ -122,8 +124,8 @@ func (b *batch) reserve(ri int, r store.Reservation) {
 	}
 }
 
-// settle adds a commit or release.
-func (b *batch) settle(o settle) {
+// settle adds a commit or release and returns the groups it went to.
+func (b *batch) settle(o settle) []*group {
 	op := "X"
 	if o.commit {
 		op = "C"
@@ -136,6 +138,7 @@ func (b *batch) settle(o settle) {
 			g.args = append(g.args, g.key(b.s.counterKeys(c.Key)), p.m[j])
 		}
 	}
+	return gs
 }
 
 // parse reads the group's reply into the grants of the Reserve.
@@ -207,9 +210,10 @@ func (g *group) allParts() []settle {
 }
 
 // maxAttempts bounds how often one operation is sent again after a
-// NOSCRIPT (the node does not have the script yet: it is sent whole) or a
+// NOSCRIPT (the node does not have the script yet: it is sent whole), a
 // TRYAGAIN (the slot is migrating and its keys are split between two
-// nodes for a moment).
+// nodes for a moment), or a MOVED or ASK that go-redis did not follow
+// within its MaxRedirects.
 const maxAttempts = 8
 
 // run sends the groups' scripts in one pipeline and returns each one's
@@ -236,16 +240,27 @@ func (s *Store) run(ctx context.Context, groups []*group) ([]any, []error) {
 		}
 		_, _ = pipe.Exec(ctx) // each command holds its own error
 		var again []int
-		tryAgain := false
+		tryAgain, unreachable := false, false
 		for i, gi := range todo {
 			vals[gi], errs[gi] = cmds[i].Result()
+			var rerr redis.Error
+			unreachable = unreachable || errs[gi] != nil && !errors.As(errs[gi], &rerr)
 			switch err := errs[gi]; {
 			case err == nil:
 			case redis.HasErrorPrefix(err, "NOSCRIPT"):
 				again, whole = append(again, gi), true
-			case redis.IsTryAgainError(err):
+			case redis.IsTryAgainError(err), redis.HasErrorPrefix(err, "MOVED"), redis.HasErrorPrefix(err, "ASK"):
+				// Not run: a slot migrating (its keys split between two
+				// nodes, or the client's map of slots behind).
 				again, tryAgain = append(again, gi), true
 			}
+		}
+		if c, ok := s.client.(*redis.ClusterClient); ok && unreachable {
+			// A node did not answer: it may have failed over to a
+			// replica, which the client learns only from a new map of
+			// the slots (go-redis follows MOVED, but a dead node sends
+			// none).
+			c.ReloadState(ctx)
 		}
 		if len(again) == 0 || attempt == maxAttempts || ctx.Err() != nil {
 			return vals, errs

@@ -2,9 +2,13 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 const (
@@ -15,6 +19,14 @@ const (
 	maxSendBatch = 1024
 	// sendTimeout bounds one background send.
 	sendTimeout = 5 * time.Second
+	// retryFor bounds how long an operation whose send failed (the
+	// server did not answer, a failover, a shard restarting) is sent
+	// again, from its first failure. A commit that arrives after its
+	// reservation's TTL does nothing (the unit went back to the quota).
+	retryFor = time.Minute
+	// The pause before sending again after a failed send: minBackoff,
+	// doubling up to maxBackoff.
+	minBackoff, maxBackoff = 50 * time.Millisecond, 2 * time.Second
 )
 
 // WithQueueLimit sets how many commits and releases may wait to be sent
@@ -124,8 +136,11 @@ func (q *queue) appendLocked(s *Store, ops []settle) {
 }
 
 // send sends the queue in batches until it is empty: while one batch is
-// on its way, the next one accumulates.
+// on its way, the next one accumulates. The operations of a failed send
+// go back to the queue (see retryFor), and the next send waits a pause
+// that grows while sends keep failing.
 func (q *queue) send(s *Store) {
+	backoff := time.Duration(0)
 	for {
 		q.mu.Lock()
 		if len(q.ops) == 0 {
@@ -141,10 +156,11 @@ func (q *queue) send(s *Store) {
 		q.signal() // room
 		q.mu.Unlock()
 
-		err := s.sendSettles(batch)
+		retry, err := s.sendSettles(batch)
 
 		q.mu.Lock()
-		q.done += uint64(n)
+		q.ops = append(q.ops, retry...)
+		q.done += uint64(n - len(retry))
 		if err != nil {
 			q.failed++
 			if q.first == nil {
@@ -156,6 +172,12 @@ func (q *queue) send(s *Store) {
 		if err != nil && q.onError != nil {
 			q.onError(err)
 		}
+		if len(retry) == 0 {
+			backoff = 0
+			continue
+		}
+		backoff = min(max(2*backoff, minBackoff), maxBackoff)
+		time.Sleep(backoff)
 	}
 }
 
@@ -198,8 +220,10 @@ func (s *Store) Flush(ctx context.Context) error {
 }
 
 // sendSettles sends commits and releases: one script per slot, in one
-// pipeline.
-func (s *Store) sendSettles(ops []settle) error {
+// pipeline. It returns the operations to send again: those that went to
+// a script that failed for a transient reason, until their retry time is
+// over.
+func (s *Store) sendSettles(ops []settle) ([]settle, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 	defer cancel()
 	commits := 0
@@ -209,24 +233,76 @@ func (s *Store) sendSettles(ops []settle) error {
 		}
 	}
 	what := fmt.Sprintf("background send of %d commits and %d releases", commits, len(ops)-commits)
-	if err := s.ready(ctx, what); err != nil {
-		return err
-	}
-	b := s.newBatch()
-	for _, o := range ops {
-		b.settle(o)
-	}
-	_, errs := s.run(ctx, b.groups)
+	var failed map[*group]bool
 	var first error
-	failed := 0
-	for _, err := range errs {
-		if err != nil {
-			failed++
-			first = cmp(first, err)
+	if err := s.ready(ctx, what); err != nil {
+		first = err
+	} else {
+		b := s.newBatch()
+		touched := make([][]*group, len(ops))
+		for i, o := range ops {
+			touched[i] = b.settle(o)
+		}
+		_, errs := s.run(ctx, b.groups)
+		for gi, err := range errs {
+			if err != nil {
+				if failed == nil {
+					failed = map[*group]bool{}
+				}
+				failed[b.groups[gi]] = true
+				first = cmp(first, err)
+			}
+		}
+		if first == nil {
+			return nil, nil
+		}
+		var kept []settle
+		for i, o := range ops {
+			for _, g := range touched[i] {
+				if failed[g] {
+					kept = append(kept, o)
+					break
+				}
+			}
+		}
+		ops = kept
+	}
+	err := s.wrap(what, first)
+	if !transient(first) {
+		return nil, err
+	}
+	now := time.Now()
+	var retry []settle
+	for _, o := range ops {
+		if o.until.IsZero() {
+			o.until = now.Add(retryFor)
+		}
+		if now.Before(o.until) {
+			retry = append(retry, o)
 		}
 	}
-	if failed == 0 {
-		return nil
+	if dropped := len(ops) - len(retry); dropped > 0 {
+		return retry, fmt.Errorf("%w; %d operations dropped after %v of retries (their reservations expire after their TTL)", err, dropped, retryFor)
 	}
-	return s.wrap(fmt.Sprintf("%s: %d of %d scripts failed", what, failed, len(errs)), first)
+	return retry, fmt.Errorf("%w; %d operations will be sent again", err, len(retry))
+}
+
+// transient reports whether a failed send may succeed later: the network
+// or the server did not answer, or the cluster was moving (a failover, a
+// migration, a node loading its data). A malformed key, an evicting
+// server, a closed client or any other refusal by the server is not.
+func transient(err error) bool {
+	if errors.Is(err, ErrMalformed) || errors.Is(err, ErrEvictionPolicy) || errors.Is(err, redis.ErrClosed) {
+		return false
+	}
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return true
+	}
+	for _, p := range []string{"TRYAGAIN", "CLUSTERDOWN", "LOADING", "READONLY", "MASTERDOWN", "MOVED", "ASK", "NOREPLICAS"} {
+		if strings.HasPrefix(rerr.Error(), p) {
+			return true
+		}
+	}
+	return false
 }

@@ -113,8 +113,9 @@ func cliOut(addr string, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
-// WaitOK waits until every running node reports cluster_state:ok and
-// they agree on the masters of the slots.
+// WaitOK waits until every running node reports cluster_state:ok, they
+// agree on the masters of the slots, and every replica is in sync with
+// its master.
 func (c *Cluster) WaitOK(tb testing.TB, timeout time.Duration) {
 	tb.Helper()
 	if err := c.waitOK(timeout); err != nil {
@@ -147,6 +148,10 @@ func (c *Cluster) notOK() string {
 		info, err := cliOut(n.Addr(), "cluster", "info")
 		if err != nil || !strings.Contains(info, "cluster_state:ok") {
 			return n.Addr() + ": " + info
+		}
+		repl, err := cliOut(n.Addr(), "info", "replication")
+		if err != nil || strings.Contains(repl, "role:slave") && !strings.Contains(repl, "master_link_status:up") {
+			return n.Addr() + ": the replica is not in sync with its master"
 		}
 		m := c.mastersSeenBy(n.Addr())
 		if view == "" {
