@@ -234,8 +234,8 @@ func (s *Store) sendSettles(ops []settle) ([]settle, error) {
 	}
 	what := fmt.Sprintf("background send of %d commits and %d releases", commits, len(ops)-commits)
 	var failed map[*group]bool
-	var first error
-	if err := s.ready(ctx, what); err != nil {
+	var first, err error
+	if err = s.ready(ctx, what); err != nil {
 		first = err
 	} else {
 		b := s.newBatch()
@@ -266,8 +266,8 @@ func (s *Store) sendSettles(ops []settle) ([]settle, error) {
 			}
 		}
 		ops = kept
+		err = s.wrap(what, first)
 	}
-	err := s.wrap(what, first)
 	if !transient(first) {
 		return nil, err
 	}
