@@ -21,25 +21,26 @@ func TestWindowedTotalExpires(t *testing.T) {
 	k := []store.Counter{{Key: "w", Limit: 2, Window: window}}
 	start := time.Now()
 	for _, id := range []string{"1", "2"} {
-		g, err := s.Reserve(ctx, store.Reservation{ID: id, Counters: k})
+		r := store.Reservation{ID: id, Counters: k}
+		g, err := reserve(ctx, s, r)
 		require.NoError(t, err)
 		require.True(t, g.OK)
-		require.NoError(t, s.Commit(ctx, id))
+		commit(t, s, r)
 	}
-	g, err := s.Reserve(ctx, store.Reservation{ID: "3", Counters: k})
+	g, err := reserve(ctx, s, store.Reservation{ID: "3", Counters: k})
 	require.NoError(t, err)
 	require.False(t, g.OK, "the window is full")
-	pttl := c.PTTL(ctx, prefix+"c:w").Val()
+	pttl := c.PTTL(ctx, ckey(prefix, "w")).Val()
 	assert.True(t, pttl > 0 && pttl <= window, "the total expires with its window: %v", pttl)
 
 	time.Sleep(window + 50*time.Millisecond - time.Since(start))
 	n, err := s.Count(ctx, "w")
 	require.NoError(t, err)
 	assert.Equal(t, 0, n, "a new window starts from zero")
-	g, err = s.Reserve(ctx, store.Reservation{ID: "4", Counters: k})
+	g, err = reserve(ctx, s, store.Reservation{ID: "4", Counters: k})
 	require.NoError(t, err)
 	assert.Equal(t, []int{1}, g.Counts)
-	assert.Greater(t, c.PTTL(ctx, prefix+"c:w").Val(), 200*time.Millisecond, "the new window starts with its first unit")
+	assert.Greater(t, c.PTTL(ctx, ckey(prefix, "w")).Val(), 200*time.Millisecond, "the new window starts with its first unit")
 }
 
 // TestWindowEndsWhileReserved: a unit reserved in one window and committed
@@ -48,15 +49,14 @@ func TestWindowEndsWhileReserved(t *testing.T) {
 	s, _, _ := setup(t)
 	ctx := context.Background()
 	k := []store.Counter{{Key: "w", Limit: 5, Window: 200 * time.Millisecond}}
-	for _, id := range []string{"1", "2"} {
-		_, err := s.Reserve(ctx, store.Reservation{ID: id, Counters: k, TTL: time.Minute})
-		require.NoError(t, err)
-	}
-	require.NoError(t, s.Commit(ctx, "1"))
+	r1, r2 := store.Reservation{ID: "1", Counters: k, TTL: time.Minute}, store.Reservation{ID: "2", Counters: k, TTL: time.Minute}
+	_, err := s.Reserve(ctx, []store.Reservation{r1, r2})
+	require.NoError(t, err)
+	commit(t, s, r1)
 	time.Sleep(250 * time.Millisecond)
 	n, _ := s.Count(ctx, "w")
 	assert.Equal(t, 1, n, "the committed unit went with its window; the held one stays")
-	require.NoError(t, s.Commit(ctx, "2"))
+	commit(t, s, r2)
 	n, _ = s.Count(ctx, "w")
 	assert.Equal(t, 1, n)
 }
@@ -66,10 +66,11 @@ func TestUnsettledReservationExpires(t *testing.T) {
 	ctx := context.Background()
 	const ttl = 200 * time.Millisecond
 	k := []store.Counter{{Key: "k", Limit: 1}}
-	g, err := s.Reserve(ctx, store.Reservation{ID: "lost", Counters: k, TTL: ttl})
+	lost := store.Reservation{ID: "lost", Counters: k, TTL: ttl}
+	g, err := reserve(ctx, s, lost)
 	require.NoError(t, err)
 	require.True(t, g.OK)
-	g, err = s.Reserve(ctx, store.Reservation{ID: "2", Counters: k, TTL: ttl})
+	g, err = reserve(ctx, s, store.Reservation{ID: "2", Counters: k, TTL: ttl})
 	require.NoError(t, err)
 	require.False(t, g.OK, "the unit is held")
 
@@ -77,14 +78,15 @@ func TestUnsettledReservationExpires(t *testing.T) {
 	n, err := s.Count(ctx, "k")
 	require.NoError(t, err)
 	assert.Equal(t, 0, n, "an unsettled reservation returns its unit after its TTL")
-	g, err = s.Reserve(ctx, store.Reservation{ID: "3", Counters: k, TTL: time.Minute})
+	r3 := store.Reservation{ID: "3", Counters: k, TTL: time.Minute}
+	g, err = reserve(ctx, s, r3)
 	require.NoError(t, err)
 	require.True(t, g.OK)
-	require.NoError(t, s.Commit(ctx, "lost"), "a late commit of an expired reservation does nothing")
-	require.NoError(t, s.Commit(ctx, "3"))
+	commit(t, s, lost) // a late commit of an expired reservation does nothing
+	commit(t, s, r3)
 	n, _ = s.Count(ctx, "k")
 	assert.Equal(t, 1, n)
-	assert.Equal(t, []string{prefix + "c:k"}, namespaceKeys(t, c, prefix))
+	assert.Equal(t, []string{ckey(prefix, "k")}, namespaceKeys(t, c, prefix))
 }
 
 // TestCrashedReplica: a Tracker that reserved and died before Record

@@ -106,6 +106,7 @@ func TestRestartFailClosed(t *testing.T) {
 		ok, d := runCall(tr, callN("t", i))
 		require.True(t, ok, "call %d: %+v", i, d)
 	}
+	require.NoError(t, s.Flush(context.Background()))
 	srv.Kill(t)
 	for i := 4; i < 7; i++ {
 		start := time.Now()
@@ -138,6 +139,7 @@ func TestRestartFailClosed(t *testing.T) {
 	n, _ = s.Count(context.Background(), "quota:fleet")
 	assert.Equal(t, 10, n)
 
+	require.NoError(t, s.Flush(context.Background()))
 	require.NoError(t, c.Close())
 	assert.NoError(t, findLeaks(before, ignoreServer))
 }
@@ -189,6 +191,7 @@ func TestRestartFailOpen(t *testing.T) {
 	assert.Equal(t, 5, allowed)
 	assert.Empty(t, log.take())
 
+	require.NoError(t, s.Flush(context.Background()))
 	require.NoError(t, c.Close())
 	assert.NoError(t, findLeaks(before, ignoreServer))
 }

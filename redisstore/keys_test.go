@@ -40,25 +40,29 @@ func TestDocumentedCommands(t *testing.T) {
 		ok, d := runCall(tr, callN("web_fetch", i))
 		require.True(t, ok, "%+v", d)
 	}
+	require.NoError(t, s.Flush(context.Background()))
 	// One allowed call still running holds a reservation.
 	require.Equal(t, toolguard.Allow, tr.ShouldSkip(callN("web_fetch", 99)).Verdict)
 
 	redisCLI := func(command string) string {
 		t.Helper()
-		args := append([]string{"-u", srv.URL()}, strings.Fields(strings.TrimPrefix(command, "redis-cli "))...)
+		args := []string{"-u", srv.URL()}
+		for _, f := range strings.Fields(strings.TrimPrefix(command, "redis-cli ")) {
+			args = append(args, strings.Trim(f, "'")) // the shell's quotes
+		}
 		out, err := exec.Command(cli, args...).CombinedOutput()
 		require.NoError(t, err, "%s: %s", command, out)
 		return strings.TrimSpace(string(out))
 	}
 	// The commands of docs/distributed.md ("Key layout").
-	assert.Equal(t, "3", redisCLI("redis-cli GET toolguard:c:quota:tenant:acme:hourly"))
-	assert.Equal(t, "1", redisCLI("redis-cli ZCARD toolguard:z:quota:tenant:acme:hourly"))
+	assert.Equal(t, "3", redisCLI("redis-cli GET 'toolguard:{quota:tenant:acme:hourly}:c'"))
+	assert.Equal(t, "1", redisCLI("redis-cli ZCARD 'toolguard:{quota:tenant:acme:hourly}:z'"))
 	n, err := s.Count(context.Background(), "quota:tenant:acme:hourly")
 	require.NoError(t, err)
 	assert.Equal(t, 4, n)
 	assert.Equal(t, "quota:tenant:acme:hourly", toolguard.SharedQuota{Name: "tenant:acme:hourly"}.Key("web_fetch"))
 
-	redisCLI("redis-cli DEL toolguard:c:quota:tenant:acme:hourly toolguard:z:quota:tenant:acme:hourly")
+	redisCLI("redis-cli DEL 'toolguard:{quota:tenant:acme:hourly}:c' 'toolguard:{quota:tenant:acme:hourly}:z'")
 	n, err = s.Count(context.Background(), "quota:tenant:acme:hourly")
 	require.NoError(t, err)
 	assert.Zero(t, n, "the documented reset")

@@ -23,6 +23,11 @@ import (
 // started for this test binary.
 var shared *redistest.Shared
 
+// sharedCluster is the cluster the cluster tests share (those that break
+// a cluster start their own): TOOLGUARD_REDIS_CLUSTER, or one started on
+// first use.
+var sharedCluster redistest.SharedCluster
+
 // findLeaks reports goroutines still running 3s from now at the latest:
 // after a client is closed, go-redis may need a second to end the
 // goroutine that probes a server that went away.
@@ -48,6 +53,7 @@ func TestMain(m *testing.M) {
 	shared = redistest.StartShared()
 	code := m.Run()
 	shared.Close()
+	sharedCluster.Close()
 	if code == 0 {
 		if err := findLeaks(); err != nil {
 			fmt.Fprintf(os.Stderr, "goroutines leaked: %v\n", err)
@@ -135,3 +141,30 @@ func runCall(t *toolguard.Tracker, c toolguard.Call) (bool, toolguard.Decision) 
 	t.Record(c, toolguard.Outcome{Result: "ok"})
 	return true, d
 }
+
+// reserve asks s for one reservation.
+func reserve(ctx context.Context, s store.Store, r store.Reservation) (store.Grant, error) {
+	gs, err := s.Reserve(ctx, []store.Reservation{r})
+	if err != nil {
+		return store.Grant{}, err
+	}
+	return gs[0], nil
+}
+
+// commit commits rs and waits until the server applied them.
+func commit(tb testing.TB, s *redisstore.Store, rs ...store.Reservation) {
+	tb.Helper()
+	require.NoError(tb, s.Commit(context.Background(), rs))
+	require.NoError(tb, s.Flush(context.Background()))
+}
+
+// release releases rs and waits until the server applied them.
+func release(tb testing.TB, s *redisstore.Store, rs ...store.Reservation) {
+	tb.Helper()
+	require.NoError(tb, s.Release(context.Background(), rs))
+	require.NoError(tb, s.Flush(context.Background()))
+}
+
+// ckey and zkey return the keys of counter k under prefix.
+func ckey(prefix, k string) string { return prefix + "{" + k + "}:c" }
+func zkey(prefix, k string) string { return prefix + "{" + k + "}:z" }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -25,18 +26,17 @@ func TestMalformedKeys(t *testing.T) {
 		plant  func(c *redis.Client, p string) error
 		detail string // in the error
 	}{
-		{"total is a hash", func(c *redis.Client, p string) error { return c.HSet(ctx, p+"c:k", "f", "v").Err() }, "c:k holds a hash, not a count"},
-		{"total is a list", func(c *redis.Client, p string) error { return c.RPush(ctx, p+"c:k", "1").Err() }, "c:k holds a list, not a count"},
-		{"total is text", func(c *redis.Client, p string) error { return c.Set(ctx, p+"c:k", "abc", 0).Err() }, "c:k holds a string that is not a count"},
-		{"total is negative", func(c *redis.Client, p string) error { return c.Set(ctx, p+"c:k", "-3", 0).Err() }, "not a count"},
-		{"total is a fraction", func(c *redis.Client, p string) error { return c.Set(ctx, p+"c:k", "1.5", 0).Err() }, "not a count"},
-		{"total is empty", func(c *redis.Client, p string) error { return c.Set(ctx, p+"c:k", "", 0).Err() }, "not a count"},
+		{"total is a hash", func(c *redis.Client, p string) error { return c.HSet(ctx, p+"{k}:c", "f", "v").Err() }, "{k}:c holds a hash, not a count"},
+		{"total is a list", func(c *redis.Client, p string) error { return c.RPush(ctx, p+"{k}:c", "1").Err() }, "{k}:c holds a list, not a count"},
+		{"total is text", func(c *redis.Client, p string) error { return c.Set(ctx, p+"{k}:c", "abc", 0).Err() }, "{k}:c holds a string that is not a count"},
+		{"total is negative", func(c *redis.Client, p string) error { return c.Set(ctx, p+"{k}:c", "-3", 0).Err() }, "not a count"},
+		{"total is a fraction", func(c *redis.Client, p string) error { return c.Set(ctx, p+"{k}:c", "1.5", 0).Err() }, "not a count"},
+		{"total is empty", func(c *redis.Client, p string) error { return c.Set(ctx, p+"{k}:c", "", 0).Err() }, "not a count"},
 		{"total overflows", func(c *redis.Client, p string) error {
-			return c.Set(ctx, p+"c:k", "99999999999999999999", 0).Err()
+			return c.Set(ctx, p+"{k}:c", "99999999999999999999", 0).Err()
 		}, "not a count"},
-		{"reservations are a string", func(c *redis.Client, p string) error { return c.Set(ctx, p+"z:k", "1", 0).Err() }, "z:k holds a string, not a sorted set"},
-		{"reservations are a set", func(c *redis.Client, p string) error { return c.SAdd(ctx, p+"z:k", "x").Err() }, "z:k holds a set, not a sorted set"},
-		{"reservation record is a hash", func(c *redis.Client, p string) error { return c.HSet(ctx, p+"r:id", "f", "v").Err() }, "r:id holds a hash, not a reservation"},
+		{"reservations are a string", func(c *redis.Client, p string) error { return c.Set(ctx, p+"{k}:z", "1", 0).Err() }, "{k}:z holds a string, not a sorted set"},
+		{"reservations are a set", func(c *redis.Client, p string) error { return c.SAdd(ctx, p+"{k}:z", "x").Err() }, "{k}:z holds a set, not a sorted set"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,64 +44,57 @@ func TestMalformedKeys(t *testing.T) {
 			require.NoError(t, tc.plant(c, prefix))
 			before := dump(t, c, prefix)
 
-			_, err := s.Reserve(ctx, store.Reservation{ID: "id", Counters: two})
+			_, err := reserve(ctx, s, store.Reservation{ID: "id", Counters: two})
 			require.ErrorIs(t, err, redisstore.ErrMalformed)
 			assert.True(t, strings.HasPrefix(err.Error(), "redisstore: reserve: malformed key: "+prefix), err.Error())
 			assert.Contains(t, err.Error(), tc.detail)
 			assert.Equal(t, before, dump(t, c, prefix), "a failed reservation changes nothing, not even the good counter")
 
-			if !strings.HasPrefix(tc.name, "reservation record") {
-				_, err = s.Count(ctx, "k")
-				require.ErrorIs(t, err, redisstore.ErrMalformed)
-			}
+			_, err = s.Count(ctx, "k")
+			require.ErrorIs(t, err, redisstore.ErrMalformed)
 		})
 	}
 }
 
-func TestMalformedReservationRecord(t *testing.T) {
+// TestMalformedKeyInBackground: a commit that finds a malformed key is
+// reported by the background callback and by Flush, and changes nothing;
+// once the operator removes the foreign key a commit goes through.
+func TestMalformedKeyInBackground(t *testing.T) {
+	c := newClient(t, shared.URL(t))
+	prefix := uniquePrefix(t, c)
+	var mu sync.Mutex
+	var reported []error
+	s := redisstore.New(c, redisstore.WithPrefix(prefix), redisstore.OnBackgroundError(func(err error) {
+		mu.Lock()
+		reported = append(reported, err)
+		mu.Unlock()
+	}))
 	ctx := context.Background()
-	t.Run("a record naming foreign keys", func(t *testing.T) {
-		s, c, prefix := setup(t)
-		victim := prefix + "victim" // inside the prefix, but no counter key
-		require.NoError(t, c.Set(ctx, victim, "7", 0).Err())
-		require.NoError(t, c.RPush(ctx, prefix+"r:id", victim, prefix+"z:k").Err())
-		for _, op := range []func(context.Context, string) error{s.Commit, s.Release} {
-			err := op(ctx, "id")
-			require.ErrorIs(t, err, redisstore.ErrMalformed)
-			assert.Contains(t, err.Error(), "r:id is not a reservation")
-		}
-		v, _ := c.Get(ctx, victim).Result()
-		assert.Equal(t, "7", v)
-		assert.Equal(t, int64(1), c.Exists(ctx, prefix+"r:id").Val(), "the record is left for the operator")
-	})
-	t.Run("a record of odd length", func(t *testing.T) {
-		s, c, prefix := setup(t)
-		require.NoError(t, c.RPush(ctx, prefix+"r:id", prefix+"c:k").Err())
-		require.ErrorIs(t, s.Commit(ctx, "id"), redisstore.ErrMalformed)
-	})
-	t.Run("a record that is a string", func(t *testing.T) {
-		s, c, prefix := setup(t)
-		require.NoError(t, c.Set(ctx, prefix+"r:id", "x", 0).Err())
-		require.ErrorIs(t, s.Release(ctx, "id"), redisstore.ErrMalformed)
-	})
-	t.Run("a total spoiled while a reservation is open", func(t *testing.T) {
-		s, c, prefix := setup(t)
-		k := []store.Counter{{Key: "k", Limit: 10}}
-		_, err := s.Reserve(ctx, store.Reservation{ID: "id", Counters: k})
-		require.NoError(t, err)
-		require.NoError(t, c.Del(ctx, prefix+"c:k").Err())
-		require.NoError(t, c.HSet(ctx, prefix+"c:k", "f", "v").Err())
-		before := dump(t, c, prefix)
-		err = s.Commit(ctx, "id")
-		require.ErrorIs(t, err, redisstore.ErrMalformed)
-		assert.Equal(t, before, dump(t, c, prefix), "a failed commit changes nothing")
-		// Once the operator removes the foreign key the commit goes through.
-		require.NoError(t, c.Del(ctx, prefix+"c:k").Err())
-		require.NoError(t, s.Commit(ctx, "id"))
-		n, err := s.Count(ctx, "k")
-		require.NoError(t, err)
-		assert.Equal(t, 1, n)
-	})
+	r := store.Reservation{ID: "id", Counters: []store.Counter{{Key: "k", Limit: 10}}}
+	_, err := reserve(ctx, s, r)
+	require.NoError(t, err)
+	require.NoError(t, c.Del(ctx, prefix+"{k}:c").Err())
+	require.NoError(t, c.HSet(ctx, prefix+"{k}:c", "f", "v").Err())
+	before := dump(t, c, prefix)
+
+	require.NoError(t, s.Commit(ctx, []store.Reservation{r}), "queued")
+	err = s.Flush(ctx)
+	require.ErrorIs(t, err, redisstore.ErrMalformed)
+	assert.Contains(t, err.Error(), "1 background sends failed")
+	assert.Contains(t, err.Error(), "background send of 1 commits and 0 releases")
+	assert.Contains(t, err.Error(), prefix+"{k}:c holds a hash, not a count")
+	mu.Lock()
+	require.Len(t, reported, 1)
+	require.ErrorIs(t, reported[0], redisstore.ErrMalformed)
+	mu.Unlock()
+	assert.Equal(t, before, dump(t, c, prefix), "a failed commit changes nothing")
+	require.NoError(t, s.Flush(ctx), "Flush reports a failure once")
+
+	require.NoError(t, c.Del(ctx, prefix+"{k}:c").Err())
+	commit(t, s, r)
+	n, err := s.Count(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
 }
 
 // TestMalformedKeyThroughTracker: the Tracker treats a malformed key as
@@ -109,7 +102,7 @@ func TestMalformedReservationRecord(t *testing.T) {
 // failing open.
 func TestMalformedKeyThroughTracker(t *testing.T) {
 	s, c, prefix := setup(t)
-	require.NoError(t, c.HSet(context.Background(), prefix+"c:quota:fleet", "f", "v").Err())
+	require.NoError(t, c.HSet(context.Background(), ckey(prefix, "quota:fleet"), "f", "v").Err())
 
 	tr := toolguard.NewTracker(fleetPolicy(s, 5))
 	ok, d := runCall(tr, callN("t", 1))

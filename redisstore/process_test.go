@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -38,17 +39,45 @@ func TestMultiProcess(t *testing.T) {
 	admin := newClient(t, url)
 	prefix := uniquePrefix(t, admin)
 	const procs, calls, limit = 4, 60, 100
-	start := time.Now().Add(500 * time.Millisecond).UnixMilli()
+	total := runChildren(t, procs, calls, limit, redistest.EnvURL+"="+url, envPrefix+"="+prefix)
+	assert.Equal(t, limit, total, "the processes together allowed exactly the limit")
+	s := redisstore.New(admin, redisstore.WithPrefix(prefix))
+	n, err := s.Count(context.Background(), "quota:fleet")
+	require.NoError(t, err)
+	assert.Equal(t, limit, n)
+	assert.Equal(t, []string{ckey(prefix, "quota:fleet")}, namespaceKeys(t, admin, prefix))
+}
 
+// TestClusterMultiProcess: two processes share a quota through the
+// cluster.
+func TestClusterMultiProcess(t *testing.T) {
+	addrs := sharedCluster.Addrs(t)
+	admin := newClusterClient(t, addrs)
+	prefix := clusterPrefix(t, admin)
+	const procs, calls, limit = 2, 400, 500
+	total := runChildren(t, procs, calls, limit, redistest.EnvCluster+"="+strings.Join(addrs, ","), envPrefix+"="+prefix)
+	t.Logf("cluster, limit %d, %d processes × 8 goroutines, %d calls: %d allowed", limit, procs, procs*calls, total)
+	assert.Equal(t, limit, total, "the processes together allowed exactly the limit")
+	s := redisstore.New(admin, redisstore.WithPrefix(prefix))
+	n, err := s.Count(context.Background(), "quota:fleet")
+	require.NoError(t, err)
+	assert.Equal(t, limit, n)
+	assert.ElementsMatch(t, []string{ckey(prefix, "quota:fleet")}, clusterKeys(t, admin, prefix))
+}
+
+// runChildren runs procs children (TestChildProcess) with env, started
+// together, and returns the sum of the calls they allowed.
+func runChildren(t *testing.T, procs, calls, limit int, env ...string) int {
+	start := time.Now().Add(500 * time.Millisecond).UnixMilli()
 	var total atomic.Int64
 	var wg sync.WaitGroup
 	errs := make([]error, procs)
 	for i := 0; i < procs; i++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestChildProcess$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(),
-			envChild+"=1", redistest.EnvURL+"="+url, envPrefix+"="+prefix,
+		cmd.Env = append(os.Environ(), envChild+"=1",
 			envCalls+"="+strconv.Itoa(calls), envLimit+"="+strconv.Itoa(limit),
 			envStart+"="+strconv.FormatInt(start, 10))
+		cmd.Env = append(cmd.Env, env...)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		require.NoError(t, cmd.Start())
@@ -72,12 +101,7 @@ func TestMultiProcess(t *testing.T) {
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
-	assert.Equal(t, int64(limit), total.Load(), "the processes together allowed exactly the limit")
-	s := redisstore.New(admin, redisstore.WithPrefix(prefix))
-	n, err := s.Count(context.Background(), "quota:fleet")
-	require.NoError(t, err)
-	assert.Equal(t, limit, n)
-	assert.Equal(t, []string{prefix + "c:quota:fleet"}, namespaceKeys(t, admin, prefix))
+	return int(total.Load())
 }
 
 func parseAllowed(out string) (int, error) {
@@ -98,7 +122,12 @@ func TestChildProcess(t *testing.T) {
 	calls, _ := strconv.Atoi(os.Getenv(envCalls))
 	limit, _ := strconv.Atoi(os.Getenv(envLimit))
 	startMs, _ := strconv.ParseInt(os.Getenv(envStart), 10, 64)
-	c := newClient(t, shared.URL(t))
+	var c redis.UniversalClient
+	if addrs := os.Getenv(redistest.EnvCluster); addrs != "" {
+		c = newClusterClient(t, strings.Split(addrs, ","))
+	} else {
+		c = newClient(t, shared.URL(t))
+	}
 	s := redisstore.New(c, redisstore.WithPrefix(os.Getenv(envPrefix)))
 	trackers := []*toolguard.Tracker{toolguard.NewTracker(fleetPolicy(s, limit)), toolguard.NewTracker(fleetPolicy(s, limit))}
 	time.Sleep(time.Until(time.UnixMilli(startMs)))
@@ -126,6 +155,7 @@ func TestChildProcess(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
+	require.NoError(t, s.Flush(context.Background()))
 	require.Zero(t, unexpected.Load(), "calls refused for another reason than the quota")
 	fmt.Printf("allowed=%d\n", allowed.Load())
 }

@@ -3,7 +3,7 @@ package redisstore
 // The Lua scripts run on the server, each as one atomic step. They read
 // the clock with TIME, so replicas whose clocks disagree still agree on
 // when a reservation or a window ends (Redis replicates the effects:
-// absolute scores and PEXPIREAT).
+// absolute scores and expiry times).
 //
 // Every script first checks the type and content of every key it touches
 // and only then writes: a script that stops on an error has changed
@@ -45,106 +45,105 @@ end
 local function num(x) return string.format('%.0f', x) end
 `
 
-// luaReserve takes one unit of every counter, or none.
+// luaBatch applies a batch of operations to the counters of one hash
+// slot, in order: reservations, commits and releases.
 //
-// KEYS[1] is the reservation record; KEYS[2i] and KEYS[2i+1] are counter
-// i's committed total and its live reservations. ARGV[1] is the
-// reservation id, ARGV[2] its TTL in ms, ARGV[2i+1] and ARGV[2i+2] counter
-// i's limit and window in ms (0: none).
+// KEYS[2k-1] and KEYS[2k] are counter k's committed total (a string) and
+// its live reservations (a sorted set: member "{id}/{m}", score = expiry
+// in ms, where m is the counter's 1-based position in its reservation).
+// ARGV is a list of operations:
 //
-// It returns {ok, blocked, count1, count2, ...}: ok is 1 or 0, blocked the
-// 0-based index of the first counter at its limit or -1.
-const luaReserve = luaCommon + `
-local rec, id, ttl = KEYS[1], ARGV[1], tonumber(ARGV[2])
-local n = (#KEYS - 1) / 2
-
-local rt = redis.call('TYPE', rec)['ok']
-if rt ~= 'none' and rt ~= 'list' then return fail(rec, 'holds a ' .. rt .. ', not a reservation') end
-local base = {}
-for i = 1, n do
-  local c, err = committed(KEYS[2 * i])
+//	R id ttl n  (k m limit window) × n   reserve one unit of each counter, or none
+//	C id n      (k m) × n                commit: the held units become committed
+//	X id n      (k m) × n                release: the held units return
+//
+// ttl and window are in ms (window 0: none). For each R the reply holds
+// ok (1 or 0), blocked (the 0-based index among the op's counters of the
+// first one at its limit, or -1) and the op's n counts (the totals,
+// reservations included: after the reservation when ok, as found when
+// not). A reservation whose first member is held already (a retried
+// request) takes nothing more and answers ok. A commit or release of a
+// member that is absent (settled, expired and swept, never made) does
+// nothing; a commit of one that expired removes it without counting.
+const luaBatch = luaCommon + `
+local nk = #KEYS / 2
+local cval = {}
+for k = 1, nk do
+  local c, err = committed(KEYS[2 * k - 1])
   if err then return err end
-  base[i] = c
-  err = zcheck(KEYS[2 * i + 1])
+  cval[k] = c
+  err = zcheck(KEYS[2 * k])
   if err then return err end
 end
 
 -- Nothing below can fail.
 local now = nowms()
-local reply = {1, -1}
-for i = 1, n do
-  local z = KEYS[2 * i + 1]
-  redis.call('ZREMRANGEBYSCORE', z, '-inf', '(' .. num(now))
-  reply[i + 2] = base[i] + redis.call('ZCARD', z)
-end
-if rt == 'list' then
-  -- A retried Reserve: the reservation stands.
-  return reply
-end
-for i = 1, n do
-  if reply[i + 2] >= tonumber(ARGV[2 * i + 1]) then
-    reply[1], reply[2] = 0, i - 1
-    return reply
+local live = {}
+local function total(k)
+  if not live[k] then
+    local z = KEYS[2 * k]
+    redis.call('ZREMRANGEBYSCORE', z, '-inf', '(' .. num(now))
+    live[k] = redis.call('ZCARD', z)
   end
+  return cval[k] + live[k]
 end
 
-local exp = num(now + ttl)
-local held = {}
-for i = 1, n do
-  local c, z = KEYS[2 * i], KEYS[2 * i + 1]
-  local window = tonumber(ARGV[2 * i + 2])
-  if window > 0 and redis.call('PTTL', c) < 0 then
-    -- The window starts with its first unit.
-    redis.call('SET', c, num(base[i]), 'PX', num(window))
+local reply = {}
+local i = 1
+while i <= #ARGV do
+  local op, id = ARGV[i], ARGV[i + 1]
+  if op == 'R' then
+    local ttl, n, base = tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), i + 4
+    local at = #reply
+    reply[at + 1], reply[at + 2] = 1, -1
+    local held = redis.call('ZSCORE', KEYS[2 * tonumber(ARGV[base])], id .. '/' .. ARGV[base + 1])
+    local retry = held and tonumber(held) >= now
+    for j = 1, n do
+      local p = base + 4 * (j - 1)
+      local t = total(tonumber(ARGV[p]))
+      reply[at + 2 + j] = t
+      if not retry and reply[at + 1] == 1 and t >= tonumber(ARGV[p + 2]) then
+        reply[at + 1], reply[at + 2] = 0, j - 1
+      end
+    end
+    if reply[at + 1] == 1 and not retry then
+      local exp = num(now + ttl)
+      for j = 1, n do
+        local p = base + 4 * (j - 1)
+        local k, window = tonumber(ARGV[p]), tonumber(ARGV[p + 3])
+        local c, z = KEYS[2 * k - 1], KEYS[2 * k]
+        if window > 0 and redis.call('PTTL', c) < 0 then
+          -- The window starts with its first unit.
+          redis.call('SET', c, num(cval[k]), 'PX', num(window))
+        end
+        redis.call('ZADD', z, exp, id .. '/' .. ARGV[p + 1])
+        if redis.call('PTTL', z) < ttl then redis.call('PEXPIRE', z, num(ttl)) end
+        live[k] = live[k] + 1
+        reply[at + 2 + j] = reply[at + 2 + j] + 1
+      end
+    end
+    i = base + 4 * n
+  else
+    local n, base = tonumber(ARGV[i + 2]), i + 3
+    for j = 1, n do
+      local p = base + 2 * (j - 1)
+      local k = tonumber(ARGV[p])
+      local z, m = KEYS[2 * k], id .. '/' .. ARGV[p + 1]
+      local score = redis.call('ZSCORE', z, m)
+      if score then
+        redis.call('ZREM', z, m)
+        local alive = tonumber(score) >= now
+        if alive and live[k] then live[k] = live[k] - 1 end
+        if alive and op == 'C' then
+          redis.call('INCR', KEYS[2 * k - 1])
+          cval[k] = cval[k] + 1
+        end
+      end
+    end
+    i = base + 2 * n
   end
-  redis.call('ZADD', z, exp, id .. '/' .. i)
-  if redis.call('PTTL', z) < ttl then redis.call('PEXPIRE', z, num(ttl)) end
-  reply[i + 2] = reply[i + 2] + 1
-  held[2 * i - 1], held[2 * i] = c, z
 end
-redis.call('RPUSH', rec, unpack(held))
-redis.call('PEXPIRE', rec, num(ttl))
 return reply
-`
-
-// luaSettle commits or releases a reservation.
-//
-// KEYS[1] is the reservation record. ARGV[1] is the reservation id,
-// ARGV[2] "1" to commit or "0" to release, ARGV[3] the key prefix. It
-// returns 1, or 0 when the reservation was unknown (settled, expired or
-// never made).
-const luaSettle = luaCommon + `
-local rec, id, commit, prefix = KEYS[1], ARGV[1], ARGV[2] == '1', ARGV[3]
-local rt = redis.call('TYPE', rec)['ok']
-if rt == 'none' then return 0 end
-if rt ~= 'list' then return fail(rec, 'holds a ' .. rt .. ', not a reservation') end
-local held = redis.call('LRANGE', rec, 0, -1)
-if #held == 0 or #held % 2 ~= 0 then return fail(rec, 'is not a reservation') end
-local cp, zp = prefix .. 'c:', prefix .. 'z:'
-for i = 1, #held / 2 do
-  local c, z = held[2 * i - 1], held[2 * i]
-  if string.sub(c, 1, #cp) ~= cp or string.sub(z, 1, #zp) ~= zp then
-    return fail(rec, 'is not a reservation')
-  end
-  local _, err = committed(c)
-  if err then return err end
-  err = zcheck(z)
-  if err then return err end
-end
-
--- Nothing below can fail.
-local now = nowms()
-redis.call('DEL', rec)
-for i = 1, #held / 2 do
-  local c, z = held[2 * i - 1], held[2 * i]
-  local m = id .. '/' .. i
-  local score = redis.call('ZSCORE', z, m)
-  if score then
-    redis.call('ZREM', z, m)
-    if commit and tonumber(score) >= now then redis.call('INCR', c) end
-  end
-end
-return 1
 `
 
 // luaCount returns a counter's total, reservations included.

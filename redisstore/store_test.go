@@ -24,33 +24,34 @@ func TestReserveCommitRelease(t *testing.T) {
 	ctx := context.Background()
 	k := []store.Counter{{Key: "k", Limit: 2}}
 
-	g, err := s.Reserve(ctx, store.Reservation{ID: "1", Counters: k})
+	r1, r2 := store.Reservation{ID: "1", Counters: k}, store.Reservation{ID: "2", Counters: k}
+	g, err := reserve(ctx, s, r1)
 	require.NoError(t, err)
 	assert.Equal(t, store.Grant{OK: true, Counts: []int{1}, Blocked: -1}, g)
-	require.NoError(t, s.Commit(ctx, "1"))
-	g, err = s.Reserve(ctx, store.Reservation{ID: "2", Counters: k})
+	commit(t, s, r1)
+	g, err = reserve(ctx, s, r2)
 	require.NoError(t, err)
 	assert.Equal(t, store.Grant{OK: true, Counts: []int{2}, Blocked: -1}, g)
 
 	// At the limit: refused, counts as found.
-	g, err = s.Reserve(ctx, store.Reservation{ID: "3", Counters: k})
+	g, err = reserve(ctx, s, store.Reservation{ID: "3", Counters: k})
 	require.NoError(t, err)
 	assert.Equal(t, store.Grant{OK: false, Counts: []int{2}, Blocked: 0}, g)
 
 	// A released unit returns.
-	require.NoError(t, s.Release(ctx, "2"))
+	release(t, s, r2)
 	n, err := s.Count(ctx, "k")
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 
 	// The layout of the package doc.
-	v, err := c.Get(ctx, prefix+"c:k").Result()
+	v, err := c.Get(ctx, prefix+"{k}:c").Result()
 	require.NoError(t, err)
 	assert.Equal(t, "1", v)
-	assert.Equal(t, []string{prefix + "c:k"}, namespaceKeys(t, c, prefix), "settled reservations leave nothing behind")
+	assert.Equal(t, []string{prefix + "{k}:c"}, namespaceKeys(t, c, prefix), "settled reservations leave nothing behind")
 
 	// No counters: granted, nothing stored.
-	g, err = s.Reserve(ctx, store.Reservation{ID: "4"})
+	g, err = reserve(ctx, s, store.Reservation{ID: "4"})
 	require.NoError(t, err)
 	assert.Equal(t, store.Grant{OK: true, Counts: []int{}, Blocked: -1}, g)
 }
@@ -58,7 +59,7 @@ func TestReserveCommitRelease(t *testing.T) {
 func TestAllOrNothing(t *testing.T) {
 	s, c, prefix := setup(t)
 	ctx := context.Background()
-	g, err := s.Reserve(ctx, store.Reservation{ID: "1", Counters: []store.Counter{
+	g, err := reserve(ctx, s, store.Reservation{ID: "1", Counters: []store.Counter{
 		{Key: "a", Limit: 5}, {Key: "b", Limit: 1}, {Key: "c", Limit: 0}, {Key: "d", Limit: 0},
 	}})
 	require.NoError(t, err)
@@ -67,10 +68,10 @@ func TestAllOrNothing(t *testing.T) {
 
 	// The first counter at its limit is reported, with every count.
 	ab := []store.Counter{{Key: "a", Limit: 5}, {Key: "b", Limit: 1}}
-	g, err = s.Reserve(ctx, store.Reservation{ID: "2", Counters: ab})
+	g, err = reserve(ctx, s, store.Reservation{ID: "2", Counters: ab})
 	require.NoError(t, err)
 	assert.Equal(t, store.Grant{OK: true, Counts: []int{1, 1}, Blocked: -1}, g)
-	g, err = s.Reserve(ctx, store.Reservation{ID: "3", Counters: ab})
+	g, err = reserve(ctx, s, store.Reservation{ID: "3", Counters: ab})
 	require.NoError(t, err)
 	assert.Equal(t, store.Grant{OK: false, Counts: []int{1, 1}, Blocked: 1}, g)
 	n, err := s.Count(ctx, "a")
@@ -87,24 +88,34 @@ func TestSettleIsIdempotent(t *testing.T) {
 		require.NoError(t, err)
 		return n
 	}
-	for _, id := range []string{"a", "b"} {
-		_, err := s.Reserve(ctx, store.Reservation{ID: id, Counters: k})
+	a, b := store.Reservation{ID: "a", Counters: k}, store.Reservation{ID: "b", Counters: k}
+	for _, r := range []store.Reservation{a, b} {
+		_, err := reserve(ctx, s, r)
 		require.NoError(t, err)
 	}
-	require.NoError(t, s.Commit(ctx, "a"))
-	require.NoError(t, s.Commit(ctx, "a"))
-	require.NoError(t, s.Release(ctx, "a"), "a release after the commit does nothing")
+	commit(t, s, a)
+	commit(t, s, a)
+	release(t, s, a) // a release after the commit does nothing
 	assert.Equal(t, 2, count())
-	require.NoError(t, s.Release(ctx, "b"))
-	require.NoError(t, s.Release(ctx, "b"))
-	require.NoError(t, s.Commit(ctx, "b"), "a commit after the release does nothing")
+	release(t, s, b)
+	release(t, s, b)
+	commit(t, s, b) // a commit after the release does nothing
 	assert.Equal(t, 1, count())
-	require.NoError(t, s.Commit(ctx, "never-reserved"))
-	require.NoError(t, s.Release(ctx, "never-reserved"))
+	never := store.Reservation{ID: "never-reserved", Counters: k}
+	commit(t, s, never)
+	release(t, s, never)
 	assert.Equal(t, 1, count())
-	v, err := c.Get(ctx, prefix+"c:k").Int()
+	// A commit and a release in one batch, the same reservation twice.
+	d := store.Reservation{ID: "d", Counters: k}
+	_, err := reserve(ctx, s, d)
 	require.NoError(t, err)
-	assert.Equal(t, 1, v)
+	require.NoError(t, s.Commit(ctx, []store.Reservation{d, d}))
+	require.NoError(t, s.Release(ctx, []store.Reservation{d}))
+	require.NoError(t, s.Flush(ctx))
+	assert.Equal(t, 2, count())
+	v, err := c.Get(ctx, prefix+"{k}:c").Int()
+	require.NoError(t, err)
+	assert.Equal(t, 2, v)
 }
 
 func TestRetriedReserveTakesNothingMore(t *testing.T) {
@@ -112,14 +123,14 @@ func TestRetriedReserveTakesNothingMore(t *testing.T) {
 	ctx := context.Background()
 	k := []store.Counter{{Key: "k", Limit: 2}}
 	r := store.Reservation{ID: "same", Counters: k}
-	g1, err := s.Reserve(ctx, r)
+	g1, err := reserve(ctx, s, r)
 	require.NoError(t, err)
-	g2, err := s.Reserve(ctx, r)
+	g2, err := reserve(ctx, s, r)
 	require.NoError(t, err)
 	assert.Equal(t, g1, g2)
 	n, _ := s.Count(ctx, "k")
 	assert.Equal(t, 1, n)
-	require.NoError(t, s.Commit(ctx, "same"))
+	commit(t, s, r)
 	n, _ = s.Count(ctx, "k")
 	assert.Equal(t, 1, n)
 }
@@ -134,7 +145,7 @@ func TestMatchesMemory(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	keys := []string{"a", "b", "c", "d"}
 	limits := map[string]int{"a": 3, "b": 5, "c": 8, "d": 1}
-	var open []string
+	var open []store.Reservation
 	for step := 0; step < 400; step++ {
 		switch op := rng.IntN(10); {
 		case op < 5 || len(open) == 0:
@@ -152,26 +163,26 @@ func TestMatchesMemory(t *testing.T) {
 				cs = append(cs, cs[0]) // the same counter twice
 			}
 			r := store.Reservation{ID: fmt.Sprint(step), Counters: cs, TTL: time.Hour}
-			want, err := mem.Reserve(ctx, r)
+			want, err := reserve(ctx, mem, r)
 			require.NoError(t, err)
-			got, err := s.Reserve(ctx, r)
+			got, err := reserve(ctx, s, r)
 			require.NoError(t, err)
 			require.Equal(t, want, got, "step %d: reserve %+v", step, cs)
 			if got.OK {
-				open = append(open, r.ID)
+				open = append(open, r)
 			}
 		default:
 			i := rng.IntN(len(open))
-			id := open[i]
+			r := open[i]
 			if rng.IntN(4) != 0 {
 				open = append(open[:i], open[i+1:]...)
 			} // else settle it again later: a no-op for both
 			if op < 8 {
-				require.NoError(t, mem.Commit(ctx, id))
-				require.NoError(t, s.Commit(ctx, id))
+				require.NoError(t, mem.Commit(ctx, []store.Reservation{r}))
+				require.NoError(t, s.Commit(ctx, []store.Reservation{r}))
 			} else {
-				require.NoError(t, mem.Release(ctx, id))
-				require.NoError(t, s.Release(ctx, id))
+				require.NoError(t, mem.Release(ctx, []store.Reservation{r}))
+				require.NoError(t, s.Release(ctx, []store.Reservation{r}))
 			}
 		}
 		for _, k := range keys {
@@ -190,14 +201,14 @@ func TestKeysStayInTheirNamespace(t *testing.T) {
 		"r:x", "../r:x", "*", "[a-z]?", "ключ", "c:k", "quota:tenant:acme:hourly",
 	}
 	for i, k := range odd {
-		id := fmt.Sprintf("id-%d", i)
-		g, err := s.Reserve(ctx, store.Reservation{ID: id, Counters: []store.Counter{{Key: k, Limit: 100}}})
+		r := store.Reservation{ID: fmt.Sprintf("id-%d", i), Counters: []store.Counter{{Key: k, Limit: 100}}}
+		g, err := reserve(ctx, s, r)
 		require.NoError(t, err)
 		require.Equal(t, []int{1}, g.Counts, "%q", k)
-		require.NoError(t, s.Commit(ctx, id))
+		commit(t, s, r)
 	}
-	// A reservation whose id looks like a counter key touches no counter.
-	_, err := s.Reserve(ctx, store.Reservation{ID: "x", Counters: []store.Counter{{Key: "r:x", Limit: 100}}})
+	// A reservation whose id looks like a key touches no other counter.
+	_, err := reserve(ctx, s, store.Reservation{ID: "{r:x}:c", Counters: []store.Counter{{Key: "r:x", Limit: 100}}})
 	require.NoError(t, err)
 
 	for _, k := range odd {
@@ -210,17 +221,22 @@ func TestKeysStayInTheirNamespace(t *testing.T) {
 		assert.Equal(t, want, n, "%q counted alone", k)
 	}
 	keys := namespaceKeys(t, c, prefix)
-	assert.Len(t, keys, len(odd)+2, "one committed total per counter, plus the open reservation and its sorted set")
+	assert.Len(t, keys, len(odd)+1, "one committed total per counter, plus the sorted set of the open reservation")
 	for _, k := range keys {
 		rest := strings.TrimPrefix(k, prefix)
 		require.NotEqual(t, k, rest, "%q outside the prefix", k)
-		assert.NotContains(t, rest, "{", "no hash tag can form")
+		require.True(t, strings.HasPrefix(rest, "{"), "%q", k)
+		tag, suffix, ok := strings.Cut(rest[1:], "}")
+		require.True(t, ok, "%q", k)
+		assert.NotEmpty(t, tag, "%q: an empty tag would hash the whole key", k)
+		assert.Contains(t, []string{":c", ":z"}, suffix, "%q: one hash tag, the counter's", k)
 		for _, b := range []byte(rest) {
 			assert.True(t, b > ' ' && b < 0x7f, "%q holds a byte that is not printable ASCII", k)
 		}
 	}
-	assert.Contains(t, keys, prefix+"c:quota:tenant:acme:hourly", "ordinary keys stay readable")
-	assert.Contains(t, keys, prefix+"c:%7Btag%7D")
+	assert.Contains(t, keys, prefix+"{quota:tenant:acme:hourly}:c", "ordinary keys stay readable")
+	assert.Contains(t, keys, prefix+"{%7Btag%7D}:c")
+	assert.Contains(t, keys, prefix+"{%}:c", "the empty key")
 }
 
 func TestOptions(t *testing.T) {
@@ -228,11 +244,12 @@ func TestOptions(t *testing.T) {
 	s := redisstore.New(c, nil, redisstore.WithPrefix("p:"))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := s.Reserve(ctx, store.Reservation{ID: "x", Counters: []store.Counter{{Key: "k", Limit: 1}}})
+	r := store.Reservation{ID: "x", Counters: []store.Counter{{Key: "k", Limit: 1}}}
+	_, err := reserve(ctx, s, r)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.True(t, strings.HasPrefix(err.Error(), "redisstore: reserve: "), err.Error())
-	require.ErrorIs(t, s.Commit(ctx, "x"), context.Canceled)
-	require.ErrorIs(t, s.Release(ctx, "x"), context.Canceled)
+	require.ErrorIs(t, s.Commit(ctx, []store.Reservation{r}), context.Canceled)
+	require.ErrorIs(t, s.Release(ctx, []store.Reservation{r}), context.Canceled)
 	_, err = s.Count(ctx, "k")
 	require.ErrorIs(t, err, context.Canceled)
 }
@@ -246,8 +263,10 @@ func TestTrackersShareOneQuota(t *testing.T) {
 	const limit, goroutines, callsEach = 25, 64, 4
 
 	var trackers []*toolguard.Tracker
+	var stores []*redisstore.Store
 	for i := 0; i < 4; i++ {
 		st := redisstore.New(newClient(t, url), redisstore.WithPrefix(prefix))
+		stores = append(stores, st)
 		trackers = append(trackers, toolguard.NewTracker(fleetPolicy(st, limit)))
 	}
 	var allowed, unexpected atomic.Int32
@@ -270,15 +289,18 @@ func TestTrackersShareOneQuota(t *testing.T) {
 	wg.Wait()
 	assert.Zero(t, unexpected.Load(), "calls refused for another reason than the quota")
 	assert.Equal(t, int32(limit), allowed.Load())
+	for _, st := range stores {
+		require.NoError(t, st.Flush(context.Background()))
+	}
 
 	s := redisstore.New(admin, redisstore.WithPrefix(prefix))
 	n, err := s.Count(context.Background(), "quota:fleet")
 	require.NoError(t, err)
 	assert.Equal(t, limit, n)
-	committed, err := admin.Get(context.Background(), prefix+"c:quota:fleet").Int()
+	committed, err := admin.Get(context.Background(), ckey(prefix, "quota:fleet")).Int()
 	require.NoError(t, err)
 	assert.Equal(t, limit, committed, "every allowed call committed exactly once")
-	assert.Equal(t, []string{prefix + "c:quota:fleet"}, namespaceKeys(t, admin, prefix), "no reservation left open")
+	assert.Equal(t, []string{ckey(prefix, "quota:fleet")}, namespaceKeys(t, admin, prefix), "no reservation left open")
 }
 
 // TestSessionQuotaAcrossReplicas: replicas serving one session share its

@@ -67,6 +67,9 @@ func run(ctx context.Context, w io.Writer, cfg config) (int, error) {
 	defer client.Close()
 
 	store := redisstore.New(client)
+	// Commits are sent in the background: send the last ones before the
+	// client closes (deferred calls run last first).
+	defer store.Flush(context.WithoutCancel(ctx))
 	quota := toolguard.SharedQuota{
 		Name:   cfg.budget,
 		Tools:  []string{"generate_image"},

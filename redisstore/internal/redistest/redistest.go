@@ -300,3 +300,15 @@ func tail(path string) string {
 	}
 	return strings.TrimSpace(string(b))
 }
+
+// LogTail returns the end of the server's log.
+func (s *Server) LogTail() string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+	var keep []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if !strings.Contains(l, "SYNC") && !strings.Contains(l, "MASTER") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep[max(0, len(keep)-15):], "\n")
+}
