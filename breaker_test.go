@@ -180,3 +180,35 @@ func (s hangStore) Release(ctx context.Context, rs []store.Reservation) error {
 	<-ctx.Done()
 	return ctx.Err()
 }
+
+// TestBreakerDoesNotHoldCommitsBack: a commit is sent while the breaker is
+// open. Held back, its reservation would expire and give its unit back (an
+// over-admission).
+func TestBreakerDoesNotHoldCommitsBack(t *testing.T) {
+	mem := &switchStore{inner: store.NewMemory(nil)}
+	var breaker []BreakerState
+	tr := NewTracker(Policy{
+		Quotas: Quotas{
+			Store:        mem,
+			SharedQuotas: []SharedQuota{{Name: "q", Limit: 100}},
+			FailOpen:     true,
+		},
+		MaxCallsPerTurn: -1,
+		OnEvent: func(e Event) {
+			if e.Kind == EventBreaker {
+				breaker = append(breaker, e.Breaker)
+			}
+		},
+	})
+	a := call("t", `{"a":1}`)
+	require.Equal(t, Allow, tr.ShouldSkip(a).Verdict)
+	mem.down.Store(true)
+	require.Equal(t, Allow, tr.ShouldSkip(call("t", `{"b":1}`)).Verdict, "failing open")
+	require.Equal(t, []BreakerState{BreakerOpen}, breaker)
+	mem.down.Store(false)
+	before := mem.ops.Load()
+	tr.Record(a, Outcome{Result: "ok"})
+	assert.Equal(t, before+1, mem.ops.Load(), "the open breaker held the commit back")
+	assert.Equal(t, 1, mem.inner.Count("quota:q"))
+	assert.Equal(t, []BreakerState{BreakerOpen}, breaker, "a commit does not close the breaker")
+}

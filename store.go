@@ -198,11 +198,20 @@ func (t *Tracker) settle(ctx context.Context, c Call, hs []held, commit bool, ev
 	if len(local) > 0 {
 		_ = settle(t.cfg.fallback, ctx, local) // a store.Memory does not fail
 	}
-	if len(remote) > 0 {
-		// A failure is an EventStore. The reservations expire after their
-		// TTL: a commit lost here returns its units to the quota then, a
-		// release lost here holds them until then.
-		_ = t.storeOp(ctx, c, op, evs, func(ctx context.Context) error { return settle(t.cfg.store, ctx, remote) })
+	if len(remote) == 0 {
+		return
+	}
+	// The breaker neither holds a settle back nor counts it: a commit not
+	// sent would give its units back after the TTL (an over-admission), and
+	// a store may queue it anyway (redisstore does). A failure is an
+	// EventStore; the reservations expire after their TTL: a commit lost
+	// here returns its units to the quota then, a release lost here holds
+	// them until then.
+	opCtx, cancel := context.WithTimeout(ctx, t.cfg.storeTimeout)
+	err := settle(t.cfg.store, opCtx, remote)
+	cancel()
+	if err != nil {
+		evs.add(Event{Kind: EventStore, CallID: c.ID, Tool: c.Tool, Err: &storeError{Op: op, Err: err}})
 	}
 }
 
