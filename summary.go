@@ -107,7 +107,7 @@ func (t *Tracker) summary(session bool) Summary {
 		if session {
 			stats = &e.session
 		}
-		r := &e.rule
+		r := e.rule
 		ss := ToolSummary{
 			Tool:         e.name,
 			Calls:        stats.ok + stats.failed,
@@ -121,7 +121,7 @@ func (t *Tracker) summary(session bool) Summary {
 		if e.turnNo == t.turnNo && e.turn.fail.count > 1 {
 			ss.SameFailure = e.turn.fail.count
 		}
-		for reason, n := range stats.skips {
+		for reason, n := range stats.skipsByReason() {
 			if n > 0 {
 				if ss.SkipReasons == nil {
 					ss.SkipReasons = make(map[Reason]int)

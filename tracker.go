@@ -51,19 +51,22 @@ type Executor func(ctx context.Context, c Call) (string, error)
 // Tracker guards the tool calls of one agent session. Call ShouldSkip
 // before each tool call, Record after it ran, and Reset when new user input
 // starts a new turn. A Tracker is safe for concurrent use by the parallel
-// tool calls of a turn. Create it with NewTracker.
+// tool calls of a turn. Create it with NewTracker, or with
+// Sessions.NewTracker when a server opens many sessions of one Policy.
 type Tracker struct {
-	cfg   config
-	round atomic.Uint64 // the last round handed out
+	cfg      *config       // shared with the other Trackers of sessions
+	sessions *Sessions     // nil: made by NewTracker(p), tool policies resolved here
+	round    atomic.Uint64 // the last round handed out
 
-	// Tools are found without a lock: the session's first maxToolTable in
-	// toolList[:toolCount], which is only appended to, the others in
-	// moreTools (name → *toolEntry). toolMu serializes the writers.
+	// tools are the session's tools in the order of their first call (at
+	// most maxTools), indexed by name in toolIndex once there are more
+	// than a few. toolMu guards both: tools are looked up before t.mu is
+	// taken.
 	toolMu    sync.Mutex
-	toolCount atomic.Int32
-	toolList  [maxToolTable]*toolEntry
-	moreTools sync.Map
-	moreCount int // entries in moreTools, guarded by toolMu
+	tools     []*toolEntry
+	toolIndex map[string]*toolEntry
+
+	released atomic.Bool // by Sessions.Release: the Tracker must not be used
 
 	mu           sync.Mutex
 	turnNo       int
@@ -82,11 +85,11 @@ type Tracker struct {
 // Bounds of the state a hostile stream of tool names, argument shapes or
 // unfinished calls could otherwise grow without limit.
 const (
-	maxToolTable = 32   // tools in toolList; the rest are in moreTools
-	maxTools     = 4096 // tools with state kept over the session
-	maxPending   = 4096
-	maxStale     = 256
-	maxKeys      = 1 << 16
+	maxToolScan = 16   // tools found by a scan of Tracker.tools; past it, by toolIndex
+	maxTools    = 4096 // tools with state kept over the session
+	maxPending  = 4096
+	maxStale    = 256
+	maxKeys     = 1 << 16
 	// maxTurnQueries bounds the search queries a turn remembers over all
 	// its tools (each at most queryIndexCap, about 2 KiB a query): past it,
 	// a query is checked against those remembered but not remembered
@@ -95,38 +98,37 @@ const (
 )
 
 // NewTracker returns a Tracker for a new session under policy p. The zero
-// Policy means the defaults.
+// Policy means the defaults. A server that opens many sessions of one
+// Policy uses Sessions instead: the Policy and each tool's policy are then
+// resolved once for all of them, not once per session.
 func NewTracker(p Policy) *Tracker {
-	t := &Tracker{
-		cfg:    newConfig(p),
-		turnNo: 1,
-	}
-	t.ledger.size = t.cfg.ledgerSize
-	t.turn.init(&t.cfg)
+	cfg := newConfig(p)
+	t := &Tracker{cfg: &cfg, turnNo: 1}
+	t.ledger.size = cfg.ledgerSize
+	t.turn.init(&cfg)
 	return t
 }
 
 // toolEntry is what the Tracker knows of one tool name: its resolved policy,
-// which never changes, and its counters, guarded by Tracker.mu.
+// which never changes and may be shared with other sessions, and its
+// counters, guarded by Tracker.mu.
 type toolEntry struct {
 	name    string
-	rule    toolRule
+	rule    *toolRule
+	turnNo  int       // the turn of turn; stale in other turns
+	purpose string    // the purpose of the tool's last call, shared by its repeats
 	session toolStats // over the session
-	turn    toolState // over the turn turnNo; stale in other turns
-	turnNo  int
-	purpose string // the purpose of the tool's last call, shared by its repeats
+	turn    toolState // over the turn turnNo
 }
 
-// findTool returns the entry of a tool, or nil.
+// findTool returns the entry of a tool, or nil. t.toolMu must be held.
 func (t *Tracker) findTool(name string) *toolEntry {
-	for _, e := range t.toolList[:t.toolCount.Load()] {
+	if t.toolIndex != nil {
+		return t.toolIndex[name]
+	}
+	for _, e := range t.tools {
 		if e.name == name {
 			return e
-		}
-	}
-	if t.toolCount.Load() == maxToolTable {
-		if e, ok := t.moreTools.Load(name); ok {
-			return e.(*toolEntry)
 		}
 	}
 	return nil
@@ -138,23 +140,31 @@ func (t *Tracker) findTool(name string) *toolEntry {
 // checked for repeats, cycles and the window (keyed by name), but not by
 // the rules that need per-tool counters.
 func (t *Tracker) tool(name string) *toolEntry {
-	if e := t.findTool(name); e != nil {
-		return e
-	}
 	t.toolMu.Lock()
 	defer t.toolMu.Unlock()
 	if e := t.findTool(name); e != nil {
 		return e
 	}
-	e := &toolEntry{name: name, rule: t.cfg.resolve(name)}
-	if n := t.toolCount.Load(); n < maxToolTable {
-		t.toolList[n] = e
-		t.toolCount.Store(n + 1) // publishes the entry to findTool
+	var r *toolRule
+	if t.sessions != nil {
+		r = t.sessions.rule(name)
+	} else {
+		resolved := t.cfg.resolve(name)
+		r = &resolved
+	}
+	e := &toolEntry{name: name, rule: r}
+	if len(t.tools) >= maxTools {
 		return e
 	}
-	if t.moreCount < maxTools-maxToolTable {
-		t.moreTools.Store(name, e)
-		t.moreCount++
+	t.tools = append(t.tools, e)
+	switch {
+	case t.toolIndex != nil:
+		t.toolIndex[name] = e
+	case len(t.tools) > maxToolScan:
+		t.toolIndex = make(map[string]*toolEntry, len(t.tools))
+		for _, e := range t.tools {
+			t.toolIndex[e.name] = e
+		}
 	}
 	return e
 }
@@ -178,18 +188,13 @@ func (t *Tracker) turnTools() []*toolEntry {
 // toolsWhere returns the tools for which keep is true, sorted by name.
 func (t *Tracker) toolsWhere(keep func(*toolEntry) bool) []*toolEntry {
 	var es []*toolEntry
-	add := func(e *toolEntry) {
+	t.toolMu.Lock()
+	for _, e := range t.tools {
 		if keep(e) {
 			es = append(es, e)
 		}
 	}
-	for _, e := range t.toolList[:t.toolCount.Load()] {
-		add(e)
-	}
-	t.moreTools.Range(func(_, e any) bool {
-		add(e.(*toolEntry))
-		return true
-	})
+	t.toolMu.Unlock()
 	sort.Slice(es, func(i, j int) bool { return es[i].name < es[j].name })
 	return es
 }
@@ -269,7 +274,7 @@ type probe struct {
 // stay on the caller's stack.
 func (t *Tracker) inspect(c Call, buf []byte) (probe, []byte) {
 	p := probe{tool: t.tool(c.Tool)}
-	p.rule = &p.tool.rule
+	p.rule = p.tool.rule
 	// Small flat objects, most arguments, are parsed once for the key, the
 	// query and the argument names.
 	var info canonFlatInfo
@@ -338,6 +343,9 @@ func mayHoldURL(args []byte) bool {
 var queryKeys = []string{"query", "search_query", "q", "text", "question", "prompt"}
 
 func (t *Tracker) check(ctx context.Context, c Call, round uint64) Decision {
+	if t.released.Load() {
+		return releasedDecision()
+	}
 	if c.Tool == "" {
 		return t.invalid(ctx, c, round)
 	}
@@ -664,6 +672,9 @@ func (t *Tracker) Record(c Call, o Outcome) Phase {
 // Record carry it (Event.Context), so hooks and log handlers can join
 // them to the call's trace.
 func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
+	if t.released.Load() {
+		return PhaseExhausted
+	}
 	if c.Tool == "" {
 		t.mu.Lock()
 		defer t.mu.Unlock()
@@ -715,12 +726,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 	}
 	if !ok {
 		if old, ok := t.takeStale(c.ID, key); ok {
-			e := t.ledger.get(old.seq)
-			t.finishEntry(e, c, o, failed, false, now)
-			turn := 0
-			if e != nil {
-				turn = e.Turn
-			}
+			turn := t.finishEntry(old.seq, old.at, o, failed, false, now)
 			evs.add(Event{Kind: EventRecord, Seq: old.seq, Turn: turn, CallID: c.ID, Tool: c.Tool,
 				Status: statusOf(failed), Duration: now.Sub(old.at), Phase: ts.phase})
 			return ts.phase, old
@@ -740,7 +746,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 	}
 
 	entry := pc.tool // found in ShouldSkip: not looked up again
-	r := &entry.rule
+	r := entry.rule
 	tool := t.turnTool(entry)
 	st := &entry.session
 	ks := &ts.slab[pc.slot]
@@ -811,8 +817,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		}
 	}
 
-	e := t.ledger.get(pc.seq)
-	t.finishEntry(e, c, o, failed, progress, now)
+	t.finishEntry(pc.seq, pc.at, o, failed, progress, now)
 	if !evs.on {
 		return ts.phase, pc
 	}
@@ -838,23 +843,21 @@ func statusOf(failed bool) Status {
 	return StatusOK
 }
 
-func (t *Tracker) finishEntry(e *Entry, c Call, o Outcome, failed, progress bool, now time.Time) {
-	if e == nil {
-		return
-	}
-	e.Status = statusOf(failed)
-	e.NewResult = progress
-	e.Duration = now.Sub(e.At)
+// finishEntry books the outcome of the call seq, checked at at, in its
+// ledger entry and returns the entry's turn (0: the entry was dropped).
+func (t *Tracker) finishEntry(seq uint64, at time.Time, o Outcome, failed, progress bool, now time.Time) int {
+	result := ""
 	if t.cfg.keepRaw {
-		e.Result = o.Result
+		result = o.Result
 		if failed {
-			e.Result = o.Err.Error()
+			result = o.Err.Error()
 		}
 	}
+	return t.ledger.finish(seq, statusOf(failed), progress, now.Sub(at), result, t.cfg.keepRaw)
 }
 
-// appendLocked adds the ledger entry of a checked call.
-func (t *Tracker) appendLocked(c Call, key callKey, purpose string, round uint64, now time.Time, d Decision) *Entry {
+// appendLocked adds the ledger entry of a checked call and returns it.
+func (t *Tracker) appendLocked(c Call, key callKey, purpose string, round uint64, now time.Time, d Decision) Entry {
 	t.seq++
 	e := Entry{
 		Seq:      t.seq,
@@ -876,7 +879,8 @@ func (t *Tracker) appendLocked(c Call, key callKey, purpose string, round uint64
 	if t.cfg.keepRaw && len(c.Args) > 0 {
 		e.Args = append(json.RawMessage(nil), c.Args...)
 	}
-	return t.ledger.add(e)
+	t.ledger.add(e, t.cfg.keepRaw)
+	return e
 }
 
 // takeStale finds a call allowed in an earlier turn.

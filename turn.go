@@ -16,10 +16,10 @@ type keyState struct {
 	hintBy  Reason // the rule that gave the hint
 	seen    bool   // a result was recorded
 	failed  bool   // the last result was a failure
+	used    bool   // stored again since the eviction hand last passed it
 	last    Hash   // digest of the last result or error output (noise masked)
 	changes uint64 // turnState.changes when the key last ran
 	key     callKey
-	used    bool // stored again since the eviction hand last passed it
 }
 
 // refresh starts the key's count over when another call may have changed
@@ -120,13 +120,23 @@ type toolStats struct {
 	failed     int
 	newResults int
 	skipped    int
-	skips      [numReasons]int
-	maxFailRun int // longest run of equivalent failures
+	skips      *[numReasons]int // by reason; allocated at the first skip
 }
 
 func (s *toolStats) skip(r Reason) {
 	s.skipped++
+	if s.skips == nil {
+		s.skips = new([numReasons]int)
+	}
 	s.skips[r]++
+}
+
+// skipsByReason returns the skips of each reason.
+func (s *toolStats) skipsByReason() [numReasons]int {
+	if s.skips == nil {
+		return [numReasons]int{}
+	}
+	return *s.skips
 }
 
 func (s *toolStats) finish(failed, progress bool) {
@@ -217,12 +227,15 @@ type turnState struct {
 	skipped     int
 	failed      int
 	newResults  int
-	queries     int               // search queries remembered (maxTurnQueries)
-	keys        map[callKey]int32 // a key's slot in slab
-	slab        []keyState
-	hand        int                    // the slot the eviction looks at next (see evict)
-	evictSteps  uint64                 // slots the eviction looked at, for tests
-	rounds      map[uint64]*roundState // UnitRounds only
+	queries     int // search queries remembered (maxTurnQueries)
+	// slab holds the state of the turn's keys, grown as they come; keys
+	// finds a key's slot once the turn has more than maxKeyScan of them
+	// (nil before: the slab is scanned).
+	keys       map[callKey]int32
+	slab       []keyState
+	hand       int                    // the slot the eviction looks at next (see evict)
+	evictSteps uint64                 // slots the eviction looked at, for tests
+	rounds     map[uint64]*roundState // UnitRounds only
 	// finished are the rounds whose calls were all recorded, oldest first:
 	// their state is kept (a WithRound context may check more calls one
 	// after another) until maxFinishedRounds later rounds finished.
@@ -239,8 +252,11 @@ type stop struct {
 	tool   string
 }
 
+// maxKeyScan is the number of keys up to which a turn finds a key by a
+// scan of its slab rather than through a map: most turns hold a few.
+const maxKeyScan = 16
+
 func (ts *turnState) init(c *config) {
-	ts.keys = make(map[callKey]int32)
 	if c.unit == UnitRounds {
 		ts.rounds = make(map[uint64]*roundState)
 	}
@@ -252,7 +268,7 @@ func (ts *turnState) reset() {
 	ts.phase, ts.changes, ts.cycleHinted = PhaseNormal, 0, 0
 	ts.stop = stop{}
 	ts.reserved, ts.used, ts.skipped, ts.failed, ts.newResults, ts.queries = 0, 0, 0, 0, 0, 0
-	clear(ts.keys)
+	ts.keys = nil // the next turn starts small
 	clear(ts.slab)
 	ts.slab, ts.hand = ts.slab[:0], 0
 	clear(ts.rounds)
@@ -266,7 +282,13 @@ func (ts *turnState) reset() {
 // keyState returns the state of the key k and its slot in ts.slab, or a
 // zero state and -1 if the turn has none.
 func (ts *turnState) keyState(k callKey) (keyState, int32) {
-	if i, ok := ts.keys[k]; ok {
+	if ts.keys == nil {
+		for i := range ts.slab {
+			if ts.slab[i].key == k {
+				return ts.slab[i], int32(i)
+			}
+		}
+	} else if i, ok := ts.keys[k]; ok {
 		return ts.slab[i], i
 	}
 	return keyState{}, -1
@@ -290,12 +312,20 @@ func (ts *turnState) storeKey(k callKey, slot int32, s keyState) int32 {
 		ts.slab[slot] = s
 	} else {
 		if cap(ts.slab) == 0 {
-			ts.slab = make([]keyState, 0, 8) // most turns fit without regrowing
+			ts.slab = make([]keyState, 0, 4) // grown as the turn goes on
 		}
 		slot = int32(len(ts.slab))
 		ts.slab = append(ts.slab, s)
 	}
-	ts.keys[k] = slot
+	switch {
+	case ts.keys != nil:
+		ts.keys[k] = slot
+	case len(ts.slab) > maxKeyScan:
+		ts.keys = make(map[callKey]int32, len(ts.slab))
+		for i := range ts.slab {
+			ts.keys[ts.slab[i].key] = int32(i)
+		}
+	}
 	return slot
 }
 
@@ -353,7 +383,8 @@ func (ts *turnState) takePending(id string, key callKey, byKey bool) (pendingCal
 // history is a ring of the turn's most recent allowed calls, long enough
 // to hold CycleRepeats repetitions of the longest cycle.
 type history struct {
-	items []histItem
+	items []histItem // grown to size as the turn goes on
+	size  int
 	start int
 	n     int
 }
@@ -365,15 +396,22 @@ type histItem struct {
 	progress bool // the call's result was new for its key
 }
 
-func (h *history) init(size int) { h.items = make([]histItem, size) }
+func (h *history) init(size int) { h.size = size }
 
 func (h *history) clear() { h.start, h.n = 0, 0 }
 
 // push adds it as the most recent item and returns its slot in items, or
 // -1 if the history keeps nothing.
 func (h *history) push(it histItem) int32 {
-	if len(h.items) == 0 {
+	if h.size == 0 {
 		return -1
+	}
+	if h.n == len(h.items) && len(h.items) < h.size {
+		// The ring wraps only at its full size, so start is 0 here and
+		// the slots handed out stay valid.
+		items := make([]histItem, min(max(2*len(h.items), 4), h.size))
+		copy(items, h.items)
+		h.items = items
 	}
 	if h.n < len(h.items) {
 		slot := (h.start + h.n) % len(h.items)
