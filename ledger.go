@@ -48,12 +48,10 @@ type Entry struct {
 // byte each, and the raw arguments and results (KeepRaw) apart.
 type ledger struct {
 	entries []ledgerEntry
-	raw     []rawEntry // KeepRaw: one per entry; otherwise empty
-	turns   []turnMark // the turns of entries, oldest first
-	base    time.Time  // At of the first entry, without its monotonic reading
-	first   uint64     // Seq of entries[0]
-	size    int
-	dropped uint64 // entries no longer held
+	turns   []turnMark  // the turns of entries, oldest first
+	raw     *[]rawEntry // KeepRaw: one per entry
+	base    time.Time   // At of the first entry, without its monotonic reading
+	first   uint64      // Seq of entries[0]
 }
 
 type ledgerEntry struct {
@@ -82,8 +80,17 @@ type turnMark struct {
 	turn int
 }
 
-// add appends e, whose Seq must follow the last one.
-func (l *ledger) add(e Entry, keepRaw bool) {
+// next returns the Seq of the next entry: 1, 2, … over the session.
+func (l *ledger) next() uint64 {
+	if len(l.entries) == 0 {
+		return 1 // trimming keeps at least one entry
+	}
+	return l.first + uint64(len(l.entries))
+}
+
+// add appends e, whose Seq must be next(), keeping at least the newest
+// size entries (0: all).
+func (l *ledger) add(e Entry, size int, keepRaw bool) {
 	if len(l.entries) == 0 {
 		l.first = e.Seq
 	}
@@ -92,18 +99,18 @@ func (l *ledger) add(e Entry, keepRaw bool) {
 	}
 	// len-size ≥ size, not len ≥ 2*size: a size near math.MaxInt must not
 	// overflow.
-	if l.size > 0 && len(l.entries)-l.size >= l.size {
+	if size > 0 && len(l.entries)-size >= size {
 		// Keep the newest size entries; amortized O(1) per add.
-		n := copy(l.entries, l.entries[len(l.entries)-l.size:])
+		n := copy(l.entries, l.entries[len(l.entries)-size:])
 		clear(l.entries[n:])
 		l.entries = l.entries[:n]
-		if len(l.raw) > 0 {
-			n := copy(l.raw, l.raw[len(l.raw)-l.size:])
-			clear(l.raw[n:])
-			l.raw = l.raw[:n]
+		if l.raw != nil {
+			raw := *l.raw
+			n := copy(raw, raw[len(raw)-size:])
+			clear(raw[n:])
+			*l.raw = raw[:n]
 		}
-		l.dropped += uint64(l.size)
-		l.first += uint64(l.size)
+		l.first += uint64(size)
 		// Forget the turns that ended before the first entry kept.
 		k := 0
 		for k+1 < len(l.turns) && l.turns[k+1].seq <= l.first {
@@ -132,7 +139,10 @@ func (l *ledger) add(e Entry, keepRaw bool) {
 		newResult: e.NewResult,
 	})
 	if keepRaw {
-		l.raw = append(l.raw, rawEntry{args: e.Args, result: e.Result})
+		if l.raw == nil {
+			l.raw = new([]rawEntry)
+		}
+		*l.raw = append(*l.raw, rawEntry{args: e.Args, result: e.Result})
 	}
 }
 
@@ -145,8 +155,8 @@ func (l *ledger) finish(seq uint64, status Status, newResult bool, d time.Durati
 	i := seq - l.first
 	e := &l.entries[i]
 	e.status, e.newResult, e.duration = uint8(status), newResult, d
-	if keepRaw && i < uint64(len(l.raw)) {
-		l.raw[i].result = result
+	if keepRaw && l.raw != nil && i < uint64(len(*l.raw)) {
+		(*l.raw)[i].result = result
 	}
 	return l.turnOf(seq)
 }
@@ -161,11 +171,12 @@ func (l *ledger) turnOf(seq uint64) int {
 	return 0
 }
 
-// snapshot copies the entries the ledger reports: at most size of them.
-func (l *ledger) snapshot() []Entry {
+// snapshot copies the entries the ledger reports: at most size of them
+// (0: all).
+func (l *ledger) snapshot(size int) []Entry {
 	from := 0
-	if l.size > 0 && len(l.entries) > l.size {
-		from = len(l.entries) - l.size
+	if size > 0 && len(l.entries) > size {
+		from = len(l.entries) - size
 	}
 	if from == len(l.entries) {
 		return nil
@@ -194,8 +205,8 @@ func (l *ledger) snapshot() []Entry {
 			At:        l.base.Add(e.at),
 			Duration:  e.duration,
 		})
-		if i < len(l.raw) {
-			out[len(out)-1].Args, out[len(out)-1].Result = l.raw[i].args, l.raw[i].result
+		if l.raw != nil && i < len(*l.raw) {
+			out[len(out)-1].Args, out[len(out)-1].Result = (*l.raw)[i].args, (*l.raw)[i].result
 		}
 	}
 	return out

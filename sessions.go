@@ -21,11 +21,7 @@ import (
 // it belongs with NewTracker(p), not with a Sessions, whose Trackers would
 // count one session's quotas together.
 type Sessions struct {
-	cfg *config
-
-	mu    sync.Mutex
-	rules map[string]*toolRule // resolved tool policies; at most maxTools
-
+	cfg  *config   // with the tool policies resolved so far (config.rules)
 	free sync.Pool // *sessionBuffers given back by Release
 }
 
@@ -33,14 +29,14 @@ type Sessions struct {
 // defaults.
 func NewSessions(p Policy) *Sessions {
 	cfg := newConfig(p)
+	cfg.rules = &ruleCache{}
 	return &Sessions{cfg: &cfg}
 }
 
 // NewTracker opens a session: a Tracker under the Sessions' Policy, which
 // behaves as toolguard.NewTracker(p) does.
 func (s *Sessions) NewTracker() *Tracker {
-	t := &Tracker{sessions: s, cfg: s.cfg, turnNo: 1}
-	t.ledger.size = s.cfg.ledgerSize
+	t := &Tracker{cfg: s.cfg, turnNo: 1}
 	t.turn.init(s.cfg)
 	if b, ok := s.free.Get().(*sessionBuffers); ok {
 		t.ledger.entries, t.turn.slab, t.turn.pending = b.entries, b.slab, b.pending
@@ -58,7 +54,7 @@ func (s *Sessions) NewTracker() *Tracker {
 // Reset. Releasing a Tracker twice, or one that another Sessions opened,
 // does nothing.
 func (s *Sessions) Release(t *Tracker) {
-	if t == nil || t.sessions != s {
+	if t == nil || t.cfg != s.cfg {
 		return
 	}
 	t.mu.Lock()
@@ -70,12 +66,12 @@ func (s *Sessions) Release(t *Tracker) {
 	t.dropLocked(t.stale)
 	orphans := t.takeOrphansLocked()
 	b := &sessionBuffers{
-		entries: keepSmall(t.ledger.entries),
-		slab:    keepSmall(t.turn.slab),
-		pending: keepSmall(t.turn.pending),
-		history: keepSmall(t.turn.history.items),
+		entries: keepSmall(t.ledger.entries, 16),
+		slab:    keepSmall(t.turn.slab, 16),
+		pending: keepSmall(t.turn.pending, 4),
+		history: keepSmall(t.turn.history.items, maxCyclePeriod),
 	}
-	t.ledger = ledger{size: t.ledger.size}
+	t.ledger = ledger{}
 	t.turn.reset()
 	t.turn.slab, t.turn.pending, t.turn.history.items = nil, nil, nil
 	t.turn.window.items = nil
@@ -103,36 +99,46 @@ type sessionBuffers struct {
 	history []histItem
 }
 
-// maxKeptBuffer is the largest buffer Release keeps, in elements: a
-// session opened later starts with at most this much, so that one long
-// session does not make every later one large.
-const maxKeptBuffer = 32
-
-// keepSmall returns b cleared and emptied, or nil if it is too large to
-// keep.
-func keepSmall[T any](b []T) []T {
-	if cap(b) > maxKeptBuffer {
+// keepSmall returns b cleared and emptied, or nil if it holds more than
+// max elements: a session opened later starts with at most this much
+// (about 1.5 KiB a buffer), so that one long session does not make every
+// later one large.
+func keepSmall[T any](b []T, max int) []T {
+	if cap(b) > max {
 		return nil
 	}
 	clear(b[:cap(b)])
 	return b[:0]
 }
 
-// rule returns the resolved policy of a tool, shared by every session.
-// Past maxTools names it resolves the policy without keeping it, so a
-// stream of new names cannot grow the Sessions.
-func (s *Sessions) rule(name string) *toolRule {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if r, ok := s.rules[name]; ok {
+// ruleCache holds the tool policies that the Trackers of a Sessions
+// resolved, for all of them.
+type ruleCache struct {
+	mu    sync.Mutex
+	rules map[string]*toolRule // at most maxTools
+}
+
+// rule returns the resolved policy of a tool: with a Sessions, resolved
+// once and shared by its sessions. Past maxTools names it resolves a new
+// name's policy without keeping it, so a stream of new names cannot grow
+// the Sessions.
+func (c *config) rule(name string) *toolRule {
+	rc := c.rules
+	if rc == nil { // NewTracker(p): the Tracker's tool entries keep it
+		r := c.resolve(name)
+		return &r
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if r, ok := rc.rules[name]; ok {
 		return r
 	}
-	r := s.cfg.resolve(name)
-	if s.rules == nil {
-		s.rules = make(map[string]*toolRule)
+	r := c.resolve(name)
+	if rc.rules == nil {
+		rc.rules = make(map[string]*toolRule)
 	}
-	if len(s.rules) < maxTools {
-		s.rules[name] = &r
+	if len(rc.rules) < maxTools {
+		rc.rules[name] = &r
 	}
 	return &r
 }

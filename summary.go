@@ -118,7 +118,7 @@ func (t *Tracker) summary(session bool) Summary {
 			SessionLimit: r.quota,
 			QuotaFrom:    r.quotaFrom,
 		}
-		if e.turnNo == t.turnNo && e.turn.fail.count > 1 {
+		if e.turnNo == t.turnNo && e.turn.fail != nil && e.turn.fail.count > 1 {
 			ss.SameFailure = e.turn.fail.count
 		}
 		for reason, n := range stats.skipsByReason() {

@@ -54,25 +54,22 @@ type Executor func(ctx context.Context, c Call) (string, error)
 // tool calls of a turn. Create it with NewTracker, or with
 // Sessions.NewTracker when a server opens many sessions of one Policy.
 type Tracker struct {
-	cfg      *config       // shared with the other Trackers of sessions
-	sessions *Sessions     // nil: made by NewTracker(p), tool policies resolved here
-	round    atomic.Uint64 // the last round handed out
+	cfg   *config       // shared with the other Trackers of a Sessions
+	round atomic.Uint64 // the last round handed out
 
 	// tools are the session's tools in the order of their first call (at
 	// most maxTools), indexed by name in toolIndex once there are more
 	// than a few. toolMu guards both: tools are looked up before t.mu is
 	// taken.
 	toolMu    sync.Mutex
+	released  atomic.Bool // by Sessions.Release: the Tracker must not be used
 	tools     []*toolEntry
 	toolIndex map[string]*toolEntry
-
-	released atomic.Bool // by Sessions.Release: the Tracker must not be used
 
 	mu           sync.Mutex
 	turnNo       int
 	stoppedTurns int // earlier turns of the session that were stopped
 	invalidCalls int // calls without a tool name, over the session
-	seq          uint64
 	turn         turnState
 	ledger       ledger
 	stale        []pendingCall // calls allowed in earlier turns, not yet recorded
@@ -104,7 +101,6 @@ const (
 func NewTracker(p Policy) *Tracker {
 	cfg := newConfig(p)
 	t := &Tracker{cfg: &cfg, turnNo: 1}
-	t.ledger.size = cfg.ledgerSize
 	t.turn.init(&cfg)
 	return t
 }
@@ -145,14 +141,7 @@ func (t *Tracker) tool(name string) *toolEntry {
 	if e := t.findTool(name); e != nil {
 		return e
 	}
-	var r *toolRule
-	if t.sessions != nil {
-		r = t.sessions.rule(name)
-	} else {
-		resolved := t.cfg.resolve(name)
-		r = &resolved
-	}
-	e := &toolEntry{name: name, rule: r}
+	e := &toolEntry{name: name, rule: t.cfg.rule(name)}
 	if len(t.tools) >= maxTools {
 		return e
 	}
@@ -560,7 +549,7 @@ func (t *Tracker) rulesLocked(c Call, p *probe, round uint64, tool *toolState, s
 			similarMessage(c.Tool)), true
 	}
 	if t.cfg.maxFailures > 0 && !r.exempt {
-		f := &tool.fail
+		f := tool.fail
 		retries := func() bool { return p.key == f.key || tweaked(argsShape(c.Args), f.shape) }
 		if fire, insisted := f.check(t.cfg.maxFailures, retries); fire {
 			hinted := &f.hinted
@@ -773,7 +762,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 	// Repeated failures of this tool, in the turn and across turns.
 	if !r.exempt {
 		t.across.record(key, failed, sig, t.turnNo)
-		tool.fail.record(failed, sig, shape, key, ts.changes)
+		tool.recordFailure(failed, sig, shape, key, ts.changes)
 	}
 
 	ts.history.settle(pc.hist, pc.seq, progress)
@@ -858,9 +847,8 @@ func (t *Tracker) finishEntry(seq uint64, at time.Time, o Outcome, failed, progr
 
 // appendLocked adds the ledger entry of a checked call and returns it.
 func (t *Tracker) appendLocked(c Call, key callKey, purpose string, round uint64, now time.Time, d Decision) Entry {
-	t.seq++
 	e := Entry{
-		Seq:      t.seq,
+		Seq:      t.ledger.next(),
 		Turn:     t.turnNo,
 		Round:    round,
 		CallID:   c.ID,
@@ -879,7 +867,7 @@ func (t *Tracker) appendLocked(c Call, key callKey, purpose string, round uint64
 	if t.cfg.keepRaw && len(c.Args) > 0 {
 		e.Args = append(json.RawMessage(nil), c.Args...)
 	}
-	t.ledger.add(e, t.cfg.keepRaw)
+	t.ledger.add(e, t.cfg.ledgerSize, t.cfg.keepRaw)
 	return e
 }
 
@@ -963,7 +951,7 @@ func (t *Tracker) settleOrphans(ctx context.Context, orphans []pendingCall, evs 
 func (t *Tracker) Ledger() []Entry {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.ledger.snapshot()
+	return t.ledger.snapshot(t.cfg.ledgerSize)
 }
 
 // Guidance is what the harness does for the turn's phase. Tracker.Guidance

@@ -38,7 +38,7 @@ type toolState struct {
 	quotaHinted   uint64
 	similarHinted uint64
 	churnHinted   uint64
-	fail          failState
+	fail          *failState  // allocated at the tool's first failure in the turn
 	queries       *queryIndex // search tools only
 	stats         toolStats
 }
@@ -70,6 +70,9 @@ type failState struct {
 // (retries reports it): a call of the tool with other arguments is another
 // approach and runs.
 func (f *failState) check(max int, retries func() bool) (fire, insisted bool) {
+	if f == nil {
+		return false, false // no failure yet
+	}
 	switch f.stage {
 	case failCounting:
 		return f.count >= max && retries(), false
@@ -85,7 +88,7 @@ func (f *failState) check(max int, retries func() bool) (fire, insisted bool) {
 // refresh starts over when another call may have changed the world since
 // the last failure: an edit or an install makes the next attempt new.
 func (f *failState) refresh(changes uint64) {
-	if f.count > 0 && f.changes != changes {
+	if f != nil && f.count > 0 && f.changes != changes {
 		*f = failState{}
 	}
 }
@@ -111,6 +114,18 @@ func (f *failState) record(failed bool, sig Hash, shape string, key callKey, cha
 		*f = failState{count: 1}
 	}
 	f.sig, f.shape, f.key, f.changes = sig, shape, key, changes
+}
+
+// recordFailure books an outcome of the tool in its failState (see
+// failState.record), which the first failure allocates.
+func (s *toolState) recordFailure(failed bool, sig Hash, shape string, key callKey, changes uint64) {
+	if s.fail == nil {
+		if !failed {
+			return
+		}
+		s.fail = &failState{}
+	}
+	s.fail.record(failed, sig, shape, key, changes)
 }
 
 // toolStats are the counters behind the escalation summary.
@@ -227,13 +242,13 @@ type turnState struct {
 	skipped     int
 	failed      int
 	newResults  int
-	queries     int // search queries remembered (maxTurnQueries)
+	queries     int32 // search queries remembered (at most maxTurnQueries)
+	hand        int32 // the slot the eviction looks at next (see evict)
 	// slab holds the state of the turn's keys, grown as they come; keys
 	// finds a key's slot once the turn has more than maxKeyScan of them
 	// (nil before: the slab is scanned).
 	keys       map[callKey]int32
 	slab       []keyState
-	hand       int                    // the slot the eviction looks at next (see evict)
 	evictSteps uint64                 // slots the eviction looked at, for tests
 	rounds     map[uint64]*roundState // UnitRounds only
 	// finished are the rounds whose calls were all recorded, oldest first:
@@ -340,7 +355,7 @@ func (ts *turnState) storeKey(k callKey, slot int32, s keyState) int32 {
 func (ts *turnState) evict() int32 {
 	for {
 		i := ts.hand
-		ts.hand = (ts.hand + 1) % len(ts.slab)
+		ts.hand = (ts.hand + 1) % int32(len(ts.slab))
 		ts.evictSteps++
 		st := &ts.slab[i]
 		switch {
@@ -350,7 +365,7 @@ func (ts *turnState) evict() int32 {
 		default:
 			delete(ts.keys, st.key)
 			*st = keyState{}
-			return int32(i)
+			return i
 		}
 	}
 }
@@ -383,10 +398,9 @@ func (ts *turnState) takePending(id string, key callKey, byKey bool) (pendingCal
 // history is a ring of the turn's most recent allowed calls, long enough
 // to hold CycleRepeats repetitions of the longest cycle.
 type history struct {
-	items []histItem // grown to size as the turn goes on
+	items []histItem // appended to until size, then a ring
 	size  int
-	start int
-	n     int
+	start int // the oldest item, once the ring is full
 }
 
 type histItem struct {
@@ -398,7 +412,7 @@ type histItem struct {
 
 func (h *history) init(size int) { h.size = size }
 
-func (h *history) clear() { h.start, h.n = 0, 0 }
+func (h *history) clear() { h.items, h.start = h.items[:0], 0 }
 
 // push adds it as the most recent item and returns its slot in items, or
 // -1 if the history keeps nothing.
@@ -406,18 +420,9 @@ func (h *history) push(it histItem) int32 {
 	if h.size == 0 {
 		return -1
 	}
-	if h.n == len(h.items) && len(h.items) < h.size {
-		// The ring wraps only at its full size, so start is 0 here and
-		// the slots handed out stay valid.
-		items := make([]histItem, min(max(2*len(h.items), 4), h.size))
-		copy(items, h.items)
-		h.items = items
-	}
-	if h.n < len(h.items) {
-		slot := (h.start + h.n) % len(h.items)
-		h.items[slot] = it
-		h.n++
-		return int32(slot)
+	if len(h.items) < h.size {
+		h.items = appendBounded(h.items, it, h.size)
+		return int32(len(h.items) - 1)
 	}
 	slot := h.start
 	h.items[slot] = it
@@ -425,9 +430,19 @@ func (h *history) push(it histItem) int32 {
 	return int32(slot)
 }
 
+// appendBounded appends it to s, growing s to at most size elements.
+func appendBounded[T any](s []T, it T, size int) []T {
+	if len(s) == cap(s) {
+		grown := make([]T, len(s), min(max(2*len(s), 2), size))
+		copy(grown, s)
+		s = grown
+	}
+	return append(s, it)
+}
+
 // at returns the i-th most recent item (0: the last one).
 func (h *history) at(i int) *histItem {
-	return &h.items[(h.start+h.n-1-i)%len(h.items)]
+	return &h.items[(h.start+len(h.items)-1-i)%len(h.items)]
 }
 
 // settle records whether the call seq, pushed into slot, made progress,
@@ -447,7 +462,7 @@ func (h *history) settle(slot int32, seq uint64, progress bool) {
 func (h *history) continues(key callKey, maxPeriod, repeats int) (int, bool) {
 	for p := 2; p <= maxPeriod; p++ {
 		n := p * repeats
-		if h.n < n {
+		if len(h.items) < n {
 			return 0, false
 		}
 		// The call that continues the cycle equals the one p back.
@@ -488,10 +503,9 @@ func (h *history) isCycle(p, n int) bool {
 // window is a ring of the turn's most recent searches (with a query) and
 // fetches (with a URL), for the rolling-window rule.
 type window struct {
-	items []windowItem // grown to size as the window fills: most turns see few
+	items []windowItem // appended to until size, then a ring: most turns see few
 	size  int
-	start int
-	n     int
+	start int // the oldest item, once the ring is full
 }
 
 type windowItem struct {
@@ -511,22 +525,15 @@ func (w *window) init(size int) { w.size = size }
 
 func (w *window) clear() {
 	clear(w.items)
-	w.start, w.n = 0, 0
+	w.items, w.start = w.items[:0], 0
 }
 
 func (w *window) push(it windowItem) {
 	if w.size == 0 {
 		return
 	}
-	if w.n == len(w.items) && len(w.items) < w.size {
-		// The ring wraps only at its full size, so start is 0 here.
-		items := make([]windowItem, min(max(2*len(w.items), 2), w.size))
-		copy(items, w.items)
-		w.items = items
-	}
-	if w.n < len(w.items) {
-		w.items[(w.start+w.n)%len(w.items)] = it
-		w.n++
+	if len(w.items) < w.size {
+		w.items = appendBounded(w.items, it, w.size)
 		return
 	}
 	w.items[w.start] = it
@@ -541,7 +548,7 @@ func (w *window) at(i int) *windowItem { return &w.items[(w.start+i)%len(w.items
 func (w *window) settle(seq uint64, tool string, failed bool, digest Hash) bool {
 	var self *windowItem
 	earlier, same := 0, false
-	for i := 0; i < w.n; i++ {
+	for i := range w.items {
 		it := w.at(i)
 		if it.seq == seq {
 			self = it
@@ -571,7 +578,7 @@ func (w *window) count(p *probe, round uint64, threshold float64) int {
 		return 0
 	}
 	n := 0
-	for i := 0; i < w.n; i++ {
+	for i := range w.items {
 		it := w.at(i)
 		if it.key.tool != p.key.tool || it.key == p.key || it.round == round || it.newFact {
 			continue
