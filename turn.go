@@ -283,7 +283,7 @@ func (ts *turnState) reset() {
 	ts.phase, ts.changes, ts.cycleHinted = PhaseNormal, 0, 0
 	ts.stop = stop{}
 	ts.reserved, ts.used, ts.skipped, ts.failed, ts.newResults, ts.queries = 0, 0, 0, 0, 0, 0
-	ts.keys = nil // the next turn starts small
+	clear(ts.keys) // kept, like the slab, for the next turn
 	clear(ts.slab)
 	ts.slab, ts.hand = ts.slab[:0], 0
 	clear(ts.rounds)
