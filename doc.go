@@ -153,6 +153,6 @@
 // Sessions.NewTracker, and hands it back with Sessions.Release when the
 // conversation ends. The Policy and each tool's policy are then resolved
 // once for every session rather than once per session, and a released
-// session's buffers serve a later one. An open session holds about 4 KiB
+// session's buffers serve a later one. An open session holds about 4.3 KB
 // after a typical episode of the bundled traces (see docs/performance.md).
 package toolguard
