@@ -40,12 +40,14 @@ type Entry struct {
 }
 
 // ledger is the append-only record of a session, bounded to the most
-// recent size entries (0: unbounded). It is not synchronized.
+// recent LedgerSize entries (the size add is given; 0: unbounded). It is
+// not synchronized.
 //
 // It holds its entries compactly (96 bytes each, against 200 for an
 // Entry): the Seq of an entry is its position, its Turn is kept once per
-// turn in turns, its At as the wall-clock time since base, its enums in a
-// byte each, and the raw arguments and results (KeepRaw) apart.
+// turn in turns, its At as the wall-clock time since base (read back in
+// base's location), its enums in a byte each, and the raw arguments and
+// results (KeepRaw) apart.
 type ledger struct {
 	entries []ledgerEntry
 	turns   []turnMark  // the turns of entries, oldest first
@@ -60,7 +62,7 @@ type ledgerEntry struct {
 	purpose   string
 	argsHash  Hash
 	round     uint64
-	at        time.Duration // At, as the wall-clock time since ledger.base
+	at        time.Duration // At, as the wall-clock time since ledger.base (±292 years)
 	duration  time.Duration
 	verdict   uint8
 	reason    uint8
