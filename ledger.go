@@ -40,49 +40,176 @@ type Entry struct {
 }
 
 // ledger is the append-only record of a session, bounded to the most
-// recent size entries (0: unbounded). It is not synchronized.
+// recent LedgerSize entries (the size add is given; 0: unbounded). It is
+// not synchronized.
+//
+// It holds its entries compactly (96 bytes each, against 200 for an
+// Entry): the Seq of an entry is its position, its Turn is kept once per
+// turn in turns, its At as the wall-clock time since base (read back in
+// base's location), its enums in a byte each, and the raw arguments and
+// results (KeepRaw) apart.
 type ledger struct {
-	entries []Entry
-	first   uint64 // Seq of entries[0]
-	size    int
-	dropped uint64 // entries no longer held
+	entries []ledgerEntry
+	turns   []turnMark  // the turns of entries, oldest first
+	raw     *[]rawEntry // KeepRaw: one per entry
+	base    time.Time   // At of the first entry, without its monotonic reading
+	first   uint64      // Seq of entries[0]
 }
 
-// add appends e, whose Seq must follow the last one, and returns it.
-func (l *ledger) add(e Entry) *Entry {
+type ledgerEntry struct {
+	callID    string
+	tool      string
+	purpose   string
+	argsHash  Hash
+	round     uint64
+	at        time.Duration // At, as the wall-clock time since ledger.base (±292 years)
+	duration  time.Duration
+	verdict   uint8
+	reason    uint8
+	phase     uint8
+	status    uint8
+	newResult bool
+}
+
+type rawEntry struct {
+	args   json.RawMessage
+	result string
+}
+
+// turnMark says that the entries from seq on belong to turn.
+type turnMark struct {
+	seq  uint64
+	turn int
+}
+
+// next returns the Seq of the next entry: 1, 2, … over the session.
+func (l *ledger) next() uint64 {
+	if len(l.entries) == 0 {
+		return 1 // trimming keeps at least one entry
+	}
+	return l.first + uint64(len(l.entries))
+}
+
+// add appends e, whose Seq must be next(), keeping at least the newest
+// size entries (0: all).
+func (l *ledger) add(e Entry, size int, keepRaw bool) {
 	if len(l.entries) == 0 {
 		l.first = e.Seq
-		if cap(l.entries) == 0 {
-			l.entries = make([]Entry, 0, 8) // most turns fit without regrowing
-		}
+	}
+	if len(l.turns) == 0 { // the first entry of the session
+		l.base = e.At.Round(0)
 	}
 	// len-size ≥ size, not len ≥ 2*size: a size near math.MaxInt must not
 	// overflow.
-	if l.size > 0 && len(l.entries)-l.size >= l.size {
+	if size > 0 && len(l.entries)-size >= size {
 		// Keep the newest size entries; amortized O(1) per add.
-		n := copy(l.entries, l.entries[len(l.entries)-l.size:])
+		n := copy(l.entries, l.entries[len(l.entries)-size:])
 		clear(l.entries[n:])
 		l.entries = l.entries[:n]
-		l.dropped += uint64(l.size)
-		l.first += uint64(l.size)
+		if l.raw != nil {
+			raw := *l.raw
+			n := copy(raw, raw[len(raw)-size:])
+			clear(raw[n:])
+			*l.raw = raw[:n]
+		}
+		l.first += uint64(size)
+		// Forget the turns that ended before the first entry kept.
+		k := 0
+		for k+1 < len(l.turns) && l.turns[k+1].seq <= l.first {
+			k++
+		}
+		l.turns = append(l.turns[:0], l.turns[k:]...)
 	}
-	l.entries = append(l.entries, e)
-	return &l.entries[len(l.entries)-1]
+	if n := len(l.turns); n == 0 || l.turns[n-1].turn != e.Turn {
+		l.turns = append(l.turns, turnMark{seq: e.Seq, turn: e.Turn})
+	}
+	if cap(l.entries) == 0 {
+		l.entries = make([]ledgerEntry, 0, 4) // grown as the session goes on
+	}
+	l.entries = append(l.entries, ledgerEntry{
+		callID:    e.CallID,
+		tool:      e.Tool,
+		purpose:   e.Purpose,
+		argsHash:  e.ArgsHash,
+		round:     e.Round,
+		at:        e.At.Round(0).Sub(l.base),
+		duration:  e.Duration,
+		verdict:   uint8(e.Verdict),
+		reason:    uint8(e.Reason),
+		phase:     uint8(e.Phase),
+		status:    uint8(e.Status),
+		newResult: e.NewResult,
+	})
+	if keepRaw {
+		if l.raw == nil {
+			l.raw = new([]rawEntry)
+		}
+		*l.raw = append(*l.raw, rawEntry{args: e.Args, result: e.Result})
+	}
 }
 
-// get returns the entry with the given Seq, or nil if it was dropped.
-func (l *ledger) get(seq uint64) *Entry {
+// finish books the outcome of the call seq and returns its turn, or 0 if
+// its entry was dropped.
+func (l *ledger) finish(seq uint64, status Status, newResult bool, d time.Duration, result string, keepRaw bool) int {
 	if seq < l.first || seq-l.first >= uint64(len(l.entries)) {
+		return 0
+	}
+	i := seq - l.first
+	e := &l.entries[i]
+	e.status, e.newResult, e.duration = uint8(status), newResult, d
+	if keepRaw && l.raw != nil && i < uint64(len(*l.raw)) {
+		(*l.raw)[i].result = result
+	}
+	return l.turnOf(seq)
+}
+
+// turnOf returns the turn of the entry seq, which the ledger holds.
+func (l *ledger) turnOf(seq uint64) int {
+	for k := len(l.turns) - 1; k >= 0; k-- {
+		if l.turns[k].seq <= seq {
+			return l.turns[k].turn
+		}
+	}
+	return 0
+}
+
+// snapshot copies the entries the ledger reports: at most size of them
+// (0: all).
+func (l *ledger) snapshot(size int) []Entry {
+	from := 0
+	if size > 0 && len(l.entries) > size {
+		from = len(l.entries) - size
+	}
+	if from == len(l.entries) {
 		return nil
 	}
-	return &l.entries[seq-l.first]
-}
-
-// snapshot copies the entries the ledger reports: at most size of them.
-func (l *ledger) snapshot() []Entry {
-	es := l.entries
-	if l.size > 0 && len(es) > l.size {
-		es = es[len(es)-l.size:]
+	out := make([]Entry, 0, len(l.entries)-from)
+	k := 0
+	for i := from; i < len(l.entries); i++ {
+		e := &l.entries[i]
+		seq := l.first + uint64(i)
+		for k+1 < len(l.turns) && l.turns[k+1].seq <= seq {
+			k++
+		}
+		out = append(out, Entry{
+			Seq:       seq,
+			Turn:      l.turns[k].turn,
+			Round:     e.round,
+			CallID:    e.callID,
+			Tool:      e.tool,
+			ArgsHash:  e.argsHash,
+			Purpose:   e.purpose,
+			Verdict:   Verdict(e.verdict),
+			Reason:    Reason(e.reason),
+			Phase:     Phase(e.phase),
+			Status:    Status(e.status),
+			NewResult: e.newResult,
+			At:        l.base.Add(e.at),
+			Duration:  e.duration,
+		})
+		if l.raw != nil && i < len(*l.raw) {
+			out[len(out)-1].Args, out[len(out)-1].Result = (*l.raw)[i].args, (*l.raw)[i].result
+		}
 	}
-	return append([]Entry(nil), es...)
+	return out
 }

@@ -428,7 +428,8 @@ type config struct {
 	now           func() time.Time
 	onEvent       func(Event)
 	logger        *slog.Logger
-	hooked        bool // onEvent or logger is set: events are built
+	hooked        bool       // onEvent or logger is set: events are built
+	rules         *ruleCache // a Sessions' resolved tool policies; nil for NewTracker(p)
 }
 
 func newConfig(p Policy) config {

@@ -107,7 +107,7 @@ func (t *Tracker) summary(session bool) Summary {
 		if session {
 			stats = &e.session
 		}
-		r := &e.rule
+		r := e.rule
 		ss := ToolSummary{
 			Tool:         e.name,
 			Calls:        stats.ok + stats.failed,
@@ -118,10 +118,10 @@ func (t *Tracker) summary(session bool) Summary {
 			SessionLimit: r.quota,
 			QuotaFrom:    r.quotaFrom,
 		}
-		if e.turnNo == t.turnNo && e.turn.fail.count > 1 {
+		if e.turnNo == t.turnNo && e.turn.fail != nil && e.turn.fail.count > 1 {
 			ss.SameFailure = e.turn.fail.count
 		}
-		for reason, n := range stats.skips {
+		for reason, n := range stats.skipsByReason() {
 			if n > 0 {
 				if ss.SkipReasons == nil {
 					ss.SkipReasons = make(map[Reason]int)

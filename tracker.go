@@ -51,25 +51,25 @@ type Executor func(ctx context.Context, c Call) (string, error)
 // Tracker guards the tool calls of one agent session. Call ShouldSkip
 // before each tool call, Record after it ran, and Reset when new user input
 // starts a new turn. A Tracker is safe for concurrent use by the parallel
-// tool calls of a turn. Create it with NewTracker.
+// tool calls of a turn. Create it with NewTracker, or with
+// Sessions.NewTracker when a server opens many sessions of one Policy.
 type Tracker struct {
-	cfg   config
+	cfg   *config       // shared with the other Trackers of a Sessions
 	round atomic.Uint64 // the last round handed out
 
-	// Tools are found without a lock: the session's first maxToolTable in
-	// toolList[:toolCount], which is only appended to, the others in
-	// moreTools (name → *toolEntry). toolMu serializes the writers.
+	// tools are the session's tools in the order of their first call (at
+	// most maxTools), indexed by name in toolIndex once there are more
+	// than a few. toolMu guards both: tools are looked up before t.mu is
+	// taken.
 	toolMu    sync.Mutex
-	toolCount atomic.Int32
-	toolList  [maxToolTable]*toolEntry
-	moreTools sync.Map
-	moreCount int // entries in moreTools, guarded by toolMu
+	released  atomic.Bool // by Sessions.Release: the Tracker must not be used
+	tools     []*toolEntry
+	toolIndex map[string]*toolEntry
 
 	mu           sync.Mutex
 	turnNo       int
 	stoppedTurns int // earlier turns of the session that were stopped
 	invalidCalls int // calls without a tool name, over the session
-	seq          uint64
 	turn         turnState
 	ledger       ledger
 	stale        []pendingCall // calls allowed in earlier turns, not yet recorded
@@ -82,11 +82,11 @@ type Tracker struct {
 // Bounds of the state a hostile stream of tool names, argument shapes or
 // unfinished calls could otherwise grow without limit.
 const (
-	maxToolTable = 32   // tools in toolList; the rest are in moreTools
-	maxTools     = 4096 // tools with state kept over the session
-	maxPending   = 4096
-	maxStale     = 256
-	maxKeys      = 1 << 16
+	maxToolScan = 16   // tools found by a scan of Tracker.tools; past it, by toolIndex
+	maxTools    = 4096 // tools with state kept over the session
+	maxPending  = 4096
+	maxStale    = 256
+	maxKeys     = 1 << 16
 	// maxTurnQueries bounds the search queries a turn remembers over all
 	// its tools (each at most queryIndexCap, about 2 KiB a query): past it,
 	// a query is checked against those remembered but not remembered
@@ -95,38 +95,36 @@ const (
 )
 
 // NewTracker returns a Tracker for a new session under policy p. The zero
-// Policy means the defaults.
+// Policy means the defaults. A server that opens many sessions of one
+// Policy uses Sessions instead: the Policy and each tool's policy are then
+// resolved once for all of them, not once per session.
 func NewTracker(p Policy) *Tracker {
-	t := &Tracker{
-		cfg:    newConfig(p),
-		turnNo: 1,
-	}
-	t.ledger.size = t.cfg.ledgerSize
-	t.turn.init(&t.cfg)
+	cfg := newConfig(p)
+	t := &Tracker{cfg: &cfg, turnNo: 1}
+	t.turn.init(&cfg)
 	return t
 }
 
 // toolEntry is what the Tracker knows of one tool name: its resolved policy,
-// which never changes, and its counters, guarded by Tracker.mu.
+// which never changes and may be shared with other sessions, and its
+// counters, guarded by Tracker.mu.
 type toolEntry struct {
 	name    string
-	rule    toolRule
+	rule    *toolRule
+	turnNo  int       // the turn of turn; stale in other turns
+	purpose string    // the purpose of the tool's last call, shared by its repeats
 	session toolStats // over the session
-	turn    toolState // over the turn turnNo; stale in other turns
-	turnNo  int
-	purpose string // the purpose of the tool's last call, shared by its repeats
+	turn    toolState // over the turn turnNo
 }
 
-// findTool returns the entry of a tool, or nil.
+// findTool returns the entry of a tool, or nil. t.toolMu must be held.
 func (t *Tracker) findTool(name string) *toolEntry {
-	for _, e := range t.toolList[:t.toolCount.Load()] {
+	if t.toolIndex != nil {
+		return t.toolIndex[name]
+	}
+	for _, e := range t.tools {
 		if e.name == name {
 			return e
-		}
-	}
-	if t.toolCount.Load() == maxToolTable {
-		if e, ok := t.moreTools.Load(name); ok {
-			return e.(*toolEntry)
 		}
 	}
 	return nil
@@ -138,23 +136,24 @@ func (t *Tracker) findTool(name string) *toolEntry {
 // checked for repeats, cycles and the window (keyed by name), but not by
 // the rules that need per-tool counters.
 func (t *Tracker) tool(name string) *toolEntry {
-	if e := t.findTool(name); e != nil {
-		return e
-	}
 	t.toolMu.Lock()
 	defer t.toolMu.Unlock()
 	if e := t.findTool(name); e != nil {
 		return e
 	}
-	e := &toolEntry{name: name, rule: t.cfg.resolve(name)}
-	if n := t.toolCount.Load(); n < maxToolTable {
-		t.toolList[n] = e
-		t.toolCount.Store(n + 1) // publishes the entry to findTool
+	e := &toolEntry{name: name, rule: t.cfg.rule(name)}
+	if len(t.tools) >= maxTools {
 		return e
 	}
-	if t.moreCount < maxTools-maxToolTable {
-		t.moreTools.Store(name, e)
-		t.moreCount++
+	t.tools = append(t.tools, e)
+	switch {
+	case t.toolIndex != nil:
+		t.toolIndex[name] = e
+	case len(t.tools) > maxToolScan:
+		t.toolIndex = make(map[string]*toolEntry, len(t.tools))
+		for _, e := range t.tools {
+			t.toolIndex[e.name] = e
+		}
 	}
 	return e
 }
@@ -178,18 +177,13 @@ func (t *Tracker) turnTools() []*toolEntry {
 // toolsWhere returns the tools for which keep is true, sorted by name.
 func (t *Tracker) toolsWhere(keep func(*toolEntry) bool) []*toolEntry {
 	var es []*toolEntry
-	add := func(e *toolEntry) {
+	t.toolMu.Lock()
+	for _, e := range t.tools {
 		if keep(e) {
 			es = append(es, e)
 		}
 	}
-	for _, e := range t.toolList[:t.toolCount.Load()] {
-		add(e)
-	}
-	t.moreTools.Range(func(_, e any) bool {
-		add(e.(*toolEntry))
-		return true
-	})
+	t.toolMu.Unlock()
 	sort.Slice(es, func(i, j int) bool { return es[i].name < es[j].name })
 	return es
 }
@@ -272,7 +266,7 @@ type probe struct {
 // stay on the caller's stack.
 func (t *Tracker) inspect(c Call, buf []byte) (probe, []byte) {
 	p := probe{tool: t.tool(c.Tool)}
-	p.rule = &p.tool.rule
+	p.rule = p.tool.rule
 	// Small flat objects, most arguments, are parsed once for the key, the
 	// query and the argument names.
 	var info canonFlatInfo
@@ -346,6 +340,9 @@ var queryKeys = []string{"query", "search_query", "q", "text", "question", "prom
 // decided by the local rules: the Store is asked only for a call they
 // allow, and the call is then decided again with the Store's grant.
 func (t *Tracker) check(ctx context.Context, c Call, round uint64) Decision {
+	if t.released.Load() {
+		return releasedDecision()
+	}
 	if c.Tool == "" {
 		return t.invalid(ctx, c, round)
 	}
@@ -619,7 +616,7 @@ func (t *Tracker) rulesLocked(c Call, p *probe, round uint64, tool *toolState, s
 			similarMessage(c.Tool)), true
 	}
 	if t.cfg.maxFailures > 0 && !r.exempt {
-		f := &tool.fail
+		f := tool.fail
 		retries := func() bool { return p.key == f.key || tweaked(argsShape(c.Args), f.shape) }
 		if fire, insisted := f.check(t.cfg.maxFailures, retries); fire {
 			hinted := &f.hinted
@@ -731,6 +728,9 @@ func (t *Tracker) Record(c Call, o Outcome) Phase {
 // Record carry it (Event.Context), so hooks and log handlers can join
 // them to the call's trace.
 func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
+	if t.released.Load() {
+		return PhaseExhausted
+	}
 	if c.Tool == "" {
 		t.mu.Lock()
 		defer t.mu.Unlock()
@@ -782,12 +782,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 	}
 	if !ok {
 		if old, ok := t.takeStale(c.ID, key); ok {
-			e := t.ledger.get(old.seq)
-			t.finishEntry(e, c, o, failed, false, now)
-			turn := 0
-			if e != nil {
-				turn = e.Turn
-			}
+			turn := t.finishEntry(old.seq, old.at, o, failed, false, now)
 			evs.add(Event{Kind: EventRecord, Seq: old.seq, Turn: turn, CallID: c.ID, Tool: c.Tool,
 				Status: statusOf(failed), Duration: now.Sub(old.at), Phase: ts.phase})
 			return ts.phase, old
@@ -807,7 +802,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 	}
 
 	entry := pc.tool // found in ShouldSkip: not looked up again
-	r := &entry.rule
+	r := entry.rule
 	tool := t.turnTool(entry)
 	st := &entry.session
 	ks := &ts.slab[pc.slot]
@@ -834,7 +829,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 	// Repeated failures of this tool, in the turn and across turns.
 	if !r.exempt {
 		t.across.record(key, failed, sig, t.turnNo)
-		tool.fail.record(failed, sig, shape, key, ts.changes)
+		tool.recordFailure(failed, sig, shape, key, ts.changes)
 	}
 
 	ts.history.settle(pc.hist, pc.seq, progress)
@@ -878,8 +873,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		}
 	}
 
-	e := t.ledger.get(pc.seq)
-	t.finishEntry(e, c, o, failed, progress, now)
+	t.finishEntry(pc.seq, pc.at, o, failed, progress, now)
 	if !evs.on {
 		return ts.phase, pc
 	}
@@ -905,26 +899,23 @@ func statusOf(failed bool) Status {
 	return StatusOK
 }
 
-func (t *Tracker) finishEntry(e *Entry, c Call, o Outcome, failed, progress bool, now time.Time) {
-	if e == nil {
-		return
-	}
-	e.Status = statusOf(failed)
-	e.NewResult = progress
-	e.Duration = now.Sub(e.At)
+// finishEntry books the outcome of the call seq, checked at at, in its
+// ledger entry and returns the entry's turn (0: the entry was dropped).
+func (t *Tracker) finishEntry(seq uint64, at time.Time, o Outcome, failed, progress bool, now time.Time) int {
+	result := ""
 	if t.cfg.keepRaw {
-		e.Result = o.Result
+		result = o.Result
 		if failed {
-			e.Result = o.Err.Error()
+			result = o.Err.Error()
 		}
 	}
+	return t.ledger.finish(seq, statusOf(failed), progress, now.Sub(at), result, t.cfg.keepRaw)
 }
 
-// appendLocked adds the ledger entry of a checked call.
-func (t *Tracker) appendLocked(c Call, key callKey, purpose string, round uint64, now time.Time, d Decision) *Entry {
-	t.seq++
+// appendLocked adds the ledger entry of a checked call and returns it.
+func (t *Tracker) appendLocked(c Call, key callKey, purpose string, round uint64, now time.Time, d Decision) Entry {
 	e := Entry{
-		Seq:      t.seq,
+		Seq:      t.ledger.next(),
 		Turn:     t.turnNo,
 		Round:    round,
 		CallID:   c.ID,
@@ -943,7 +934,8 @@ func (t *Tracker) appendLocked(c Call, key callKey, purpose string, round uint64
 	if t.cfg.keepRaw && len(c.Args) > 0 {
 		e.Args = append(json.RawMessage(nil), c.Args...)
 	}
-	return t.ledger.add(e)
+	t.ledger.add(e, t.cfg.ledgerSize, t.cfg.keepRaw)
+	return e
 }
 
 // takeStale finds a call allowed in an earlier turn.
@@ -1031,7 +1023,7 @@ func (t *Tracker) settleOrphans(ctx context.Context, orphans []pendingCall, evs 
 func (t *Tracker) Ledger() []Entry {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.ledger.snapshot()
+	return t.ledger.snapshot(t.cfg.ledgerSize)
 }
 
 // Guidance is what the harness does for the turn's phase. Tracker.Guidance

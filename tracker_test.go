@@ -1079,7 +1079,7 @@ func TestToolBound(t *testing.T) {
 		tr.Record(c, Outcome{Result: "ok"})
 	}
 	tr.toolMu.Lock()
-	kept := int(tr.toolCount.Load()) + tr.moreCount
+	kept := len(tr.tools)
 	tr.toolMu.Unlock()
 	assert.Equal(t, maxTools, kept)
 	s := tr.Summary()

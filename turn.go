@@ -16,10 +16,10 @@ type keyState struct {
 	hintBy  Reason // the rule that gave the hint
 	seen    bool   // a result was recorded
 	failed  bool   // the last result was a failure
+	used    bool   // stored again since the eviction hand last passed it
 	last    Hash   // digest of the last result or error output (noise masked)
 	changes uint64 // turnState.changes when the key last ran
 	key     callKey
-	used    bool // stored again since the eviction hand last passed it
 }
 
 // refresh starts the key's count over when another call may have changed
@@ -38,7 +38,7 @@ type toolState struct {
 	quotaHinted   uint64
 	similarHinted uint64
 	churnHinted   uint64
-	fail          failState
+	fail          *failState  // allocated at the tool's first failure in the turn
 	queries       *queryIndex // search tools only
 	stats         toolStats
 }
@@ -70,6 +70,9 @@ type failState struct {
 // (retries reports it): a call of the tool with other arguments is another
 // approach and runs.
 func (f *failState) check(max int, retries func() bool) (fire, insisted bool) {
+	if f == nil {
+		return false, false // no failure yet
+	}
 	switch f.stage {
 	case failCounting:
 		return f.count >= max && retries(), false
@@ -85,7 +88,7 @@ func (f *failState) check(max int, retries func() bool) (fire, insisted bool) {
 // refresh starts over when another call may have changed the world since
 // the last failure: an edit or an install makes the next attempt new.
 func (f *failState) refresh(changes uint64) {
-	if f.count > 0 && f.changes != changes {
+	if f != nil && f.count > 0 && f.changes != changes {
 		*f = failState{}
 	}
 }
@@ -113,6 +116,18 @@ func (f *failState) record(failed bool, sig Hash, shape string, key callKey, cha
 	f.sig, f.shape, f.key, f.changes = sig, shape, key, changes
 }
 
+// recordFailure books an outcome of the tool in its failState (see
+// failState.record), which the first failure allocates.
+func (s *toolState) recordFailure(failed bool, sig Hash, shape string, key callKey, changes uint64) {
+	if s.fail == nil {
+		if !failed {
+			return
+		}
+		s.fail = &failState{}
+	}
+	s.fail.record(failed, sig, shape, key, changes)
+}
+
 // toolStats are the counters behind the escalation summary.
 type toolStats struct {
 	reserved   int // calls allowed (session quotas count these)
@@ -120,13 +135,23 @@ type toolStats struct {
 	failed     int
 	newResults int
 	skipped    int
-	skips      [numReasons]int
-	maxFailRun int // longest run of equivalent failures
+	skips      *[numReasons]int // by reason; allocated at the first skip
 }
 
 func (s *toolStats) skip(r Reason) {
 	s.skipped++
+	if s.skips == nil {
+		s.skips = new([numReasons]int)
+	}
 	s.skips[r]++
+}
+
+// skipsByReason returns the skips of each reason.
+func (s *toolStats) skipsByReason() [numReasons]int {
+	if s.skips == nil {
+		return [numReasons]int{}
+	}
+	return *s.skips
 }
 
 func (s *toolStats) finish(failed, progress bool) {
@@ -222,12 +247,15 @@ type turnState struct {
 	skipped     int
 	failed      int
 	newResults  int
-	queries     int               // search queries remembered (maxTurnQueries)
-	keys        map[callKey]int32 // a key's slot in slab
-	slab        []keyState
-	hand        int                    // the slot the eviction looks at next (see evict)
-	evictSteps  uint64                 // slots the eviction looked at, for tests
-	rounds      map[uint64]*roundState // UnitRounds only
+	queries     int32 // search queries remembered (at most maxTurnQueries)
+	hand        int32 // the slot the eviction looks at next (see evict)
+	// slab holds the state of the turn's keys, grown as they come; keys
+	// finds a key's slot once the turn has more than maxKeyScan of them
+	// (nil before: the slab is scanned).
+	keys       map[callKey]int32
+	slab       []keyState
+	evictSteps uint64                 // slots the eviction looked at, for tests
+	rounds     map[uint64]*roundState // UnitRounds only
 	// finished are the rounds whose calls were all recorded, oldest first:
 	// their state is kept (a WithRound context may check more calls one
 	// after another) until maxFinishedRounds later rounds finished.
@@ -244,8 +272,11 @@ type stop struct {
 	tool   string
 }
 
+// maxKeyScan is the number of keys up to which a turn finds a key by a
+// scan of its slab rather than through a map: most turns hold a few.
+const maxKeyScan = 16
+
 func (ts *turnState) init(c *config) {
-	ts.keys = make(map[callKey]int32)
 	if c.unit == UnitRounds {
 		ts.rounds = make(map[uint64]*roundState)
 	}
@@ -257,7 +288,7 @@ func (ts *turnState) reset() {
 	ts.phase, ts.changes, ts.cycleHinted = PhaseNormal, 0, 0
 	ts.stop = stop{}
 	ts.reserved, ts.used, ts.skipped, ts.failed, ts.newResults, ts.queries = 0, 0, 0, 0, 0, 0
-	clear(ts.keys)
+	clear(ts.keys) // kept, like the slab, for the next turn
 	clear(ts.slab)
 	ts.slab, ts.hand = ts.slab[:0], 0
 	clear(ts.rounds)
@@ -271,7 +302,13 @@ func (ts *turnState) reset() {
 // keyState returns the state of the key k and its slot in ts.slab, or a
 // zero state and -1 if the turn has none.
 func (ts *turnState) keyState(k callKey) (keyState, int32) {
-	if i, ok := ts.keys[k]; ok {
+	if ts.keys == nil {
+		for i := range ts.slab {
+			if ts.slab[i].key == k {
+				return ts.slab[i], int32(i)
+			}
+		}
+	} else if i, ok := ts.keys[k]; ok {
 		return ts.slab[i], i
 	}
 	return keyState{}, -1
@@ -295,12 +332,20 @@ func (ts *turnState) storeKey(k callKey, slot int32, s keyState) int32 {
 		ts.slab[slot] = s
 	} else {
 		if cap(ts.slab) == 0 {
-			ts.slab = make([]keyState, 0, 8) // most turns fit without regrowing
+			ts.slab = make([]keyState, 0, 4) // grown as the turn goes on
 		}
 		slot = int32(len(ts.slab))
 		ts.slab = append(ts.slab, s)
 	}
-	ts.keys[k] = slot
+	switch {
+	case ts.keys != nil:
+		ts.keys[k] = slot
+	case len(ts.slab) > maxKeyScan:
+		ts.keys = make(map[callKey]int32, len(ts.slab))
+		for i := range ts.slab {
+			ts.keys[ts.slab[i].key] = int32(i)
+		}
+	}
 	return slot
 }
 
@@ -315,7 +360,7 @@ func (ts *turnState) storeKey(k callKey, slot int32, s keyState) int32 {
 func (ts *turnState) evict() int32 {
 	for {
 		i := ts.hand
-		ts.hand = (ts.hand + 1) % len(ts.slab)
+		ts.hand = (ts.hand + 1) % int32(len(ts.slab))
 		ts.evictSteps++
 		st := &ts.slab[i]
 		switch {
@@ -325,7 +370,7 @@ func (ts *turnState) evict() int32 {
 		default:
 			delete(ts.keys, st.key)
 			*st = keyState{}
-			return int32(i)
+			return i
 		}
 	}
 }
@@ -358,9 +403,9 @@ func (ts *turnState) takePending(id string, key callKey, byKey bool) (pendingCal
 // history is a ring of the turn's most recent allowed calls, long enough
 // to hold CycleRepeats repetitions of the longest cycle.
 type history struct {
-	items []histItem
-	start int
-	n     int
+	items []histItem // appended to until size, then a ring
+	size  int
+	start int // the oldest item, once the ring is full
 }
 
 type histItem struct {
@@ -370,21 +415,19 @@ type histItem struct {
 	progress bool // the call's result was new for its key
 }
 
-func (h *history) init(size int) { h.items = make([]histItem, size) }
+func (h *history) init(size int) { h.size = size }
 
-func (h *history) clear() { h.start, h.n = 0, 0 }
+func (h *history) clear() { h.items, h.start = h.items[:0], 0 }
 
 // push adds it as the most recent item and returns its slot in items, or
 // -1 if the history keeps nothing.
 func (h *history) push(it histItem) int32 {
-	if len(h.items) == 0 {
+	if h.size == 0 {
 		return -1
 	}
-	if h.n < len(h.items) {
-		slot := (h.start + h.n) % len(h.items)
-		h.items[slot] = it
-		h.n++
-		return int32(slot)
+	if len(h.items) < h.size {
+		h.items = appendBounded(h.items, it, h.size)
+		return int32(len(h.items) - 1)
 	}
 	slot := h.start
 	h.items[slot] = it
@@ -392,9 +435,19 @@ func (h *history) push(it histItem) int32 {
 	return int32(slot)
 }
 
+// appendBounded appends it to s, growing s to at most size elements.
+func appendBounded[T any](s []T, it T, size int) []T {
+	if len(s) == cap(s) {
+		grown := make([]T, len(s), min(max(2*len(s), 2), size))
+		copy(grown, s)
+		s = grown
+	}
+	return append(s, it)
+}
+
 // at returns the i-th most recent item (0: the last one).
 func (h *history) at(i int) *histItem {
-	return &h.items[(h.start+h.n-1-i)%len(h.items)]
+	return &h.items[(h.start+len(h.items)-1-i)%len(h.items)]
 }
 
 // settle records whether the call seq, pushed into slot, made progress,
@@ -414,7 +467,7 @@ func (h *history) settle(slot int32, seq uint64, progress bool) {
 func (h *history) continues(key callKey, maxPeriod, repeats int) (int, bool) {
 	for p := 2; p <= maxPeriod; p++ {
 		n := p * repeats
-		if h.n < n {
+		if len(h.items) < n {
 			return 0, false
 		}
 		// The call that continues the cycle equals the one p back.
@@ -455,10 +508,9 @@ func (h *history) isCycle(p, n int) bool {
 // window is a ring of the turn's most recent searches (with a query) and
 // fetches (with a URL), for the rolling-window rule.
 type window struct {
-	items []windowItem // grown to size as the window fills: most turns see few
+	items []windowItem // appended to until size, then a ring: most turns see few
 	size  int
-	start int
-	n     int
+	start int // the oldest item, once the ring is full
 }
 
 type windowItem struct {
@@ -478,22 +530,15 @@ func (w *window) init(size int) { w.size = size }
 
 func (w *window) clear() {
 	clear(w.items)
-	w.start, w.n = 0, 0
+	w.items, w.start = w.items[:0], 0
 }
 
 func (w *window) push(it windowItem) {
 	if w.size == 0 {
 		return
 	}
-	if w.n == len(w.items) && len(w.items) < w.size {
-		// The ring wraps only at its full size, so start is 0 here.
-		items := make([]windowItem, min(max(2*len(w.items), 2), w.size))
-		copy(items, w.items)
-		w.items = items
-	}
-	if w.n < len(w.items) {
-		w.items[(w.start+w.n)%len(w.items)] = it
-		w.n++
+	if len(w.items) < w.size {
+		w.items = appendBounded(w.items, it, w.size)
 		return
 	}
 	w.items[w.start] = it
@@ -508,7 +553,7 @@ func (w *window) at(i int) *windowItem { return &w.items[(w.start+i)%len(w.items
 func (w *window) settle(seq uint64, tool string, failed bool, digest Hash) bool {
 	var self *windowItem
 	earlier, same := 0, false
-	for i := 0; i < w.n; i++ {
+	for i := range w.items {
 		it := w.at(i)
 		if it.seq == seq {
 			self = it
@@ -538,7 +583,7 @@ func (w *window) count(p *probe, round uint64, threshold float64) int {
 		return 0
 	}
 	n := 0
-	for i := 0; i < w.n; i++ {
+	for i := range w.items {
 		it := w.at(i)
 		if it.key.tool != p.key.tool || it.key == p.key || it.round == round || it.newFact {
 			continue

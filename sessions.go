@@ -1,0 +1,159 @@
+package toolguard
+
+import (
+	"context"
+	"sync"
+)
+
+// Sessions opens the sessions of one Policy: a server that holds one
+// Tracker per conversation makes one Sessions at start-up and opens each
+// conversation's Tracker with NewTracker. The Policy is resolved once, and
+// each tool's policy (its overrides, search and read-only status, quotas)
+// the first time any of its sessions calls the tool, instead of once per
+// session. Release takes a finished session's buffers back for the next
+// one. A Sessions is safe for concurrent use.
+//
+// Its Trackers also share what NewTracker(p) makes for each Tracker alone:
+// when the Policy sets SharedQuotas without a Store, one store.Memory
+// counts them for all its sessions; with a Store, one Breaker (when
+// Policy.Breaker is nil) and, with FailOpen, one local fallback store.
+// Policy.SessionID names one session in the Store, so a Policy that sets
+// it belongs with NewTracker(p), not with a Sessions, whose Trackers would
+// count one session's quotas together.
+type Sessions struct {
+	cfg  *config   // with the tool policies resolved so far (config.rules)
+	free sync.Pool // *sessionBuffers given back by Release
+}
+
+// NewSessions returns the Sessions of policy p. The zero Policy means the
+// defaults.
+func NewSessions(p Policy) *Sessions {
+	cfg := newConfig(p)
+	cfg.rules = &ruleCache{}
+	return &Sessions{cfg: &cfg}
+}
+
+// NewTracker opens a session: a Tracker under the Sessions' Policy, which
+// behaves as toolguard.NewTracker(p) does.
+func (s *Sessions) NewTracker() *Tracker {
+	t := &Tracker{cfg: s.cfg, turnNo: 1}
+	t.turn.init(s.cfg)
+	if b, ok := s.free.Get().(*sessionBuffers); ok {
+		t.ledger.entries, t.turn.slab, t.turn.pending = b.entries, b.slab, b.pending
+		t.turn.history.items = b.history
+	}
+	return t
+}
+
+// Release ends a session opened by NewTracker and keeps its buffers for a
+// session opened later. The Tracker must not be used after it: its
+// ShouldSkip then aborts every call with an error matching
+// ErrInvalidCall, its Record books nothing and returns PhaseExhausted,
+// and its Ledger and summaries are those of an empty session. A call
+// allowed and not recorded yet counts against its Store quotas, as after
+// Reset. Releasing a Tracker twice, or one that another Sessions opened,
+// does nothing.
+func (s *Sessions) Release(t *Tracker) {
+	if t == nil || t.cfg != s.cfg {
+		return
+	}
+	t.mu.Lock()
+	if t.released.Swap(true) {
+		t.mu.Unlock()
+		return
+	}
+	t.dropLocked(t.turn.pending)
+	t.dropLocked(t.stale)
+	orphans := t.takeOrphansLocked()
+	b := &sessionBuffers{
+		entries: keepSmall(t.ledger.entries, 16),
+		slab:    keepSmall(t.turn.slab, 16),
+		pending: keepSmall(t.turn.pending, 4),
+		history: keepSmall(t.turn.history.items, maxCyclePeriod),
+	}
+	t.ledger = ledger{}
+	t.turn.reset()
+	t.turn.slab, t.turn.pending, t.turn.history.items = nil, nil, nil
+	t.turn.window.items = nil
+	t.stale, t.across = nil, acrossTurns{}
+	t.mu.Unlock()
+
+	t.toolMu.Lock()
+	t.tools, t.toolIndex = nil, nil
+	t.toolMu.Unlock()
+	s.free.Put(b)
+	if len(orphans) > 0 {
+		evs := events{on: t.cfg.hooked}
+		ctx := context.Background()
+		t.settleOrphans(ctx, orphans, &evs)
+		t.emit(ctx, &evs)
+	}
+}
+
+// sessionBuffers are the buffers of a released session, cleared, for the
+// next session opened.
+type sessionBuffers struct {
+	entries []ledgerEntry
+	slab    []keyState
+	pending []pendingCall
+	history []histItem
+}
+
+// keepSmall returns b cleared and emptied, or nil if it holds more than
+// max elements: a session opened later starts with at most this much
+// (about 1.5 KiB a buffer), so that one long session does not make every
+// later one large.
+func keepSmall[T any](b []T, max int) []T {
+	if cap(b) > max {
+		return nil
+	}
+	clear(b[:cap(b)])
+	return b[:0]
+}
+
+// ruleCache holds the tool policies that the Trackers of a Sessions
+// resolved, for all of them.
+type ruleCache struct {
+	mu    sync.Mutex
+	rules map[string]*toolRule // at most maxTools
+}
+
+// rule returns the resolved policy of a tool: with a Sessions, resolved
+// once and shared by its sessions. Past maxTools names it resolves a new
+// name's policy without keeping it, so a stream of new names cannot grow
+// the Sessions.
+func (c *config) rule(name string) *toolRule {
+	rc := c.rules
+	if rc == nil { // NewTracker(p): the Tracker's tool entries keep it
+		r := c.resolve(name)
+		return &r
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if r, ok := rc.rules[name]; ok {
+		return r
+	}
+	r := c.resolve(name)
+	if rc.rules == nil {
+		rc.rules = make(map[string]*toolRule)
+	}
+	if len(rc.rules) < maxTools {
+		rc.rules[name] = &r
+	}
+	return &r
+}
+
+// releasedDecision refuses a call of a released Tracker.
+func releasedDecision() Decision {
+	return Decision{
+		Verdict: Abort,
+		Reason:  ReasonInvalidCall,
+		Message: releasedMessage(),
+		Phase:   PhaseExhausted,
+		Err:     invalidCallError("the Tracker was released (Sessions.Release): the session is over"),
+	}
+}
+
+func releasedMessage() string {
+	return invalidMarker + " The call was not executed: this session is over."
+}
