@@ -43,11 +43,16 @@ type Entry struct {
 // recent LedgerSize entries (the size add is given; 0: unbounded). It is
 // not synchronized.
 //
-// It holds its entries compactly (96 bytes each, against 200 for an
+// It holds its entries compactly (72 bytes each, against 200 for an
 // Entry): the Seq of an entry is its position, its Turn is kept once per
-// turn in turns, its At as the wall-clock time since base (read back in
-// base's location), its enums in a byte each, and the raw arguments and
-// results (KeepRaw) apart.
+// turn in turns, its tool and purpose in a callDesc that the calls of a
+// tool naming the same arguments share, its At as the wall-clock time
+// since base (read back in base's location), its enums in a byte each, and
+// the raw arguments and results (KeepRaw) apart.
+//
+// The entries of the current turn are also the history the cycle rule
+// reads (see continues): the ledger keeps at least as many entries as a
+// cycle spans.
 type ledger struct {
 	entries []ledgerEntry
 	turns   []turnMark  // the turns of entries, oldest first
@@ -58,8 +63,7 @@ type ledger struct {
 
 type ledgerEntry struct {
 	callID    string
-	tool      string
-	purpose   string
+	desc      *callDesc // nil for a call without a tool name
 	argsHash  Hash
 	round     uint64
 	at        time.Duration // At, as the wall-clock time since ledger.base (±292 years)
@@ -69,6 +73,13 @@ type ledgerEntry struct {
 	phase     uint8
 	status    uint8
 	newResult bool
+}
+
+// callDesc is what the ledger says of a call beside the hash of its
+// arguments: its tool and its purpose (see Entry.Purpose).
+type callDesc struct {
+	tool    *toolEntry
+	purpose string
 }
 
 type rawEntry struct {
@@ -90,14 +101,15 @@ func (l *ledger) next() uint64 {
 	return l.first + uint64(len(l.entries))
 }
 
-// add appends e, whose Seq must be next(), keeping at least the newest
-// size entries (0: all).
-func (l *ledger) add(e Entry, size int, keepRaw bool) {
+// add appends e, checked at at in turn, and returns its Seq, keeping at
+// least the newest size entries (0: all). With keepRaw it keeps raw too.
+func (l *ledger) add(e ledgerEntry, turn int, at time.Time, raw rawEntry, size int, keepRaw bool) uint64 {
+	seq := l.next()
 	if len(l.entries) == 0 {
-		l.first = e.Seq
+		l.first = seq
 	}
 	if len(l.turns) == 0 { // the first entry of the session
-		l.base = e.At.Round(0)
+		l.base = at.Round(0)
 	}
 	// len-size ≥ size, not len ≥ 2*size: a size near math.MaxInt must not
 	// overflow.
@@ -120,32 +132,21 @@ func (l *ledger) add(e Entry, size int, keepRaw bool) {
 		}
 		l.turns = append(l.turns[:0], l.turns[k:]...)
 	}
-	if n := len(l.turns); n == 0 || l.turns[n-1].turn != e.Turn {
-		l.turns = append(l.turns, turnMark{seq: e.Seq, turn: e.Turn})
+	if n := len(l.turns); n == 0 || l.turns[n-1].turn != turn {
+		l.turns = append(l.turns, turnMark{seq: seq, turn: turn})
 	}
 	if cap(l.entries) == 0 {
 		l.entries = make([]ledgerEntry, 0, 4) // grown as the session goes on
 	}
-	l.entries = append(l.entries, ledgerEntry{
-		callID:    e.CallID,
-		tool:      e.Tool,
-		purpose:   e.Purpose,
-		argsHash:  e.ArgsHash,
-		round:     e.Round,
-		at:        e.At.Round(0).Sub(l.base),
-		duration:  e.Duration,
-		verdict:   uint8(e.Verdict),
-		reason:    uint8(e.Reason),
-		phase:     uint8(e.Phase),
-		status:    uint8(e.Status),
-		newResult: e.NewResult,
-	})
+	e.at = at.Round(0).Sub(l.base)
+	l.entries = append(l.entries, e)
 	if keepRaw {
 		if l.raw == nil {
 			l.raw = new([]rawEntry)
 		}
-		*l.raw = append(*l.raw, rawEntry{args: e.Args, result: e.Result})
+		*l.raw = append(*l.raw, raw)
 	}
+	return seq
 }
 
 // finish books the outcome of the call seq and returns its turn, or 0 if
@@ -196,9 +197,9 @@ func (l *ledger) snapshot(size int) []Entry {
 			Turn:      l.turns[k].turn,
 			Round:     e.round,
 			CallID:    e.callID,
-			Tool:      e.tool,
+			Tool:      e.tool(),
 			ArgsHash:  e.argsHash,
-			Purpose:   e.purpose,
+			Purpose:   e.purpose(),
 			Verdict:   Verdict(e.verdict),
 			Reason:    Reason(e.reason),
 			Phase:     Phase(e.phase),
@@ -212,4 +213,80 @@ func (l *ledger) snapshot(size int) []Entry {
 		}
 	}
 	return out
+}
+
+// tool returns the entry's tool name ("" for a call without one).
+func (e *ledgerEntry) tool() string {
+	if e.desc == nil {
+		return ""
+	}
+	return e.desc.tool.name
+}
+
+func (e *ledgerEntry) purpose() string {
+	if e.desc == nil {
+		return ""
+	}
+	return e.desc.purpose
+}
+
+// is reports whether the entry is a call of key.
+func (e *ledgerEntry) is(key callKey) bool {
+	return e.desc != nil && e.argsHash == key.args && e.desc.tool.name == key.tool
+}
+
+// turnStart returns the Seq of the first entry of turn, the last turn the
+// ledger holds entries of, or next() if it holds none of turn.
+func (l *ledger) turnStart(turn int) uint64 {
+	if n := len(l.turns); n > 0 && l.turns[n-1].turn == turn {
+		return max(l.turns[n-1].seq, l.first)
+	}
+	return l.next()
+}
+
+// recent returns the i-th most recent entry (0: the newest).
+func (l *ledger) recent(i int) *ledgerEntry { return &l.entries[len(l.entries)-1-i] }
+
+// continues reports whether a call of key would continue a cycle in the
+// calls of turn, skipped calls included: the last period·repeats calls are
+// repeats repetitions of period distinct calls, none of a tool exempt from
+// the loop rules, with no new result after the first repetition, and key is
+// the next call of the cycle. It returns the shortest such period.
+func (l *ledger) continues(key callKey, turn, maxPeriod, repeats int) (int, bool) {
+	calls := int(l.next() - l.turnStart(turn))
+	for p := 2; p <= maxPeriod; p++ {
+		n := p * repeats
+		if calls < n {
+			return 0, false
+		}
+		// The call that continues the cycle equals the one p back.
+		if l.recent(p-1).is(key) && l.isCycle(p, n) {
+			return p, true
+		}
+	}
+	return 0, false
+}
+
+func (l *ledger) isCycle(p, n int) bool {
+	// i counts back from the last call; the oldest is n-1.
+	for i := 0; i < n; i++ {
+		e := l.recent(i)
+		if e.desc == nil || e.desc.tool.rule.exempt {
+			return false
+		}
+		if i+p < n {
+			if f := l.recent(i + p); f.desc == nil || !e.is(callKey{f.desc.tool.name, f.argsHash}) || e.newResult {
+				return false
+			}
+		}
+	}
+	// The calls of one period are distinct.
+	for i := 0; i < p; i++ {
+		for j := i + 1; j < p; j++ {
+			if f := l.recent(j); l.recent(i).is(callKey{f.desc.tool.name, f.argsHash}) {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -168,9 +168,10 @@ type Policy struct {
 	// fires. 0 means 5.
 	WindowLimit int
 
-	// LedgerSize caps the entries the ledger keeps; older entries are
+	// LedgerSize caps the entries the ledger reports; older entries are
 	// dropped (per-tool totals stay exact). 0 means 4096; negative means
-	// unbounded.
+	// unbounded. The ledger keeps at least CyclePeriod·CycleRepeats
+	// entries, which the cycle rule reads.
 	LedgerSize int
 	// KeepRaw keeps the raw arguments and results in the ledger. They may
 	// hold secrets, so the default keeps only hashes and a redacted purpose.
@@ -415,6 +416,7 @@ type config struct {
 	window        int // 0: off
 	windowLimit   int
 	ledgerSize    int // 0: unbounded
+	ledgerKeep    int // the entries the ledger keeps: ledgerSize, at least what a cycle spans
 	keepRaw       bool
 	store         store.Store
 	sessionID     string
@@ -519,6 +521,11 @@ func newConfig(p Policy) config {
 	c.window = min(orDefault(p.Window, defaultWindow), maxWindow)
 	c.windowLimit = max(orDefault(p.WindowLimit, defaultWindowLimit), 1)
 	c.ledgerSize = orDefault(p.LedgerSize, defaultLedgerSize)
+	c.ledgerKeep = c.ledgerSize
+	if c.ledgerKeep > 0 {
+		// The cycle rule reads the turn's last calls in the ledger.
+		c.ledgerKeep = max(c.ledgerKeep, c.cyclePeriod*c.cycleRepeats)
+	}
 
 	var patterns []string
 	for name := range p.Tools {

@@ -40,7 +40,6 @@ func (s *Sessions) NewTracker() *Tracker {
 	t.turn.init(s.cfg)
 	if b, ok := s.free.Get().(*sessionBuffers); ok {
 		t.ledger.entries, t.turn.slab, t.turn.pending = b.entries, b.slab, b.pending
-		t.turn.history.items = b.history
 	}
 	return t
 }
@@ -69,11 +68,10 @@ func (s *Sessions) Release(t *Tracker) {
 		entries: keepSmall(t.ledger.entries, 16),
 		slab:    keepSmall(t.turn.slab, 16),
 		pending: keepSmall(t.turn.pending, 4),
-		history: keepSmall(t.turn.history.items, maxCyclePeriod),
 	}
 	t.ledger = ledger{}
 	t.turn.reset()
-	t.turn.slab, t.turn.pending, t.turn.history.items = nil, nil, nil
+	t.turn.slab, t.turn.pending = nil, nil
 	t.turn.window.items = nil
 	t.stale, t.across = nil, acrossTurns{}
 	t.mu.Unlock()
@@ -96,7 +94,6 @@ type sessionBuffers struct {
 	entries []ledgerEntry
 	slab    []keyState
 	pending []pendingCall
-	history []histItem
 }
 
 // keepSmall returns b cleared and emptied, or nil if it holds more than

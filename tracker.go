@@ -112,7 +112,7 @@ type toolEntry struct {
 	name    string
 	rule    *toolRule
 	turnNo  int       // the turn of turn; stale in other turns
-	purpose string    // the purpose of the tool's last call, shared by its repeats
+	desc    *callDesc // the ledger's description of its last call, shared by its repeats
 	session toolStats // over the session
 	turn    toolState // over the turn turnNo
 }
@@ -445,13 +445,13 @@ func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
 	evs := events{on: t.cfg.hooked}
 	t.mu.Lock()
 	d.Phase = t.turn.phase
-	e := t.appendLocked(c, callKey{}, "", round, now, d)
+	seq := t.appendLocked(c, callKey{}, nil, round, now, d)
 	t.turn.skipped++
 	t.invalidCalls++
 	if t.turn.stop.reason == ReasonNone {
 		t.turn.stop = stop{reason: ReasonInvalidCall}
 	}
-	evs.add(Event{Kind: EventDecision, Seq: e.Seq, Turn: t.turnNo, CallID: c.ID, Decision: d, Phase: d.Phase})
+	evs.add(Event{Kind: EventDecision, Seq: seq, Turn: t.turnNo, CallID: c.ID, Decision: d, Phase: d.Phase})
 	t.mu.Unlock()
 	t.emit(ctx, &evs)
 	return d
@@ -490,10 +490,9 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g 
 		ts.stop = stop{reason: d.Reason, tool: c.Tool}
 	}
 
-	purpose := t.purposeLocked(p, names)
-	e := t.appendLocked(c, p.key, purpose, round, now, d)
+	seq := t.appendLocked(c, p.key, t.descLocked(p, names), round, now, d)
 	if !fired {
-		t.reserveLocked(c, p, round, e.Seq, now, tool, st, &ks)
+		t.reserveLocked(c, p, round, seq, now, tool, st, &ks)
 		if g != nil {
 			ts.pending[len(ts.pending)-1].resID = g.id
 			ts.pending[len(ts.pending)-1].resLocal = g.local
@@ -502,9 +501,6 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g 
 		ts.skipped++
 		tool.stats.skip(d.Reason)
 		st.skip(d.Reason)
-		// A refused call still counts in the history the cycle rule reads,
-		// so a model that continues a hinted cycle is aborted.
-		ts.history.push(histItem{key: p.key, seq: e.Seq, exempt: p.rule.exempt})
 	}
 	if slot >= 0 || ks.count > 0 || ks.hinted != 0 || ks.seen {
 		slot = ts.storeKey(p.key, slot, ks)
@@ -515,31 +511,32 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g 
 	if !evs.on {
 		return d, false
 	}
-	evs.add(Event{Kind: EventDecision, Seq: e.Seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, Decision: d, Phase: d.Phase})
+	evs.add(Event{Kind: EventDecision, Seq: seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, Decision: d, Phase: d.Phase})
 	if ts.phase != from {
-		evs.add(Event{Kind: EventPhase, Seq: e.Seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, From: from, Phase: ts.phase})
+		evs.add(Event{Kind: EventPhase, Seq: seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, From: from, Phase: ts.phase})
 	}
 	return d, false
 }
 
-// purposeLocked returns the ledger's purpose of a call: its query, or
-// else the names of its arguments (names), with secrets redacted.
-func (t *Tracker) purposeLocked(p *probe, names []byte) string {
+// descLocked returns the ledger's description of a call: its tool and
+// purpose, its query or else the names of its arguments (names), with
+// secrets redacted.
+func (t *Tracker) descLocked(p *probe, names []byte) *callDesc {
 	switch {
 	case p.purpose != "":
-		return p.purpose
+		return &callDesc{tool: p.tool, purpose: p.purpose}
 	case p.query != "":
-		return p.query
-	case string(names) == p.tool.purpose:
+		return &callDesc{tool: p.tool, purpose: p.query}
+	case p.tool.desc != nil && string(names) == p.tool.desc.purpose:
 		// Most calls of a tool name the same arguments as its last call:
-		// they share its string.
-		return p.tool.purpose
+		// they share its description.
+		return p.tool.desc
 	}
-	purpose := redactSecrets(string(names))
-	if purpose == string(names) {
-		p.tool.purpose = purpose
+	d := &callDesc{tool: p.tool, purpose: redactSecrets(string(names))}
+	if d.purpose == string(names) {
+		p.tool.desc = d
 	}
-	return purpose
+	return d
 }
 
 // budgetLocked refuses a call when the turn budget is used up.
@@ -642,7 +639,7 @@ func (t *Tracker) rulesLocked(c Call, p *probe, round uint64, tool *toolState, s
 		}
 	}
 	if !r.exempt {
-		if period, ok := ts.history.continues(p.key, t.cfg.cyclePeriod, t.cfg.cycleRepeats); ok {
+		if period, ok := t.ledger.continues(p.key, t.turnNo, t.cfg.cyclePeriod, t.cfg.cycleRepeats); ok {
 			return t.fire(c, p, ks, ReasonCycle, &ts.cycleHinted, t.cfg.cycleRepeats, t.cfg.cycleRepeats,
 				cycleMessage(c.Tool, period, t.cfg.cycleRepeats)), true
 		}
@@ -673,7 +670,7 @@ func (t *Tracker) fire(c Call, p *probe, ks *keyState, reason Reason, hinted *ui
 	return d
 }
 
-// reserveLocked books an allowed call: budget slot, counters, history.
+// reserveLocked books an allowed call: budget slot, counters, queries.
 func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Time, tool *toolState, st *toolStats, ks *keyState) {
 	ts := &t.turn
 	if t.cfg.unit == UnitRounds {
@@ -698,7 +695,6 @@ func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Ti
 		tool.queries.addKey(p.query, p.sim, p.scope, round, seq)
 		ts.queries++
 	}
-	hist := ts.history.push(histItem{key: p.key, seq: seq, exempt: p.rule.exempt})
 	if t.cfg.window > 0 && !p.rule.exempt && (p.query != "" || p.url != "") {
 		ts.window.push(windowItem{key: p.key, seq: seq, round: round, query: p.query, sim: p.sim, url: p.url})
 	}
@@ -710,7 +706,7 @@ func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Ti
 		t.dropLocked(ts.pending[:1])
 		ts.pending = append(ts.pending[:0], ts.pending[1:]...)
 	}
-	ts.pending = append(ts.pending, pendingCall{seq: seq, id: c.ID, key: p.key, tool: p.tool, round: round, at: now, args: c.Args, hist: hist})
+	ts.pending = append(ts.pending, pendingCall{seq: seq, id: c.ID, key: p.key, tool: p.tool, round: round, at: now, args: c.Args})
 }
 
 // Record books the outcome of a call that ShouldSkip allowed and returns
@@ -795,8 +791,8 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		tool := t.turnTool(p.tool)
 		st := &p.tool.session
 		ks, slot := ts.keyState(key)
-		e := t.appendLocked(c, key, t.purposeLocked(&p, names), round, now, Decision{Phase: ts.phase})
-		t.reserveLocked(c, &p, round, e.Seq, now, tool, st, &ks)
+		seq := t.appendLocked(c, key, t.descLocked(&p, names), round, now, Decision{Phase: ts.phase})
+		t.reserveLocked(c, &p, round, seq, now, tool, st, &ks)
 		ts.pending[len(ts.pending)-1].slot = ts.storeKey(key, slot, ks)
 		pc, _ = ts.takePending(c.ID, key, true)
 	}
@@ -832,7 +828,6 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		tool.recordFailure(failed, sig, shape, key, ts.changes)
 	}
 
-	ts.history.settle(pc.hist, pc.seq, progress)
 	newFact := ts.window.settle(pc.seq, c.Tool, failed, digest)
 	_ = newFact
 	if tool.queries != nil {
@@ -912,30 +907,26 @@ func (t *Tracker) finishEntry(seq uint64, at time.Time, o Outcome, failed, progr
 	return t.ledger.finish(seq, statusOf(failed), progress, now.Sub(at), result, t.cfg.keepRaw)
 }
 
-// appendLocked adds the ledger entry of a checked call and returns it.
-func (t *Tracker) appendLocked(c Call, key callKey, purpose string, round uint64, now time.Time, d Decision) Entry {
-	e := Entry{
-		Seq:      t.ledger.next(),
-		Turn:     t.turnNo,
-		Round:    round,
-		CallID:   c.ID,
-		Tool:     c.Tool,
-		ArgsHash: key.args,
-		Purpose:  purpose,
-		Verdict:  d.Verdict,
-		Reason:   d.Reason,
-		Phase:    d.Phase,
-		Status:   StatusPending,
-		At:       now,
+// appendLocked adds the ledger entry of a checked call and returns its Seq.
+func (t *Tracker) appendLocked(c Call, key callKey, desc *callDesc, round uint64, now time.Time, d Decision) uint64 {
+	e := ledgerEntry{
+		callID:   c.ID,
+		desc:     desc,
+		argsHash: key.args,
+		round:    round,
+		verdict:  uint8(d.Verdict),
+		reason:   uint8(d.Reason),
+		phase:    uint8(d.Phase),
+		status:   uint8(StatusPending),
 	}
 	if d.Verdict != Allow {
-		e.Status = StatusSkipped
+		e.status = uint8(StatusSkipped)
 	}
+	var raw rawEntry
 	if t.cfg.keepRaw && len(c.Args) > 0 {
-		e.Args = append(json.RawMessage(nil), c.Args...)
+		raw.args = append(json.RawMessage(nil), c.Args...)
 	}
-	t.ledger.add(e, t.cfg.ledgerSize, t.cfg.keepRaw)
-	return e
+	return t.ledger.add(e, t.turnNo, now, raw, t.cfg.ledgerKeep, t.cfg.keepRaw)
 }
 
 // takeStale finds a call allowed in an earlier turn.

@@ -175,7 +175,6 @@ type pendingCall struct {
 	key      callKey
 	tool     *toolEntry
 	slot     int32 // of the key's state in turnState.slab
-	hist     int32 // of the call in turnState.history, -1: none
 	round    uint64
 	at       time.Time
 	// args is the caller's arguments slice (not a copy), so that Record can
@@ -261,7 +260,6 @@ type turnState struct {
 	// after another) until maxFinishedRounds later rounds finished.
 	finished []uint64
 	pending  []pendingCall
-	history  history
 	window   window
 	stop     stop // the first Abort of the turn, or the wind-down
 }
@@ -280,7 +278,6 @@ func (ts *turnState) init(c *config) {
 	if c.unit == UnitRounds {
 		ts.rounds = make(map[uint64]*roundState)
 	}
-	ts.history.init(c.cyclePeriod * c.cycleRepeats)
 	ts.window.init(c.window)
 }
 
@@ -295,7 +292,6 @@ func (ts *turnState) reset() {
 	ts.finished = ts.finished[:0]
 	clear(ts.pending) // Reset copied them to the stale calls
 	ts.pending = ts.pending[:0]
-	ts.history.clear()
 	ts.window.clear()
 }
 
@@ -400,41 +396,6 @@ func (ts *turnState) takePending(id string, key callKey, byKey bool) (pendingCal
 	return pc, true
 }
 
-// history is a ring of the turn's most recent allowed calls, long enough
-// to hold CycleRepeats repetitions of the longest cycle.
-type history struct {
-	items []histItem // appended to until size, then a ring
-	size  int
-	start int // the oldest item, once the ring is full
-}
-
-type histItem struct {
-	key      callKey
-	seq      uint64
-	exempt   bool
-	progress bool // the call's result was new for its key
-}
-
-func (h *history) init(size int) { h.size = size }
-
-func (h *history) clear() { h.items, h.start = h.items[:0], 0 }
-
-// push adds it as the most recent item and returns its slot in items, or
-// -1 if the history keeps nothing.
-func (h *history) push(it histItem) int32 {
-	if h.size == 0 {
-		return -1
-	}
-	if len(h.items) < h.size {
-		h.items = appendBounded(h.items, it, h.size)
-		return int32(len(h.items) - 1)
-	}
-	slot := h.start
-	h.items[slot] = it
-	h.start = (h.start + 1) % len(h.items)
-	return int32(slot)
-}
-
 // appendBounded appends it to s, growing s to at most size elements.
 func appendBounded[T any](s []T, it T, size int) []T {
 	if len(s) == cap(s) {
@@ -443,66 +404,6 @@ func appendBounded[T any](s []T, it T, size int) []T {
 		s = grown
 	}
 	return append(s, it)
-}
-
-// at returns the i-th most recent item (0: the last one).
-func (h *history) at(i int) *histItem {
-	return &h.items[(h.start+len(h.items)-1-i)%len(h.items)]
-}
-
-// settle records whether the call seq, pushed into slot, made progress,
-// unless newer calls pushed it out.
-func (h *history) settle(slot int32, seq uint64, progress bool) {
-	if slot >= 0 && int(slot) < len(h.items) {
-		if it := &h.items[slot]; it.seq == seq {
-			it.progress = progress
-		}
-	}
-}
-
-// continues reports whether a call of key would continue a cycle: the last
-// period·repeats calls are repeats repetitions of period distinct calls,
-// with no new result after the first repetition, and key is the next call
-// of the cycle. It returns the shortest such period.
-func (h *history) continues(key callKey, maxPeriod, repeats int) (int, bool) {
-	for p := 2; p <= maxPeriod; p++ {
-		n := p * repeats
-		if len(h.items) < n {
-			return 0, false
-		}
-		// The call that continues the cycle equals the one p back.
-		if h.at(p-1).key != key {
-			continue
-		}
-		if h.isCycle(p, n) {
-			return p, true
-		}
-	}
-	return 0, false
-}
-
-func (h *history) isCycle(p, n int) bool {
-	// i counts back from the last call; the oldest is n-1.
-	for i := 0; i < n; i++ {
-		it := h.at(i)
-		if it.exempt {
-			return false
-		}
-		if i+p < n {
-			if it.key != h.at(i+p).key || it.progress {
-				return false
-			}
-		}
-	}
-	// The calls of one period are distinct.
-	for i := 0; i < p; i++ {
-		for j := i + 1; j < p; j++ {
-			if h.at(i).key == h.at(j).key {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // window is a ring of the turn's most recent searches (with a query) and

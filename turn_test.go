@@ -2,6 +2,7 @@ package toolguard
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -31,28 +32,65 @@ func TestWindowGrows(t *testing.T) {
 	assert.Nil(t, off.items)
 }
 
-// TestHistoryGrows checks the same of the history ring, and that the slot
-// push returns holds its item until newer calls push it out.
-func TestHistoryGrows(t *testing.T) {
-	for _, size := range []int{1, 2, 3, 5, 12, 17} {
-		var h history
-		h.init(size)
-		for round := range 2 {
-			for i := range 3 * size {
-				slot := h.push(histItem{seq: uint64(i + 1)})
-				assert.Equal(t, uint64(i+1), h.items[slot].seq)
-				n := min(i+1, size)
-				assert.Equal(t, n, len(h.items), "size %d after %d", size, i+1)
-				assert.LessOrEqual(t, cap(h.items), size)
-				for k := range n {
-					assert.Equal(t, uint64(i+1-k), h.at(k).seq, "size %d after %d, item %d", size, i+1, k)
-				}
-			}
-			h.clear()
-			assert.Empty(t, h.items, "round %d", round)
+// TestLedgerCycle checks the cycle rule's reading of the ledger: the
+// turn's last calls only, skipped calls included, none of an exempt tool,
+// and as many as the ledger keeps.
+func TestLedgerCycle(t *testing.T) {
+	a := &toolEntry{name: "a", rule: &toolRule{}}
+	b := &toolEntry{name: "b", rule: &toolRule{}}
+	x := &toolEntry{name: "x", rule: &toolRule{exempt: true}}
+	key := func(e *toolEntry) callKey { return callKey{tool: e.name} }
+	add := func(l *ledger, e *toolEntry, turn, keep int) {
+		var d *callDesc
+		if e != nil {
+			d = &callDesc{tool: e}
 		}
+		l.add(ledgerEntry{desc: d}, turn, time.Time{}, rawEntry{}, keep, false)
 	}
-	var off history
-	assert.Equal(t, int32(-1), off.push(histItem{seq: 1}))
-	assert.Nil(t, off.items)
+	cycle := func(turn, keep int, calls ...*toolEntry) *ledger {
+		var l ledger
+		for _, e := range calls {
+			add(&l, e, turn, keep)
+		}
+		return &l
+	}
+
+	l := cycle(1, 0, a, b, a, b, a, b)
+	p, ok := l.continues(key(a), 1, 4, 3)
+	assert.True(t, ok)
+	assert.Equal(t, 2, p)
+	_, ok = l.continues(key(b), 1, 4, 3) // b is not the next call
+	assert.False(t, ok)
+	_, ok = l.continues(key(a), 2, 4, 3) // a new turn has no calls yet
+	assert.False(t, ok)
+
+	_, ok = cycle(1, 0, a, b, a, b, a).continues(key(b), 1, 4, 3) // 5 calls: too few
+	assert.False(t, ok)
+	_, ok = cycle(1, 0, a, x, a, x, a, x).continues(key(a), 1, 4, 3) // x is exempt
+	assert.False(t, ok)
+	_, ok = cycle(1, 0, a, b, a, nil, a, b).continues(key(a), 1, 4, 3) // a call without a tool
+	assert.False(t, ok)
+
+	// The calls of an earlier turn do not count.
+	var l2 ledger
+	for _, e := range []*toolEntry{a, b, a} {
+		add(&l2, e, 1, 0)
+	}
+	for _, e := range []*toolEntry{b, a, b} {
+		add(&l2, e, 2, 0)
+	}
+	_, ok = l2.continues(key(a), 2, 4, 3)
+	assert.False(t, ok)
+
+	// A result new for its key breaks the cycle.
+	l = cycle(1, 0, a, b, a, b, a, b)
+	l.recent(2).newResult = true
+	_, ok = l.continues(key(a), 1, 4, 3)
+	assert.False(t, ok)
+
+	// Trimmed to keep 6 entries, the ledger still sees the cycle.
+	l = cycle(1, 6, b, b, b, b, b, b, b, a, b, a, b, a, b)
+	assert.Less(t, len(l.entries), 13)
+	_, ok = l.continues(key(a), 1, 4, 3)
+	assert.True(t, ok)
 }
