@@ -371,5 +371,5 @@ func TestPendingOverflowCommitsReservations(t *testing.T) {
 	require.GreaterOrEqual(t, slot, int32(0))
 	assert.Zero(t, ks.pending)
 	ks, _ = tr.turn.keyState(callKey{tool: "bash", args: hashArgs([]byte(`{"i":10}`), nil)})
-	assert.Equal(t, 1, ks.pending)
+	assert.Equal(t, int32(1), ks.pending)
 }

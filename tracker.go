@@ -593,7 +593,7 @@ func (t *Tracker) rulesLocked(c Call, p *probe, round uint64, tool *toolState, s
 		// The hinted call again, with nothing changed since (progress
 		// clears the hint): one escalation per call, whichever rule gave
 		// the hint. After a failure hint one attempt runs (below).
-		return t.fire(c, p, ks, ks.hintBy, &ks.hinted, ks.count, r.maxRepeats, insistMessage(c.Tool)), true
+		return t.fire(c, p, ks, ks.hintBy, &ks.hinted, int(ks.count), r.maxRepeats, insistMessage(c.Tool)), true
 	}
 	if r.limit > 0 && tool.calls >= r.limit {
 		return t.fire(c, p, ks, ReasonToolLimit, &tool.limitHinted, tool.calls, r.limit,
@@ -603,9 +603,9 @@ func (t *Tracker) rulesLocked(c Call, p *probe, round uint64, tool *toolState, s
 		return t.fire(c, p, ks, ReasonToolLimit, &tool.quotaHinted, st.reserved, r.quota,
 			quotaMessage(c.Tool, r.quotaFrom, r.quota, st.reserved, ts.used, t.cfg.maxCalls, t.cfg.unit)), true
 	}
-	if r.maxRepeats > 0 && ks.count >= r.maxRepeats {
-		return t.fire(c, p, ks, ReasonDuplicate, &ks.hinted, ks.count, r.maxRepeats,
-			duplicateMessage(c.Tool, ks.count)), true
+	if n := int(ks.count); r.maxRepeats > 0 && n >= r.maxRepeats {
+		return t.fire(c, p, ks, ReasonDuplicate, &ks.hinted, n, r.maxRepeats,
+			duplicateMessage(c.Tool, n)), true
 	}
 	if t.cfg.similarOn && p.query != "" && !ks.seen && ks.count == 0 && tool.queries != nil &&
 		tool.queries.similarKey(p.query, &p.sim, p.scope, round, t.cfg.threshold, t.cfg.similarBlind) {
@@ -822,9 +822,8 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		ks.changes = ts.changes // its own change is no news to it
 	}
 
-	// Repeated failures of this tool, in the turn and across turns.
+	// Repeated failures of this tool in the turn (across turns: see Reset).
 	if !r.exempt {
-		t.across.record(key, failed, sig, t.turnNo)
 		tool.recordFailure(failed, sig, shape, key, ts.changes)
 	}
 
@@ -953,6 +952,13 @@ func (t *Tracker) Reset() {
 	}
 	if t.turn.stop.reason != ReasonNone || t.turn.phase >= PhaseWindDown {
 		t.stoppedTurns++
+	}
+	// The calls whose last run in the turn failed, for the rule across
+	// turns; a success forgets the call.
+	for i := range t.turn.slab {
+		if ks := &t.turn.slab[i]; ks.seen && !t.tool(ks.key.tool).rule.exempt {
+			t.across.record(ks.key, ks.failed, ks.last, t.turnNo)
+		}
 	}
 	t.clearToolTurnsLocked()
 	t.turnNo++

@@ -10,22 +10,22 @@ type callKey struct {
 
 // keyState is the repeat counter of one callKey in the turn.
 type keyState struct {
-	count   int    // identical calls since the key last made progress, pending included
-	pending int    // allowed, not yet recorded
+	key     callKey
+	last    Hash   // digest of the last result or error output (noise masked)
 	hinted  uint64 // the round of a Hint for this key (0: none); a later firing aborts
+	count   int32  // identical calls since the key last made progress, pending included
+	pending int32  // allowed, not yet recorded (at most maxPending)
+	changes uint32 // turnState.changes when the key last ran
 	hintBy  Reason // the rule that gave the hint
 	seen    bool   // a result was recorded
 	failed  bool   // the last result was a failure
 	used    bool   // stored again since the eviction hand last passed it
-	last    Hash   // digest of the last result or error output (noise masked)
-	changes uint64 // turnState.changes when the key last ran
-	key     callKey
 }
 
 // refresh starts the key's count over when another call may have changed
 // the world since the key last ran (turnState.changes moved on): a build
 // after an edit, a check after a setting changed, is not a repeat.
-func (ks *keyState) refresh(changes uint64) {
+func (ks *keyState) refresh(changes uint32) {
 	if ks.changes != changes {
 		ks.count, ks.hinted, ks.changes = ks.pending, 0, changes
 	}
@@ -59,7 +59,7 @@ type failState struct {
 	sig     Hash    // masked error text of the last failure
 	shape   string  // argsShape of the last failure
 	key     callKey // the call of the last failure
-	changes uint64  // turnState.changes at the last failure
+	changes uint32  // turnState.changes at the last failure
 	stage   failStage
 	hinted  uint64
 }
@@ -87,7 +87,7 @@ func (f *failState) check(max int, retries func() bool) (fire, insisted bool) {
 
 // refresh starts over when another call may have changed the world since
 // the last failure: an edit or an install makes the next attempt new.
-func (f *failState) refresh(changes uint64) {
+func (f *failState) refresh(changes uint32) {
 	if f != nil && f.count > 0 && f.changes != changes {
 		*f = failState{}
 	}
@@ -99,7 +99,7 @@ func (f *failState) refresh(changes uint64) {
 // changed in between (changes is turnState.changes). The attempt after
 // the hint fails the same way with the same masked error text, whatever
 // its arguments.
-func (f *failState) record(failed bool, sig Hash, shape string, key callKey, changes uint64) {
+func (f *failState) record(failed bool, sig Hash, shape string, key callKey, changes uint32) {
 	if !failed {
 		*f = failState{}
 		return
@@ -118,7 +118,7 @@ func (f *failState) record(failed bool, sig Hash, shape string, key callKey, cha
 
 // recordFailure books an outcome of the tool in its failState (see
 // failState.record), which the first failure allocates.
-func (s *toolState) recordFailure(failed bool, sig Hash, shape string, key callKey, changes uint64) {
+func (s *toolState) recordFailure(failed bool, sig Hash, shape string, key callKey, changes uint32) {
 	if s.fail == nil {
 		if !failed {
 			return
@@ -238,8 +238,10 @@ type turnState struct {
 	// changes counts the calls of the turn that made progress of their own
 	// (a key new to the turn, or a known key whose result changed), that
 	// succeeded, and whose tool is not read-only: each may have changed the
-	// world, so every call before it may now answer differently.
-	changes     uint64
+	// world, so every call before it may now answer differently. Only
+	// equality with what keys and failures remember of it matters: it may
+	// wrap.
+	changes     uint32
 	cycleHinted uint64 // the round of the turn's cycle hint (0: none)
 	reserved    int    // budget units held by allowed calls
 	used        int    // budget units used by recorded calls
@@ -522,6 +524,8 @@ type acrossCall struct {
 // maxAcross bounds the calls remembered; past it the map starts over.
 const maxAcross = 256
 
+// record books how the last run of a call in turn ended (sig: its masked
+// error text), when the turn ends.
 func (a *acrossTurns) record(key callKey, failed bool, sig Hash, turn int) {
 	c := a.calls[key]
 	switch {
@@ -536,9 +540,6 @@ func (a *acrossTurns) record(key callKey, failed bool, sig Hash, turn int) {
 		}
 		c = &acrossCall{}
 		a.calls[key] = c
-	case c.turn == turn:
-		c.sig = sig // the turn's own rules count repeats within it
-		return
 	}
 	if c.turn == turn-1 && c.sig == sig {
 		c.turns++
