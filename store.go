@@ -236,7 +236,7 @@ func (t *Tracker) storeLocked(c Call, p *probe, g *grant, tool *toolState, ks *k
 		if i < len(g.g.Counts) {
 			n = g.g.Counts[i]
 		}
-		return t.fire(c, p, ks, ReasonToolLimit, &tool.quotaHinted, n, limit,
+		return t.fire(c, p, ks, ReasonToolLimit, &tool.hints().quotaHinted, n, limit,
 			quotaMessage(c.Tool, p.rule.counterOf[i], limit, n, t.turn.used, t.cfg.maxCalls, t.cfg.unit)), true
 	}
 	return Decision{}, false

@@ -110,23 +110,23 @@ func (t *Tracker) summary(session bool) Summary {
 		r := e.rule
 		ss := ToolSummary{
 			Tool:         e.name,
-			Calls:        stats.ok + stats.failed,
-			Failed:       stats.failed,
-			NewResults:   stats.newResults,
-			Skipped:      stats.skipped,
-			SessionCalls: e.session.reserved,
+			Calls:        int(stats.ok + stats.failed),
+			Failed:       int(stats.failed),
+			NewResults:   int(stats.newResults),
+			Skipped:      int(stats.skipped),
+			SessionCalls: int(e.session.reserved),
 			SessionLimit: r.quota,
 			QuotaFrom:    r.quotaFrom,
 		}
-		if e.turnNo == t.turnNo && e.turn.fail != nil && e.turn.fail.count > 1 {
-			ss.SameFailure = e.turn.fail.count
+		if f := e.turn.fail(); e.turnNo == t.turnNo && f != nil && f.count > 1 {
+			ss.SameFailure = f.count
 		}
 		for reason, n := range stats.skipsByReason() {
 			if n > 0 {
 				if ss.SkipReasons == nil {
 					ss.SkipReasons = make(map[Reason]int)
 				}
-				ss.SkipReasons[Reason(reason)] = n
+				ss.SkipReasons[Reason(reason)] = int(n)
 			}
 		}
 		s.Calls += ss.Calls

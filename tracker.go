@@ -468,7 +468,7 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g 
 	st := &p.tool.session
 	ks, slot := ts.keyState(p.key)
 	ks.refresh(ts.changes)
-	tool.fail.refresh(ts.changes)
+	tool.fail().refresh(ts.changes)
 
 	from := ts.phase
 	round := p.round
@@ -589,19 +589,19 @@ func (t *Tracker) rulesLocked(c Call, p *probe, round uint64, tool *toolState, s
 	ts := &t.turn
 	r := p.rule
 
-	if ks.hinted != 0 && ks.hinted != p.round && ks.hintBy != ReasonRepeatedFailure {
+	if ks.hinted != 0 && ks.hinted != p.round && Reason(ks.hintBy) != ReasonRepeatedFailure {
 		// The hinted call again, with nothing changed since (progress
 		// clears the hint): one escalation per call, whichever rule gave
 		// the hint. After a failure hint one attempt runs (below).
-		return t.fire(c, p, ks, ks.hintBy, &ks.hinted, int(ks.count), r.maxRepeats, insistMessage(c.Tool)), true
+		return t.fire(c, p, ks, Reason(ks.hintBy), &ks.hinted, int(ks.count), r.maxRepeats, insistMessage(c.Tool)), true
 	}
-	if r.limit > 0 && tool.calls >= r.limit {
-		return t.fire(c, p, ks, ReasonToolLimit, &tool.limitHinted, tool.calls, r.limit,
+	if r.limit > 0 && int(tool.calls) >= r.limit {
+		return t.fire(c, p, ks, ReasonToolLimit, &tool.hints().limitHinted, int(tool.calls), r.limit,
 			turnLimitMessage(c.Tool, r.limit)), true
 	}
-	if r.quota > 0 && st.reserved >= r.quota {
-		return t.fire(c, p, ks, ReasonToolLimit, &tool.quotaHinted, st.reserved, r.quota,
-			quotaMessage(c.Tool, r.quotaFrom, r.quota, st.reserved, ts.used, t.cfg.maxCalls, t.cfg.unit)), true
+	if n := int(st.reserved); r.quota > 0 && n >= r.quota {
+		return t.fire(c, p, ks, ReasonToolLimit, &tool.hints().quotaHinted, n, r.quota,
+			quotaMessage(c.Tool, r.quotaFrom, r.quota, n, ts.used, t.cfg.maxCalls, t.cfg.unit)), true
 	}
 	if n := int(ks.count); r.maxRepeats > 0 && n >= r.maxRepeats {
 		return t.fire(c, p, ks, ReasonDuplicate, &ks.hinted, n, r.maxRepeats,
@@ -609,11 +609,11 @@ func (t *Tracker) rulesLocked(c Call, p *probe, round uint64, tool *toolState, s
 	}
 	if t.cfg.similarOn && p.query != "" && !ks.seen && ks.count == 0 && tool.queries != nil &&
 		tool.queries.similarKey(p.query, &p.sim, p.scope, round, t.cfg.threshold, t.cfg.similarBlind) {
-		return t.fire(c, p, ks, ReasonSimilarQuery, &tool.similarHinted, 1, 1,
+		return t.fire(c, p, ks, ReasonSimilarQuery, &tool.hints().similarHinted, 1, 1,
 			similarMessage(c.Tool)), true
 	}
 	if t.cfg.maxFailures > 0 && !r.exempt {
-		f := tool.fail
+		f := tool.fail()
 		retries := func() bool { return p.key == f.key || tweaked(argsShape(c.Args), f.shape) }
 		if fire, insisted := f.check(t.cfg.maxFailures, retries); fire {
 			hinted := &f.hinted
@@ -644,7 +644,7 @@ func (t *Tracker) rulesLocked(c Call, p *probe, round uint64, tool *toolState, s
 				cycleMessage(c.Tool, period, t.cfg.cycleRepeats)), true
 		}
 		if n := ts.window.count(p, round, t.cfg.threshold); n >= t.cfg.windowLimit {
-			return t.fire(c, p, ks, ReasonChurn, &tool.churnHinted, n, t.cfg.windowLimit,
+			return t.fire(c, p, ks, ReasonChurn, &tool.hints().churnHinted, n, t.cfg.windowLimit,
 				churnMessage(c.Tool, p.query != "", n, t.cfg.window)), true
 		}
 	}
@@ -662,7 +662,7 @@ func (t *Tracker) fire(c Call, p *probe, ks *keyState, reason Reason, hinted *ui
 	d := Decision{Verdict: Abort, Reason: reason, Message: msg}
 	insists := func(h uint64) bool { return h != 0 && h != p.round }
 	if t.cfg.action == ActionHint && !insists(*hinted) && !insists(ks.hinted) {
-		*hinted, ks.hinted, ks.hintBy = p.round, p.round, reason
+		*hinted, ks.hinted, ks.hintBy = p.round, p.round, uint8(reason)
 		d.Verdict = Hint
 		return d
 	}

@@ -16,7 +16,7 @@ type keyState struct {
 	count   int32  // identical calls since the key last made progress, pending included
 	pending int32  // allowed, not yet recorded (at most maxPending)
 	changes uint32 // turnState.changes when the key last ran
-	hintBy  Reason // the rule that gave the hint
+	hintBy  uint8  // the Reason of the rule that gave the hint
 	seen    bool   // a result was recorded
 	failed  bool   // the last result was a failure
 	used    bool   // stored again since the eviction hand last passed it
@@ -33,14 +33,36 @@ func (ks *keyState) refresh(changes uint32) {
 
 // toolState is what the turn knows of one tool.
 type toolState struct {
-	calls         int    // allowed this turn
+	calls   int32       // allowed this turn
+	more    *toolMore   // allocated at the tool's first failure or hint in the turn
+	queries *queryIndex // search tools only
+	stats   toolStats
+}
+
+// toolMore is what the turn knows of a tool that failed or was hinted at:
+// most tools never are.
+type toolMore struct {
+	fail          failState
 	limitHinted   uint64 // rounds of the hints given, 0: none
 	quotaHinted   uint64
 	similarHinted uint64
 	churnHinted   uint64
-	fail          *failState  // allocated at the tool's first failure in the turn
-	queries       *queryIndex // search tools only
-	stats         toolStats
+}
+
+// hints returns the tool's toolMore, allocating it.
+func (s *toolState) hints() *toolMore {
+	if s.more == nil {
+		s.more = &toolMore{}
+	}
+	return s.more
+}
+
+// fail returns the tool's failures in the turn, or nil before its first.
+func (s *toolState) fail() *failState {
+	if s.more == nil {
+		return nil
+	}
+	return &s.more.fail
 }
 
 // failStage walks a tool through MaxFailures: count equivalent failures,
@@ -119,37 +141,34 @@ func (f *failState) record(failed bool, sig Hash, shape string, key callKey, cha
 // recordFailure books an outcome of the tool in its failState (see
 // failState.record), which the first failure allocates.
 func (s *toolState) recordFailure(failed bool, sig Hash, shape string, key callKey, changes uint32) {
-	if s.fail == nil {
-		if !failed {
-			return
-		}
-		s.fail = &failState{}
+	if s.more == nil && !failed {
+		return
 	}
-	s.fail.record(failed, sig, shape, key, changes)
+	s.hints().fail.record(failed, sig, shape, key, changes)
 }
 
 // toolStats are the counters behind the escalation summary.
 type toolStats struct {
-	reserved   int // calls allowed (session quotas count these)
-	ok         int
-	failed     int
-	newResults int
-	skipped    int
-	skips      *[numReasons]int // by reason; allocated at the first skip
+	skips      *[numReasons]int32 // by reason; allocated at the first skip
+	reserved   int32              // calls allowed (session quotas count these)
+	ok         int32
+	failed     int32
+	newResults int32
+	skipped    int32
 }
 
 func (s *toolStats) skip(r Reason) {
 	s.skipped++
 	if s.skips == nil {
-		s.skips = new([numReasons]int)
+		s.skips = new([numReasons]int32)
 	}
 	s.skips[r]++
 }
 
 // skipsByReason returns the skips of each reason.
-func (s *toolStats) skipsByReason() [numReasons]int {
+func (s *toolStats) skipsByReason() [numReasons]int32 {
 	if s.skips == nil {
-		return [numReasons]int{}
+		return [numReasons]int32{}
 	}
 	return *s.skips
 }
