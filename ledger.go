@@ -76,9 +76,10 @@ type ledgerEntry struct {
 }
 
 // callDesc is what the ledger says of a call beside the hash of its
-// arguments: its tool and its purpose (see Entry.Purpose).
+// arguments: its tool (the rule has its name) and its purpose (see
+// Entry.Purpose).
 type callDesc struct {
-	tool    *toolEntry
+	rule    *toolRule
 	purpose string
 }
 
@@ -220,7 +221,7 @@ func (e *ledgerEntry) tool() string {
 	if e.desc == nil {
 		return ""
 	}
-	return e.desc.tool.name
+	return e.desc.rule.name
 }
 
 func (e *ledgerEntry) purpose() string {
@@ -232,7 +233,7 @@ func (e *ledgerEntry) purpose() string {
 
 // is reports whether the entry is a call of key.
 func (e *ledgerEntry) is(key callKey) bool {
-	return e.desc != nil && e.argsHash == key.args && e.desc.tool.name == key.tool
+	return e.desc != nil && e.argsHash == key.args && e.desc.rule.name == key.tool
 }
 
 // turnStart returns the Seq of the first entry of turn, the last turn the
@@ -271,11 +272,11 @@ func (l *ledger) isCycle(p, n int) bool {
 	// i counts back from the last call; the oldest is n-1.
 	for i := 0; i < n; i++ {
 		e := l.recent(i)
-		if e.desc == nil || e.desc.tool.rule.exempt {
+		if e.desc == nil || e.desc.rule.exempt {
 			return false
 		}
 		if i+p < n {
-			if f := l.recent(i + p); f.desc == nil || !e.is(callKey{f.desc.tool.name, f.argsHash}) || e.newResult {
+			if f := l.recent(i + p); f.desc == nil || !e.is(callKey{f.desc.rule.name, f.argsHash}) || e.newResult {
 				return false
 			}
 		}
@@ -283,7 +284,7 @@ func (l *ledger) isCycle(p, n int) bool {
 	// The calls of one period are distinct.
 	for i := 0; i < p; i++ {
 		for j := i + 1; j < p; j++ {
-			if f := l.recent(j); l.recent(i).is(callKey{f.desc.tool.name, f.argsHash}) {
+			if f := l.recent(j); l.recent(i).is(callKey{f.desc.rule.name, f.argsHash}) {
 				return false
 			}
 		}

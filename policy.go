@@ -3,13 +3,15 @@ package toolguard
 import (
 	"errors"
 	"fmt"
-	"github.com/toolguard/toolguard/store"
 	"log/slog"
 	"math"
 	"path"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/toolguard/toolguard/store"
 )
 
 // Action says what happens the first time a rule fires for a call.
@@ -671,6 +673,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // toolRule is everything the Tracker needs to know about one tool name,
 // resolved once from the config and cached.
 type toolRule struct {
+	name       string
 	limit      int // per turn; 0: none
 	maxRepeats int // 0: off
 	exempt     bool
@@ -681,9 +684,12 @@ type toolRule struct {
 	quotaFrom  string          // "agent", "platform" or "rule"
 	counters   []store.Counter // shared through the Store
 	counterOf  []string        // what each counter is, for messages
+	// desc is the ledger's description of the tool's last call with the
+	// argument names of most of its calls, shared by its sessions.
+	desc atomic.Pointer[callDesc]
 }
 
-func (c *config) resolve(tool string) toolRule {
+func (c *config) resolve(tool string) *toolRule {
 	tp, ok := c.tools[tool]
 	if !ok {
 		for i := range c.patterns {
@@ -693,7 +699,8 @@ func (c *config) resolve(tool string) toolRule {
 			}
 		}
 	}
-	r := toolRule{
+	r := &toolRule{
+		name:       tool,
 		limit:      max(tp.Limit, 0),
 		maxRepeats: c.maxRepeats,
 		exempt:     tp.Exempt,

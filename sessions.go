@@ -122,8 +122,7 @@ type ruleCache struct {
 func (c *config) rule(name string) *toolRule {
 	rc := c.rules
 	if rc == nil { // NewTracker(p): the Tracker's tool entries keep it
-		r := c.resolve(name)
-		return &r
+		return c.resolve(name)
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -135,9 +134,9 @@ func (c *config) rule(name string) *toolRule {
 		rc.rules = make(map[string]*toolRule)
 	}
 	if len(rc.rules) < maxTools {
-		rc.rules[name] = &r
+		rc.rules[name] = r
 	}
-	return &r
+	return r
 }
 
 // releasedDecision refuses a call of a released Tracker.

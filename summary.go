@@ -109,7 +109,7 @@ func (t *Tracker) summary(session bool) Summary {
 		}
 		r := e.rule
 		ss := ToolSummary{
-			Tool:         e.name,
+			Tool:         e.rule.name,
 			Calls:        int(stats.ok + stats.failed),
 			Failed:       int(stats.failed),
 			NewResults:   int(stats.newResults),
@@ -118,7 +118,7 @@ func (t *Tracker) summary(session bool) Summary {
 			SessionLimit: r.quota,
 			QuotaFrom:    r.quotaFrom,
 		}
-		if f := e.turn.fail(); e.turnNo == t.turnNo && f != nil && f.count > 1 {
+		if f := e.turn.fail(); e.inTurn(t.turnNo) && f != nil && f.count > 1 {
 			ss.SameFailure = f.count
 		}
 		for reason, n := range stats.skipsByReason() {

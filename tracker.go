@@ -109,13 +109,13 @@ func NewTracker(p Policy) *Tracker {
 // which never changes and may be shared with other sessions, and its
 // counters, guarded by Tracker.mu.
 type toolEntry struct {
-	name    string
-	rule    *toolRule
-	turnNo  int       // the turn of turn; stale in other turns
-	desc    *callDesc // the ledger's description of its last call, shared by its repeats
+	rule    *toolRule // with the tool's name
 	session toolStats // over the session
-	turn    toolState // over the turn turnNo
+	turn    toolState // over the turn turn.turn; stale in other turns
 }
+
+// inTurn reports whether the tool's turn state is that of the turn n.
+func (e *toolEntry) inTurn(n int) bool { return e.turn.turn == int32(n) }
 
 // findTool returns the entry of a tool, or nil. t.toolMu must be held.
 func (t *Tracker) findTool(name string) *toolEntry {
@@ -123,7 +123,7 @@ func (t *Tracker) findTool(name string) *toolEntry {
 		return t.toolIndex[name]
 	}
 	for _, e := range t.tools {
-		if e.name == name {
+		if e.rule.name == name {
 			return e
 		}
 	}
@@ -141,7 +141,7 @@ func (t *Tracker) tool(name string) *toolEntry {
 	if e := t.findTool(name); e != nil {
 		return e
 	}
-	e := &toolEntry{name: name, rule: t.cfg.rule(name)}
+	e := &toolEntry{rule: t.cfg.rule(name)}
 	if len(t.tools) >= maxTools {
 		return e
 	}
@@ -152,7 +152,7 @@ func (t *Tracker) tool(name string) *toolEntry {
 	case len(t.tools) > maxToolScan:
 		t.toolIndex = make(map[string]*toolEntry, len(t.tools))
 		for _, e := range t.tools {
-			t.toolIndex[e.name] = e
+			t.toolIndex[e.rule.name] = e
 		}
 	}
 	return e
@@ -161,9 +161,8 @@ func (t *Tracker) tool(name string) *toolEntry {
 // turnTool returns the turn's state of a tool, clearing what an earlier
 // turn left. t.mu must be held.
 func (t *Tracker) turnTool(e *toolEntry) *toolState {
-	if e.turnNo != t.turnNo {
-		e.turn = toolState{}
-		e.turnNo = t.turnNo
+	if !e.inTurn(t.turnNo) {
+		e.turn = toolState{turn: int32(t.turnNo)}
 	}
 	return &e.turn
 }
@@ -171,7 +170,7 @@ func (t *Tracker) turnTool(e *toolEntry) *toolState {
 // turnTools returns the tools called in the current turn, sorted by name.
 // t.mu must be held.
 func (t *Tracker) turnTools() []*toolEntry {
-	return t.toolsWhere(func(e *toolEntry) bool { return e.turnNo == t.turnNo })
+	return t.toolsWhere(func(e *toolEntry) bool { return e.inTurn(t.turnNo) })
 }
 
 // toolsWhere returns the tools for which keep is true, sorted by name.
@@ -184,7 +183,7 @@ func (t *Tracker) toolsWhere(keep func(*toolEntry) bool) []*toolEntry {
 		}
 	}
 	t.toolMu.Unlock()
-	sort.Slice(es, func(i, j int) bool { return es[i].name < es[j].name })
+	sort.Slice(es, func(i, j int) bool { return es[i].rule.name < es[j].rule.name })
 	return es
 }
 
@@ -524,17 +523,18 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g 
 func (t *Tracker) descLocked(p *probe, names []byte) *callDesc {
 	switch {
 	case p.purpose != "":
-		return &callDesc{tool: p.tool, purpose: p.purpose}
+		return &callDesc{rule: p.rule, purpose: p.purpose}
 	case p.query != "":
-		return &callDesc{tool: p.tool, purpose: p.query}
-	case p.tool.desc != nil && string(names) == p.tool.desc.purpose:
-		// Most calls of a tool name the same arguments as its last call:
-		// they share its description.
-		return p.tool.desc
+		return &callDesc{rule: p.rule, purpose: p.query}
 	}
-	d := &callDesc{tool: p.tool, purpose: redactSecrets(string(names))}
+	// Most calls of a tool name the same arguments as its last call: they
+	// share its description, in every session.
+	if d := p.rule.desc.Load(); d != nil && string(names) == d.purpose {
+		return d
+	}
+	d := &callDesc{rule: p.rule, purpose: redactSecrets(string(names))}
 	if d.purpose == string(names) {
-		p.tool.desc = d
+		p.rule.desc.Store(d)
 	}
 	return d
 }

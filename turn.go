@@ -33,6 +33,7 @@ func (ks *keyState) refresh(changes uint32) {
 
 // toolState is what the turn knows of one tool.
 type toolState struct {
+	turn    int32       // the turn it is of (wraps past 2³¹ turns)
 	calls   int32       // allowed this turn
 	more    *toolMore   // allocated at the tool's first failure or hint in the turn
 	queries *queryIndex // search tools only

@@ -36,18 +36,18 @@ func TestWindowGrows(t *testing.T) {
 // turn's last calls only, skipped calls included, none of an exempt tool,
 // and as many as the ledger keeps.
 func TestLedgerCycle(t *testing.T) {
-	a := &toolEntry{name: "a", rule: &toolRule{}}
-	b := &toolEntry{name: "b", rule: &toolRule{}}
-	x := &toolEntry{name: "x", rule: &toolRule{exempt: true}}
-	key := func(e *toolEntry) callKey { return callKey{tool: e.name} }
-	add := func(l *ledger, e *toolEntry, turn, keep int) {
+	a := &toolRule{name: "a"}
+	b := &toolRule{name: "b"}
+	x := &toolRule{name: "x", exempt: true}
+	key := func(r *toolRule) callKey { return callKey{tool: r.name} }
+	add := func(l *ledger, r *toolRule, turn, keep int) {
 		var d *callDesc
-		if e != nil {
-			d = &callDesc{tool: e}
+		if r != nil {
+			d = &callDesc{rule: r}
 		}
 		l.add(ledgerEntry{desc: d}, turn, time.Time{}, rawEntry{}, keep, false)
 	}
-	cycle := func(turn, keep int, calls ...*toolEntry) *ledger {
+	cycle := func(turn, keep int, calls ...*toolRule) *ledger {
 		var l ledger
 		for _, e := range calls {
 			add(&l, e, turn, keep)
@@ -73,10 +73,10 @@ func TestLedgerCycle(t *testing.T) {
 
 	// The calls of an earlier turn do not count.
 	var l2 ledger
-	for _, e := range []*toolEntry{a, b, a} {
+	for _, e := range []*toolRule{a, b, a} {
 		add(&l2, e, 1, 0)
 	}
-	for _, e := range []*toolEntry{b, a, b} {
+	for _, e := range []*toolRule{b, a, b} {
 		add(&l2, e, 2, 0)
 	}
 	_, ok = l2.continues(key(a), 2, 4, 3)
