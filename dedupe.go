@@ -33,6 +33,10 @@ func (h Hash) String() string {
 	return hex.EncodeToString(h[:])
 }
 
+// short returns the first 64 bits of h: enough to tell a result from the
+// one before it.
+func (h Hash) short() uint64 { return binary.LittleEndian.Uint64(h[:]) }
+
 // MarshalText encodes h as its String, so JSON holds it as a hex string.
 func (h Hash) MarshalText() ([]byte, error) {
 	return []byte(h.String()), nil

@@ -811,12 +811,12 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 	if failed {
 		res = sig
 	}
-	progress := !ks.seen || ks.last != res || ks.failed != failed
+	progress := !ks.seen || ks.last != res.short() || ks.failed != failed
 	if progress {
 		ks.count = 1 + ks.pending
 		ks.hinted = 0
 	}
-	ks.seen, ks.last, ks.failed = true, res, failed
+	ks.seen, ks.last, ks.failed = true, res.short(), failed
 	if progress && !failed && !r.readOnly {
 		ts.changes++
 		ks.changes = ts.changes // its own change is no news to it

@@ -11,7 +11,7 @@ type callKey struct {
 // keyState is the repeat counter of one callKey in the turn.
 type keyState struct {
 	key     callKey
-	last    Hash   // digest of the last result or error output (noise masked)
+	last    uint64 // digest of the last result or error output (noise masked; see Hash.short)
 	hinted  uint64 // the round of a Hint for this key (0: none); a later firing aborts
 	count   int32  // identical calls since the key last made progress, pending included
 	pending int32  // allowed, not yet recorded (at most maxPending)
@@ -415,6 +415,9 @@ func (ts *turnState) takePending(id string, key callKey, byKey bool) (pendingCal
 	}
 	pc := ts.pending[i]
 	ts.pending = append(ts.pending[:i], ts.pending[i+1:]...)
+	if len(ts.pending) == 0 {
+		ts.pending = nil // an idle session holds no buffer for its calls
+	}
 	return pc, true
 }
 
@@ -535,8 +538,8 @@ type acrossTurns struct {
 }
 
 type acrossCall struct {
-	sig    Hash
-	turns  int // consecutive turns, ending with turn, in which it failed with sig
+	sig    uint64 // Hash.short of the masked error text
+	turns  int    // consecutive turns, ending with turn, in which it failed with sig
 	turn   int
 	hinted int // the turn of the last hint
 }
@@ -546,7 +549,7 @@ const maxAcross = 256
 
 // record books how the last run of a call in turn ended (sig: its masked
 // error text), when the turn ends.
-func (a *acrossTurns) record(key callKey, failed bool, sig Hash, turn int) {
+func (a *acrossTurns) record(key callKey, failed bool, sig uint64, turn int) {
 	c := a.calls[key]
 	switch {
 	case !failed:
