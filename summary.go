@@ -91,7 +91,10 @@ func (t *Tracker) summary(session bool) Summary {
 	}
 	switch {
 	case ts.stop.reason != ReasonNone:
-		s.Stopped, s.StoppedBy, s.StoppedTool = true, ts.stop.reason, ts.stop.tool
+		s.Stopped, s.StoppedBy = true, ts.stop.reason
+		if ts.stop.tool != nil {
+			s.StoppedTool = ts.stop.tool.name
+		}
 	case ts.phase >= PhaseWindDown:
 		s.Stopped, s.StoppedBy = true, ReasonBudget
 	}

@@ -486,7 +486,7 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g 
 		d.Phase = PhaseExhausted
 	}
 	if d.Verdict == Abort && ts.stop.reason == ReasonNone {
-		ts.stop = stop{reason: d.Reason, tool: c.Tool}
+		ts.stop = stop{reason: d.Reason, tool: p.rule}
 	}
 
 	seq := t.appendLocked(c, p.key, t.descLocked(p, names), round, now, d)
@@ -562,7 +562,7 @@ func (t *Tracker) budgetSpentLocked(round uint64) bool {
 		return false
 	case ts.phase >= PhaseWindDown:
 		return true
-	case t.cfg.unit == UnitRounds && ts.rounds[round] != nil:
+	case t.cfg.unit == UnitRounds && ts.rounds.open[round] != nil:
 		return false // the round already holds its unit
 	}
 	return ts.reserved >= max
@@ -674,10 +674,10 @@ func (t *Tracker) fire(c Call, p *probe, ks *keyState, reason Reason, hinted *ui
 func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Time, tool *toolState, st *toolStats, ks *keyState) {
 	ts := &t.turn
 	if t.cfg.unit == UnitRounds {
-		rs := ts.rounds[round]
+		rs := ts.rounds.open[round]
 		if rs == nil {
 			rs = &roundState{}
-			ts.rounds[round] = rs
+			ts.rounds.open[round] = rs
 			ts.reserved++
 		}
 		rs.pending++
@@ -845,12 +845,12 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 	// Budget.
 	counted := true
 	if t.cfg.unit == UnitRounds {
-		rs := ts.rounds[pc.round]
+		rs := ts.rounds.open[pc.round]
 		counted = rs != nil && !rs.used
 		if rs != nil {
 			rs.used = true
 			if rs.pending--; rs.pending == 0 {
-				ts.finishRound(pc.round)
+				ts.rounds.finish(pc.round)
 			}
 		}
 	}

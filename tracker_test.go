@@ -966,7 +966,7 @@ func TestWithRoundSequentialCallsUseOneUnit(t *testing.T) {
 		exec.Run(tr.WithRound(context.Background()), call("read", fmt.Sprintf(`{"path":"f%d"}`, i)))
 	}
 	tr.mu.Lock()
-	n := len(tr.turn.rounds)
+	n := len(tr.turn.rounds.open)
 	tr.mu.Unlock()
 	assert.LessOrEqual(t, n, maxFinishedRounds)
 }

@@ -234,21 +234,31 @@ type roundState struct {
 	used    bool // the round's budget unit is used
 }
 
+// roundBook is what the turn budget knows of the turn's rounds
+// (UnitRounds only).
+type roundBook struct {
+	open map[uint64]*roundState
+	// finished are the rounds whose calls were all recorded, oldest first:
+	// their state is kept (a WithRound context may check more calls one
+	// after another) until maxFinishedRounds later rounds finished.
+	finished []uint64
+}
+
 // maxFinishedRounds bounds the finished rounds a turn remembers.
 const maxFinishedRounds = 64
 
-// finishRound remembers that the calls of round were all recorded and
-// forgets the oldest finished round past maxFinishedRounds (unless new
-// calls of it are pending again).
-func (ts *turnState) finishRound(round uint64) {
-	ts.finished = append(ts.finished, round)
-	if len(ts.finished) <= maxFinishedRounds {
+// finish remembers that the calls of round were all recorded and forgets
+// the oldest finished round past maxFinishedRounds (unless new calls of it
+// are pending again).
+func (b *roundBook) finish(round uint64) {
+	b.finished = append(b.finished, round)
+	if len(b.finished) <= maxFinishedRounds {
 		return
 	}
-	old := ts.finished[0]
-	ts.finished = append(ts.finished[:0], ts.finished[1:]...)
-	if rs := ts.rounds[old]; rs != nil && rs.pending <= 0 {
-		delete(ts.rounds, old)
+	old := b.finished[0]
+	b.finished = append(b.finished[:0], b.finished[1:]...)
+	if rs := b.open[old]; rs != nil && rs.pending <= 0 {
+		delete(b.open, old)
 	}
 }
 
@@ -275,21 +285,17 @@ type turnState struct {
 	// (nil before: the slab is scanned).
 	keys       map[callKey]int32
 	slab       []keyState
-	evictSteps uint64                 // slots the eviction looked at, for tests
-	rounds     map[uint64]*roundState // UnitRounds only
-	// finished are the rounds whose calls were all recorded, oldest first:
-	// their state is kept (a WithRound context may check more calls one
-	// after another) until maxFinishedRounds later rounds finished.
-	finished []uint64
-	pending  []pendingCall
-	window   window
-	stop     stop // the first Abort of the turn, or the wind-down
+	evictSteps uint64     // slots the eviction looked at, for tests
+	rounds     *roundBook // UnitRounds only
+	pending    []pendingCall
+	window     window
+	stop       stop // the first Abort of the turn, or the wind-down
 }
 
 // stop is what stopped a turn: the rule and the tool of its first Abort.
 type stop struct {
-	reason Reason // ReasonNone: the turn was not stopped
-	tool   string
+	reason Reason    // ReasonNone: the turn was not stopped
+	tool   *toolRule // nil for a call without a tool name
 }
 
 // maxKeyScan is the number of keys up to which a turn finds a key by a
@@ -298,7 +304,7 @@ const maxKeyScan = 16
 
 func (ts *turnState) init(c *config) {
 	if c.unit == UnitRounds {
-		ts.rounds = make(map[uint64]*roundState)
+		ts.rounds = &roundBook{open: make(map[uint64]*roundState)}
 	}
 	ts.window.init(c.window)
 }
@@ -310,8 +316,10 @@ func (ts *turnState) reset() {
 	clear(ts.keys) // kept, like the slab, for the next turn
 	clear(ts.slab)
 	ts.slab, ts.hand = ts.slab[:0], 0
-	clear(ts.rounds)
-	ts.finished = ts.finished[:0]
+	if ts.rounds != nil {
+		clear(ts.rounds.open)
+		ts.rounds.finished = ts.rounds.finished[:0]
+	}
 	clear(ts.pending) // Reset copied them to the stale calls
 	ts.pending = ts.pending[:0]
 	ts.window.clear()
