@@ -155,7 +155,7 @@ func BenchmarkTraceStream(b *testing.B) {
 			}
 			c := stream[j]
 			start := time.Now()
-			k := callKey{tool: c.call.Tool, args: hashArgs(c.call.Args, nil)}
+			k := testKey(c.call.Tool, hashArgs(c.call.Args, nil))
 			m[k]++
 			var d Hash
 			if c.failed {

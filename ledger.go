@@ -233,7 +233,7 @@ func (e *ledgerEntry) purpose() string {
 
 // is reports whether the entry is a call of key.
 func (e *ledgerEntry) is(key callKey) bool {
-	return e.desc != nil && e.argsHash == key.args && e.desc.rule.name == key.tool
+	return e.desc != nil && keyOf(e.desc.rule.id, e.argsHash) == key
 }
 
 // turnStart returns the Seq of the first entry of turn, the last turn the
@@ -276,7 +276,7 @@ func (l *ledger) isCycle(p, n int) bool {
 			return false
 		}
 		if i+p < n {
-			if f := l.recent(i + p); f.desc == nil || !e.is(callKey{f.desc.rule.name, f.argsHash}) || e.newResult {
+			if f := l.recent(i + p); f.desc == nil || !e.is(keyOf(f.desc.rule.id, f.argsHash)) || e.newResult {
 				return false
 			}
 		}
@@ -284,7 +284,7 @@ func (l *ledger) isCycle(p, n int) bool {
 	// The calls of one period are distinct.
 	for i := 0; i < p; i++ {
 		for j := i + 1; j < p; j++ {
-			if f := l.recent(j); l.recent(i).is(callKey{f.desc.rule.name, f.argsHash}) {
+			if f := l.recent(j); l.recent(i).is(keyOf(f.desc.rule.id, f.argsHash)) {
 				return false
 			}
 		}

@@ -144,7 +144,7 @@ func TestKeyCapEvictionIsBounded(t *testing.T) {
 	cfg := newConfig(Policy{})
 	var ts turnState
 	ts.init(&cfg)
-	key := func(i int) callKey { return callKey{tool: "t", args: Hash{byte(i), byte(i >> 8), byte(i >> 16)}} }
+	key := func(i int) callKey { return testKey("t", Hash{byte(i), byte(i >> 8), byte(i >> 16)}) }
 	for i := 0; i < maxKeys; i++ {
 		k := key(i)
 		ks, slot := ts.keyState(k)

@@ -250,6 +250,7 @@ type probe struct {
 	tool  *toolEntry
 	rule  *toolRule
 	key   callKey
+	args  Hash   // of the arguments
 	query string // normalized; search tools only
 	// purpose is the ledger's purpose when it is not query: query with
 	// its secrets redacted (see redactSecrets).
@@ -273,7 +274,7 @@ func (t *Tracker) inspect(c Call, buf []byte) (probe, []byte) {
 	if !flat {
 		args = hashArgsGeneral(c.Args, p.rule.ignore)
 	}
-	p.key = callKey{tool: c.Tool, args: args}
+	p.key, p.args = keyOf(p.rule.id, args), args
 	if p.rule.search {
 		for _, k := range queryKeys {
 			// The query is read as far as redactSecrets and
@@ -444,7 +445,7 @@ func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
 	evs := events{on: t.cfg.hooked}
 	t.mu.Lock()
 	d.Phase = t.turn.phase
-	seq := t.appendLocked(c, callKey{}, nil, round, now, d)
+	seq := t.appendLocked(c, Hash{}, nil, round, now, d)
 	t.turn.skipped++
 	t.invalidCalls++
 	if t.turn.stop.reason == ReasonNone {
@@ -489,7 +490,7 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g 
 		ts.stop = stop{reason: d.Reason, tool: p.rule}
 	}
 
-	seq := t.appendLocked(c, p.key, t.descLocked(p, names), round, now, d)
+	seq := t.appendLocked(c, p.args, t.descLocked(p, names), round, now, d)
 	if !fired {
 		t.reserveLocked(c, p, round, seq, now, tool, st, &ks)
 		if g != nil {
@@ -666,7 +667,7 @@ func (t *Tracker) fire(c Call, p *probe, ks *keyState, reason Reason, hinted *ui
 		d.Verdict = Hint
 		return d
 	}
-	d.Err = &LoopError{Tool: c.Tool, Reason: reason, Count: count, Limit: limit, Key: p.key.args}
+	d.Err = &LoopError{Tool: c.Tool, Reason: reason, Count: count, Limit: limit, Key: p.args}
 	return d
 }
 
@@ -696,7 +697,7 @@ func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Ti
 		ts.queries++
 	}
 	if t.cfg.window > 0 && !p.rule.exempt && (p.query != "" || p.url != "") {
-		ts.window.push(windowItem{key: p.key, seq: seq, round: round, query: p.query, sim: p.sim, url: p.url})
+		ts.window.push(windowItem{key: p.key, tool: p.rule, seq: seq, round: round, query: p.query, sim: p.sim, url: p.url})
 	}
 	if len(ts.pending) >= maxPending {
 		// The oldest pending call is given up: its key may be forgotten.
@@ -754,7 +755,8 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	key, ok := t.turn.keyOf(c)
 	if !ok {
 		t.mu.Unlock()
-		key = callKey{tool: c.Tool, args: hashArgs(c.Args, t.tool(c.Tool).rule.ignore)}
+		r := t.tool(c.Tool).rule
+		key = keyOf(r.id, hashArgs(c.Args, r.ignore))
 		t.mu.Lock()
 	}
 	phase, pc := t.recordLocked(c, o, key, failed, digest, sig, shape, now, &evs)
@@ -772,12 +774,12 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 	// the call of an earlier turn with it, and only then an id-less call of
 	// this turn with the same key. A late Record never completes a call of
 	// the new turn that is not its own.
-	pc, ok := ts.takePending(c.ID, key, false)
-	if !ok && (c.ID == "" || findPending(t.stale, c.ID, key, false) < 0) {
-		pc, ok = ts.takePending(c.ID, key, true)
+	pc, ok := ts.takePending(c.ID, c.Tool, key, false)
+	if !ok && (c.ID == "" || findPending(t.stale, c.ID, c.Tool, key, false) < 0) {
+		pc, ok = ts.takePending(c.ID, c.Tool, key, true)
 	}
 	if !ok {
-		if old, ok := t.takeStale(c.ID, key); ok {
+		if old, ok := t.takeStale(c.ID, c.Tool, key); ok {
 			turn := t.finishEntry(old.seq, old.at, o, failed, false, now)
 			evs.add(Event{Kind: EventRecord, Seq: old.seq, Turn: turn, CallID: c.ID, Tool: c.Tool,
 				Status: statusOf(failed), Duration: now.Sub(old.at), Phase: ts.phase})
@@ -791,10 +793,10 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		tool := t.turnTool(p.tool)
 		st := &p.tool.session
 		ks, slot := ts.keyState(key)
-		seq := t.appendLocked(c, key, t.descLocked(&p, names), round, now, Decision{Phase: ts.phase})
+		seq := t.appendLocked(c, p.args, t.descLocked(&p, names), round, now, Decision{Phase: ts.phase})
 		t.reserveLocked(c, &p, round, seq, now, tool, st, &ks)
 		ts.pending[len(ts.pending)-1].slot = ts.storeKey(key, slot, ks)
-		pc, _ = ts.takePending(c.ID, key, true)
+		pc, _ = ts.takePending(c.ID, c.Tool, key, true)
 	}
 
 	entry := pc.tool // found in ShouldSkip: not looked up again
@@ -907,11 +909,11 @@ func (t *Tracker) finishEntry(seq uint64, at time.Time, o Outcome, failed, progr
 }
 
 // appendLocked adds the ledger entry of a checked call and returns its Seq.
-func (t *Tracker) appendLocked(c Call, key callKey, desc *callDesc, round uint64, now time.Time, d Decision) uint64 {
+func (t *Tracker) appendLocked(c Call, args Hash, desc *callDesc, round uint64, now time.Time, d Decision) uint64 {
 	e := ledgerEntry{
 		callID:   c.ID,
 		desc:     desc,
-		argsHash: key.args,
+		argsHash: args,
 		round:    round,
 		verdict:  uint8(d.Verdict),
 		reason:   uint8(d.Reason),
@@ -929,8 +931,8 @@ func (t *Tracker) appendLocked(c Call, key callKey, desc *callDesc, round uint64
 }
 
 // takeStale finds a call allowed in an earlier turn.
-func (t *Tracker) takeStale(id string, key callKey) (pendingCall, bool) {
-	i := findPending(t.stale, id, key, true)
+func (t *Tracker) takeStale(id, tool string, key callKey) (pendingCall, bool) {
+	i := findPending(t.stale, id, tool, key, true)
 	if i < 0 {
 		return pendingCall{}, false
 	}
@@ -956,7 +958,8 @@ func (t *Tracker) Reset() {
 	// The calls whose last run in the turn failed, for the rule across
 	// turns; a success forgets the call.
 	for i := range t.turn.slab {
-		if ks := &t.turn.slab[i]; ks.seen && !t.tool(ks.key.tool).rule.exempt {
+		// (Those of exempt tools too: the rule does not read them.)
+		if ks := &t.turn.slab[i]; ks.seen {
 			t.across.record(ks.key, ks.failed, ks.last, t.turnNo)
 		}
 	}
@@ -1012,7 +1015,7 @@ func (t *Tracker) settleOrphans(ctx context.Context, orphans []pendingCall, evs 
 	for i, pc := range orphans {
 		hs[i] = pc.held()
 	}
-	t.settle(ctx, Call{ID: orphans[0].id, Tool: orphans[0].key.tool}, hs, true, evs)
+	t.settle(ctx, Call{ID: orphans[0].id, Tool: orphans[0].tool.rule.name}, hs, true, evs)
 }
 
 // Ledger returns a copy of the entries in order, at most Policy.LedgerSize

@@ -1060,7 +1060,7 @@ func TestKeyBound(t *testing.T) {
 	// The pending call's Record still finds its state.
 	tr.Record(pending, Outcome{Result: "late"})
 	tr.mu.Lock()
-	ks, slot := tr.turn.keyState(callKey{tool: "read", args: hashArgs(pending.Args, nil)})
+	ks, slot := tr.turn.keyState(testKey("read", hashArgs(pending.Args, nil)))
 	tr.mu.Unlock()
 	require.GreaterOrEqual(t, slot, int32(0), "a pending call's key is never forgotten")
 	assert.True(t, ks.seen)

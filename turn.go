@@ -1,11 +1,29 @@
 package toolguard
 
-import "time"
+import (
+	"crypto/sha256"
+	"time"
+)
 
-// callKey identifies identical calls: the tool and its canonical arguments.
-type callKey struct {
-	tool string
-	args Hash
+// callKey identifies identical calls: the hash of their canonical
+// arguments combined with the hash of their tool's name (see keyOf).
+type callKey Hash
+
+// keyOf returns the key of the calls of a tool whose name hashes to tool
+// (toolRule.id) with arguments that hash to args. Two calls of different
+// tools share a key only if their hashes differ exactly as the tools'
+// names do: as unlikely as a collision of the hashes themselves.
+func keyOf(tool, args Hash) callKey {
+	for i := range args {
+		args[i] ^= tool[i]
+	}
+	return callKey(args)
+}
+
+// nameHash returns the hash of a tool's name that keyOf combines.
+func nameHash(name string) Hash {
+	sum := sha256.Sum256([]byte(name))
+	return Hash(sum[:16])
 }
 
 // keyState is the repeat counter of one callKey in the turn.
@@ -211,10 +229,10 @@ func (pc *pendingCall) held() held {
 // findPending returns the index of the pending call that a Record of (id,
 // key) completes: the one with that id, else, when byKey is set, the
 // oldest with that key and no other id.
-func findPending(ps []pendingCall, id string, key callKey, byKey bool) int {
+func findPending(ps []pendingCall, id, tool string, key callKey, byKey bool) int {
 	if id != "" {
 		for i := range ps {
-			if ps[i].id == id && ps[i].key.tool == key.tool {
+			if ps[i].id == id && ps[i].tool.rule.name == tool {
 				return i
 			}
 		}
@@ -409,15 +427,15 @@ func (ts *turnState) keyOf(c Call) (callKey, bool) {
 	}
 	for i := len(ts.pending) - 1; i >= 0; i-- {
 		p := &ts.pending[i]
-		if p.key.tool == c.Tool && len(p.args) == len(c.Args) && &p.args[0] == &c.Args[0] && (c.ID == "" || p.id == c.ID) {
+		if p.tool.rule.name == c.Tool && len(p.args) == len(c.Args) && &p.args[0] == &c.Args[0] && (c.ID == "" || p.id == c.ID) {
 			return p.key, true
 		}
 	}
 	return callKey{}, false
 }
 
-func (ts *turnState) takePending(id string, key callKey, byKey bool) (pendingCall, bool) {
-	i := findPending(ts.pending, id, key, byKey)
+func (ts *turnState) takePending(id, tool string, key callKey, byKey bool) (pendingCall, bool) {
+	i := findPending(ts.pending, id, tool, key, byKey)
 	if i < 0 {
 		return pendingCall{}, false
 	}
@@ -449,6 +467,7 @@ type window struct {
 
 type windowItem struct {
 	key      callKey
+	tool     *toolRule
 	seq      uint64
 	round    uint64
 	query    string // normalized, for searches
@@ -493,7 +512,7 @@ func (w *window) settle(seq uint64, tool string, failed bool, digest Hash) bool 
 			self = it
 			break
 		}
-		if it.key.tool == tool && it.recorded && !it.failed {
+		if it.tool.name == tool && it.recorded && !it.failed {
 			earlier++
 			if it.digest == digest {
 				same = true
@@ -519,7 +538,7 @@ func (w *window) count(p *probe, round uint64, threshold float64) int {
 	n := 0
 	for i := range w.items {
 		it := w.at(i)
-		if it.key.tool != p.key.tool || it.key == p.key || it.round == round || it.newFact {
+		if it.tool.name != p.rule.name || it.key == p.key || it.round == round || it.newFact {
 			continue
 		}
 		switch {

@@ -36,10 +36,10 @@ func TestWindowGrows(t *testing.T) {
 // turn's last calls only, skipped calls included, none of an exempt tool,
 // and as many as the ledger keeps.
 func TestLedgerCycle(t *testing.T) {
-	a := &toolRule{name: "a"}
-	b := &toolRule{name: "b"}
-	x := &toolRule{name: "x", exempt: true}
-	key := func(r *toolRule) callKey { return callKey{tool: r.name} }
+	a := &toolRule{name: "a", id: nameHash("a")}
+	b := &toolRule{name: "b", id: nameHash("b")}
+	x := &toolRule{name: "x", id: nameHash("x"), exempt: true}
+	key := func(r *toolRule) callKey { return keyOf(r.id, Hash{}) }
 	add := func(l *ledger, r *toolRule, turn, keep int) {
 		var d *callDesc
 		if r != nil {
@@ -94,3 +94,7 @@ func TestLedgerCycle(t *testing.T) {
 	_, ok = l.continues(key(a), 1, 4, 3)
 	assert.True(t, ok)
 }
+
+// testKey returns the key of the calls of tool with arguments hashing to
+// args.
+func testKey(tool string, args Hash) callKey { return keyOf(nameHash(tool), args) }
