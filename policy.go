@@ -675,8 +675,8 @@ func sortedKeys[V any](m map[string]V) []string {
 type toolRule struct {
 	name       string
 	id         Hash // nameHash(name), which call keys combine (keyOf)
-	limit      int // per turn; 0: none
-	maxRepeats int // 0: off
+	limit      int  // per turn; 0: none
+	maxRepeats int  // 0: off
 	exempt     bool
 	search     bool
 	readOnly   bool // search tools too
