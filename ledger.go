@@ -43,7 +43,7 @@ type Entry struct {
 // recent LedgerSize entries (the size add is given; 0: unbounded). It is
 // not synchronized.
 //
-// It holds its entries compactly (72 bytes each, against 200 for an
+// It holds its entries compactly (64 bytes each, against 200 for an
 // Entry): the Seq of an entry is its position, its Turn is kept once per
 // turn in turns, its tool and purpose in a callDesc that the calls of a
 // tool naming the same arguments share, its At as the wall-clock time
@@ -62,18 +62,23 @@ type ledger struct {
 }
 
 type ledgerEntry struct {
-	callID    string
-	desc      *callDesc // nil for a call without a tool name
-	argsHash  Hash
-	round     uint64
-	at        time.Duration // At, as the wall-clock time since ledger.base (±292 years)
-	duration  time.Duration
-	verdict   uint8
-	reason    uint8
-	phase     uint8
-	status    uint8
-	newResult bool
+	callID   string
+	desc     *callDesc // nil for a call without a tool name
+	argsHash Hash
+	at       time.Duration // At, as the wall-clock time since ledger.base (±292 years)
+	duration time.Duration
+	// round is Round − Seq: both count up as calls are checked, so their
+	// difference stays small (it grows by one per round checked without a
+	// call, shrinks by one per extra call of a round).
+	round   int32
+	verdict uint8
+	reason  uint8
+	phase   uint8
+	status  uint8 // a Status, with newResult set for NewResult
 }
+
+// newResult marks the status of an entry whose result was new.
+const newResult = 0x80
 
 // callDesc is what the ledger says of a call beside the hash of its
 // arguments: its tool (the rule has its name) and its purpose (see
@@ -102,9 +107,9 @@ func (l *ledger) next() uint64 {
 	return l.first + uint64(len(l.entries))
 }
 
-// add appends e, checked at at in turn, and returns its Seq, keeping at
+// add appends e, checked at at in round of turn, and returns its Seq, keeping at
 // least the newest size entries (0: all). With keepRaw it keeps raw too.
-func (l *ledger) add(e ledgerEntry, turn int, at time.Time, raw rawEntry, size int, keepRaw bool) uint64 {
+func (l *ledger) add(e ledgerEntry, turn int, round uint64, at time.Time, raw rawEntry, size int, keepRaw bool) uint64 {
 	seq := l.next()
 	if len(l.entries) == 0 {
 		l.first = seq
@@ -140,6 +145,7 @@ func (l *ledger) add(e ledgerEntry, turn int, at time.Time, raw rawEntry, size i
 		l.entries = make([]ledgerEntry, 0, 4) // grown as the session goes on
 	}
 	e.at = at.Round(0).Sub(l.base)
+	e.round = int32(int64(round - seq))
 	l.entries = append(l.entries, e)
 	if keepRaw {
 		if l.raw == nil {
@@ -152,13 +158,16 @@ func (l *ledger) add(e ledgerEntry, turn int, at time.Time, raw rawEntry, size i
 
 // finish books the outcome of the call seq and returns its turn, or 0 if
 // its entry was dropped.
-func (l *ledger) finish(seq uint64, status Status, newResult bool, d time.Duration, result string, keepRaw bool) int {
+func (l *ledger) finish(seq uint64, status Status, isNew bool, d time.Duration, result string, keepRaw bool) int {
 	if seq < l.first || seq-l.first >= uint64(len(l.entries)) {
 		return 0
 	}
 	i := seq - l.first
 	e := &l.entries[i]
-	e.status, e.newResult, e.duration = uint8(status), newResult, d
+	e.status, e.duration = uint8(status), d
+	if isNew {
+		e.status |= newResult
+	}
 	if keepRaw && l.raw != nil && i < uint64(len(*l.raw)) {
 		(*l.raw)[i].result = result
 	}
@@ -196,7 +205,7 @@ func (l *ledger) snapshot(size int) []Entry {
 		out = append(out, Entry{
 			Seq:       seq,
 			Turn:      l.turns[k].turn,
-			Round:     e.round,
+			Round:     seq + uint64(int64(e.round)),
 			CallID:    e.callID,
 			Tool:      e.tool(),
 			ArgsHash:  e.argsHash,
@@ -204,8 +213,8 @@ func (l *ledger) snapshot(size int) []Entry {
 			Verdict:   Verdict(e.verdict),
 			Reason:    Reason(e.reason),
 			Phase:     Phase(e.phase),
-			Status:    Status(e.status),
-			NewResult: e.newResult,
+			Status:    Status(e.status &^ newResult),
+			NewResult: e.status&newResult != 0,
 			At:        l.base.Add(e.at),
 			Duration:  e.duration,
 		})
@@ -276,7 +285,7 @@ func (l *ledger) isCycle(p, n int) bool {
 			return false
 		}
 		if i+p < n {
-			if f := l.recent(i + p); f.desc == nil || !e.is(keyOf(f.desc.rule.id, f.argsHash)) || e.newResult {
+			if f := l.recent(i + p); f.desc == nil || !e.is(keyOf(f.desc.rule.id, f.argsHash)) || e.status&newResult != 0 {
 				return false
 			}
 		}

@@ -914,7 +914,6 @@ func (t *Tracker) appendLocked(c Call, args Hash, desc *callDesc, round uint64, 
 		callID:   c.ID,
 		desc:     desc,
 		argsHash: args,
-		round:    round,
 		verdict:  uint8(d.Verdict),
 		reason:   uint8(d.Reason),
 		phase:    uint8(d.Phase),
@@ -927,7 +926,7 @@ func (t *Tracker) appendLocked(c Call, args Hash, desc *callDesc, round uint64, 
 	if t.cfg.keepRaw && len(c.Args) > 0 {
 		raw.args = append(json.RawMessage(nil), c.Args...)
 	}
-	return t.ledger.add(e, t.turnNo, now, raw, t.cfg.ledgerKeep, t.cfg.keepRaw)
+	return t.ledger.add(e, t.turnNo, round, now, raw, t.cfg.ledgerKeep, t.cfg.keepRaw)
 }
 
 // takeStale finds a call allowed in an earlier turn.

@@ -1,6 +1,7 @@
 package toolguard
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -45,7 +46,7 @@ func TestLedgerCycle(t *testing.T) {
 		if r != nil {
 			d = &callDesc{rule: r}
 		}
-		l.add(ledgerEntry{desc: d}, turn, time.Time{}, rawEntry{}, keep, false)
+		l.add(ledgerEntry{desc: d}, turn, 1, time.Time{}, rawEntry{}, keep, false)
 	}
 	cycle := func(turn, keep int, calls ...*toolRule) *ledger {
 		var l ledger
@@ -84,7 +85,7 @@ func TestLedgerCycle(t *testing.T) {
 
 	// A result new for its key breaks the cycle.
 	l = cycle(1, 0, a, b, a, b, a, b)
-	l.recent(2).newResult = true
+	l.recent(2).status |= newResult
 	_, ok = l.continues(key(a), 1, 4, 3)
 	assert.False(t, ok)
 
@@ -98,3 +99,24 @@ func TestLedgerCycle(t *testing.T) {
 // testKey returns the key of the calls of tool with arguments hashing to
 // args.
 func testKey(tool string, args Hash) callKey { return keyOf(nameHash(tool), args) }
+
+// TestLedgerRounds checks that the ledger gives back each entry's round
+// (it keeps the round's difference from the entry's Seq): calls of one
+// round, rounds without calls, and calls on their own.
+func TestLedgerRounds(t *testing.T) {
+	tr := NewTracker(Policy{})
+	tr.ShouldSkip(call("read", `{"path":"a"}`)) // round 1
+	for range 1000 {
+		tr.WithRound(context.Background()) // rounds without calls
+	}
+	tr.ShouldSkipRound([]Call{call("read", `{"path":"b"}`), call("read", `{"path":"c"}`), call("grep", `{"q":"x"}`)})
+	ctx := tr.WithRound(context.Background())
+	tr.ShouldSkipContext(ctx, call("read", `{"path":"d"}`))
+	tr.ShouldSkipContext(ctx, call("read", `{"path":"e"}`))
+	tr.ShouldSkip(call("read", `{"path":"f"}`))
+	var rounds []uint64
+	for _, e := range tr.Ledger() {
+		rounds = append(rounds, e.Round)
+	}
+	assert.Equal(t, []uint64{1, 1002, 1002, 1002, 1003, 1003, 1004}, rounds)
+}
