@@ -3,6 +3,7 @@ package toolguard
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -677,4 +678,60 @@ func BenchmarkNormalizeQuery(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		normalizeQuery(q)
 	}
+}
+
+// TestMemorySearchSession measures the heap that an open session holds
+// after seven search calls, each a different question with its own result,
+// against one that made seven calls of another tool: the difference is
+// what the similar-query index and the rolling window keep for searches.
+func TestMemorySearchSession(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("heap measurement")
+	}
+	questions := [...]string{
+		"how to restart a kubernetes pod %d",
+		"kubectl rollout status deployment %d",
+		"why is my pod stuck in CrashLoopBackOff after upgrade %d",
+		"readiness probe failed connection refused %d",
+		"helm rollback to previous release %d",
+		"increase memory limit for container in deployment %d",
+		"kubernetes events for namespace staging %d",
+	}
+	ss := NewSessions(Policy{})
+	episode := func(tool, arg string, i int) func() *Tracker {
+		return func() *Tracker {
+			tr := ss.NewTracker()
+			for j, q := range questions {
+				args := fmt.Sprintf(`{%q: %q}`, arg, fmt.Sprintf(q, i))
+				c := Call{Tool: tool, Args: []byte(args)}
+				if d := tr.ShouldSkip(c); d.Verdict != Allow {
+					t.Fatalf("call %d refused: %+v", j, d)
+				}
+				tr.Record(c, Outcome{Result: fmt.Sprintf("result %d of session %d", j, i)})
+			}
+			return tr
+		}
+	}
+	const n = 4 << 10
+	held := func(tool, arg string) float64 {
+		trackers := make([]*Tracker, n)
+		for i := range trackers {
+			trackers[i] = episode(tool, arg, i)()
+		}
+		var with, without runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&with)
+		clear(trackers)
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&without)
+		runtime.KeepAlive(trackers)
+		return float64(int64(with.HeapAlloc)-int64(without.HeapAlloc)) / n
+	}
+	held("web_search", "query") // the tool policies, resolved once
+	held("read_file", "path")
+	search, other := held("web_search", "query"), held("read_file", "path")
+	t.Logf("seven search calls: %.0f bytes per open session; seven read_file calls: %.0f bytes; searches keep %.0f bytes more",
+		search, other, search-other)
 }
