@@ -351,7 +351,8 @@ func TestQueryHugeInputs(t *testing.T) {
 // indexAdd records the query q, normalized, in x.
 func indexAdd(x *queryIndex, q string, scope Hash, round, seq uint64) {
 	q = normalizeQuery(q)
-	x.addKey(q, simKeyOf(q), scope, round, seq)
+	k := simKeyOf(q)
+	x.addKey(q, &k, scope, round, seq)
 }
 
 // indexSimilar is similarKey of the query q, normalized.
@@ -524,10 +525,11 @@ func TestQueryIndexReset(t *testing.T) {
 	var x queryIndex
 	var all Hash
 	indexAdd(&x, "fix bug", all, 1, 1)
+	x.settle(1, false, digestResult("r"))
 	x.reset()
 	assert.False(t, indexSimilar(&x, "fix bug", all, 2, 0.75, true))
 	assert.Empty(t, x.entries)
-	assert.Empty(t, x.at)
+	assert.Empty(t, x.results)
 	indexAdd(&x, "fix bug", all, 3, 2)
 	assert.True(t, indexSimilar(&x, "fix the bug", all, 4, 0.75, true), "usable after reset")
 }
@@ -566,22 +568,45 @@ func TestQueryIndexWindow(t *testing.T) {
 	assert.False(t, similar("kubernetes pod restart"), "forgotten")
 	assert.True(t, similar(simBenchQuery(1)), "the second oldest remains")
 	assert.Len(t, x.entries, queryIndexCap)
-	assert.Len(t, x.at, queryIndexCap)
 }
 
 func TestQueryIndexBounded(t *testing.T) {
 	var x queryIndex
 	for i := range 10_000 {
 		indexAdd(&x, simBenchQuery(i), Hash{byte(i)}, uint64(i), uint64(i))
+		x.settle(uint64(i), false, digestResult(simBenchQuery(i)))
 	}
 	assert.Len(t, x.entries, queryIndexCap)
-	assert.Len(t, x.at, queryIndexCap)
+	assert.LessOrEqual(t, len(x.results), queryIndexCap)
 
 	// A query that was never normalized is bounded too.
 	q := strings.Repeat("word ", 100_000)
-	x.addKey(q, simKeyOf(q), Hash{}, 1, 10_001)
-	e := x.entries[(x.next-1+queryIndexCap)%queryIndexCap]
-	assert.LessOrEqual(t, len(e.query), queryMaxBytes)
+	k := simKeyOf(q)
+	x.addKey(q, &k, Hash{}, 1, 10_001)
+	assert.LessOrEqual(t, len(x.ring(1).query), queryMaxBytes)
+}
+
+// TestQueryIndexResultsStartOver checks that past queryIndexCap distinct
+// results the index forgets them: a result seen before the start over is
+// new again.
+func TestQueryIndexResultsStartOver(t *testing.T) {
+	for _, overflow := range []bool{false, true} {
+		var x queryIndex
+		indexAdd(&x, "kubectl get pods", Hash{}, 1, 1)
+		x.settle(1, false, digestResult("pods"))
+		for i := range queryIndexCap - 1 {
+			x.settle(uint64(100+i), false, digestResult(fmt.Sprint(i))) // calls without a query
+		}
+		assert.Len(t, x.results, queryIndexCap)
+		if overflow {
+			x.settle(99, false, digestResult("one too many"))
+			assert.Len(t, x.results, 1)
+		}
+		indexAdd(&x, "kubectl get pods", Hash{}, 2, 2)
+		x.settle(2, false, digestResult("pods"))
+		assert.Equal(t, !overflow, indexSimilar(&x, "kubectl get pod", Hash{}, 3, simTestThreshold, false),
+			"overflow %v: the result seen before counts as new only after the start over", overflow)
+	}
 }
 
 // simBenchWords are the words simBenchQuery builds distinct queries from.
@@ -636,7 +661,7 @@ func simBenchIndex(b *testing.B, n int) {
 		if x.similarKey(q, &k, Hash{}, 2, simTestThreshold, true) {
 			b.Fatalf("%q: unexpected match", q)
 		}
-		x.addKey(q, k, Hash{}, 2, uint64(n+i))
+		x.addKey(q, &k, Hash{}, 2, uint64(n+i))
 	}
 }
 
