@@ -2,6 +2,7 @@ package toolguard
 
 import (
 	"bytes"
+	"math"
 	"slices"
 	"strings"
 	"unicode"
@@ -177,12 +178,12 @@ func querySimilarity(a, b string) float64 {
 
 // simKey is the part of a query that querySimilarity compares.
 type simKey struct {
-	text    string     // content words, folded and marked, joined by single spaces
-	sorted  string     // the words of text, sorted
-	runes   int        // runes in text
-	agree   uint32     // simDestructive groups and simNegation: must match
-	numbers [2]uint64  // two bits, by hash, per word holding a digit (a Bloom filter)
-	hist    [32]uint16 // runes of text, counted by their value modulo 32
+	text    string    // content words, folded and marked, joined by single spaces
+	sorted  string    // the words of text, sorted
+	runes   int       // runes in text
+	agree   uint32    // simDestructive groups and simNegation: must match
+	numbers [2]uint64 // two bits, by hash, per word holding a digit (a Bloom filter)
+	hist    [32]uint8 // runes of text, counted by their value modulo 32, up to 255
 }
 
 // simMaxWords is the most words a key can have: queryMaxRunes runes hold
@@ -230,7 +231,9 @@ func simKeyOf(s string) simKey {
 	k.text = simString(text, s)
 	k.sorted = simString(sorted, k.text)
 	for _, r := range k.text {
-		k.hist[r%32]++
+		if k.hist[r%32] < math.MaxUint8 {
+			k.hist[r%32]++
+		}
 		k.runes++
 	}
 	return k
@@ -367,7 +370,8 @@ func simScore(a, b *simKey, floor float64) float64 {
 // one rune, a deletion takes one away and a substitution does both, so
 // each edit settles at most one surplus rune of each key. The two
 // surpluses sum to the differences of the counts and differ by the
-// difference in length, which is thus never more than the bound.
+// difference in length, which is thus never more than the bound. A count
+// stopped at 255 only makes the differences, and so the bound, smaller.
 func simHistBound(a, b *simKey) int {
 	sum := 0
 	for i := range a.hist {

@@ -180,6 +180,7 @@ func TestSimHistBound(t *testing.T) {
 		{"abc", "abcde", 2},      // two insertions
 		{"kitten", "sitting", 3}, // k, e against s, i, g: the distance itself
 		{"aaaa", "b", 4},
+		{strings.Repeat("a", 256), "b", 255}, // a count stops at 255: one below the distance
 	}
 	for _, tt := range tests {
 		ka, kb := simKeyOf(tt.a), simKeyOf(tt.b)
