@@ -648,8 +648,11 @@ type queryEntry struct {
 
 // ring returns the j-th newest entry, j from 1 to len(x.entries).
 func (x *queryIndex) ring(j int) *queryEntry {
-	n := len(x.entries)
-	return &x.entries[(x.next-j+n)%n]
+	i := x.next - j
+	if i < 0 {
+		i += len(x.entries)
+	}
+	return &x.entries[i]
 }
 
 // find returns the entry of the query q in scope, or nil.
