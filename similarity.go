@@ -624,12 +624,14 @@ func simFold(r rune) rune {
 // round it was first asked in and whether it brought a new fact, and
 // answers whether a new query repeats one of them.
 //
-// Its cost per call does not grow with the turn: a new query is looked up
-// exactly among the last queryIndexCap distinct queries, and compared by
-// simScore only with the last queryIndexWindow of them, most of which the
-// cheap bounds of simScore rule out. A query asked again in the same scope
-// is not stored again. The zero value is an empty index ready to use; an
-// index is not safe for concurrent use.
+// Its cost per call stops growing with the turn: a new query is looked up
+// exactly, by a scan, among the last queryIndexCap distinct queries, and
+// compared by simScore only with the last queryIndexWindow of them, most
+// of which the cheap bounds of simScore rule out. A query asked again in
+// the same scope is not stored again. Most turns ask a few queries, so the
+// entries and results are slices grown from empty, not maps. The zero
+// value is an empty index ready to use; an index is not safe for
+// concurrent use.
 type queryIndex struct {
 	entries []queryEntry // a ring of at most queryIndexCap entries
 	next    int          // where the next entry goes in the ring
