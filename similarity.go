@@ -2,6 +2,7 @@ package toolguard
 
 import (
 	"bytes"
+	"math"
 	"slices"
 	"strings"
 	"unicode"
@@ -167,33 +168,22 @@ func simString(b []byte, s string) string {
 // keys, allocate nothing. The work is bounded by a small multiple of
 // queryMaxRunes squared: tens of microseconds for two 256-rune keys.
 func querySimilarity(a, b string) float64 {
-	ka, kb := simKeyOf(a), simKey{}
-	if a != b {
-		kb = simKeyOf(b)
-	}
-	return querySimilarityKeys(a, b, &ka, &kb)
-}
-
-// querySimilarityKeys is querySimilarity of a and b, whose keys ka and kb
-// the caller computed (kb is not read when a == b).
-func querySimilarityKeys(a, b string, ka, kb *simKey) float64 {
+	ka := simKeyOf(a)
 	if a == b {
-		if ka.runes > 0 {
-			return 1
-		}
-		return 0
+		return simScore(&ka, &ka, 0) // 1, unless the key has no word
 	}
-	return simScore(ka, kb, 0)
+	kb := simKeyOf(b)
+	return simScore(&ka, &kb, 0)
 }
 
 // simKey is the part of a query that querySimilarity compares.
 type simKey struct {
-	text    string     // content words, folded and marked, joined by single spaces
-	sorted  string     // the words of text, sorted
-	runes   int        // runes in text
-	agree   uint32     // simDestructive groups and simNegation: must match
-	numbers [2]uint64  // two bits, by hash, per word holding a digit (a Bloom filter)
-	hist    [32]uint16 // runes of text, counted by their value modulo 32
+	text    string    // content words, folded and marked, joined by single spaces
+	sorted  string    // the words of text, sorted
+	runes   int       // runes in text
+	agree   uint32    // simDestructive groups and simNegation: must match
+	numbers [2]uint64 // two bits, by hash, per word holding a digit (a Bloom filter)
+	hist    [32]uint8 // runes of text, counted by their value modulo 32, up to 255
 }
 
 // simMaxWords is the most words a key can have: queryMaxRunes runes hold
@@ -241,7 +231,9 @@ func simKeyOf(s string) simKey {
 	k.text = simString(text, s)
 	k.sorted = simString(sorted, k.text)
 	for _, r := range k.text {
-		k.hist[r%32]++
+		if k.hist[r%32] < math.MaxUint8 {
+			k.hist[r%32]++
+		}
 		k.runes++
 	}
 	return k
@@ -378,7 +370,8 @@ func simScore(a, b *simKey, floor float64) float64 {
 // one rune, a deletion takes one away and a substitution does both, so
 // each edit settles at most one surplus rune of each key. The two
 // surpluses sum to the differences of the counts and differ by the
-// difference in length, which is thus never more than the bound.
+// difference in length, which is thus never more than the bound. A count
+// stopped at 255 only makes the differences, and so the bound, smaller.
 func simHistBound(a, b *simKey) int {
 	sum := 0
 	for i := range a.hist {
@@ -631,63 +624,85 @@ func simFold(r rune) rune {
 // round it was first asked in and whether it brought a new fact, and
 // answers whether a new query repeats one of them.
 //
-// Its cost per call does not grow with the turn: a new query is looked up
-// exactly among the last queryIndexCap distinct queries, and compared by
-// simScore only with the last queryIndexWindow of them, most of which the
-// cheap bounds of simScore rule out. A query asked again in the same scope
-// is not stored again. The zero value is an empty index ready to use; an
-// index is not safe for concurrent use.
+// Its cost per call stops growing with the turn: a new query is looked up
+// exactly, by a scan, among the last queryIndexCap distinct queries, and
+// compared by simScore only with the last queryIndexWindow of them, most
+// of which the cheap bounds of simScore rule out. A query asked again in
+// the same scope is not stored again. Most turns ask a few queries, so the
+// entries and results are slices grown from empty, not maps. The zero
+// value is an empty index ready to use; an index is not safe for
+// concurrent use.
 type queryIndex struct {
-	at      map[queryAt]int // query and scope → position in entries
-	entries []queryEntry    // a ring of at most queryIndexCap entries
-	next    int             // where the next entry goes in the ring
-	results map[Hash]bool   // the digests of the results recorded so far
-}
-
-// queryAt is what a query is looked up by in a queryIndex.
-type queryAt struct {
-	query string
-	scope Hash
+	entries []queryEntry // a ring of at most queryIndexCap entries
+	next    int          // where the next entry goes in the ring
+	results []Hash       // the distinct digests of the results recorded so far
 }
 
 // queryEntry is one distinct query, in one scope, of a queryIndex.
 type queryEntry struct {
-	queryAt
-	key   simKey
-	round uint64 // the earliest round the query was asked in
-	seq   uint64 // the call that asked it last
-	stale bool   // the call seq is settled and brought no new fact
+	query string
+	scope Hash
+	key   *simKey // of query, shared with the turn's window
+	round uint64  // the earliest round the query was asked in
+	seq   uint64  // the call that asked it last
+	stale bool    // the call seq is settled and brought no new fact
+}
+
+// ring returns the j-th newest entry, j from 1 to len(x.entries).
+func (x *queryIndex) ring(j int) *queryEntry {
+	i := x.next - j
+	if i < 0 {
+		i += len(x.entries)
+	}
+	return &x.entries[i]
+}
+
+// find returns the entry of the query q in scope, or nil.
+func (x *queryIndex) find(q string, scope Hash) *queryEntry {
+	for i := range x.entries {
+		if e := &x.entries[i]; e.scope == scope && e.query == q {
+			return e
+		}
+	}
+	return nil
 }
 
 // addKey records the normalized query q, whose key is k, as asked in
-// round, in scope, by the call seq. A query asked before in the same scope
-// keeps its place and the earlier of its rounds, and waits for the outcome
-// of seq. Queries without a word (see querySimilarity) are not recorded:
-// they are similar to nothing. A q longer than a normalized query can be is
-// normalized first (queryBound), so that the index stays bounded however it
-// is misused.
-func (x *queryIndex) addKey(q string, k simKey, scope Hash, round, seq uint64) {
-	at := queryAt{queryBound(q), scope}
-	if i, ok := x.at[at]; ok {
-		e := &x.entries[i]
+// round, in scope, by the call seq, and returns the key it keeps for q, or
+// nil. A query asked before in the same scope keeps its place, its key and
+// the earlier of its rounds, and waits for the outcome of seq. Queries
+// without a word (see querySimilarity) are not recorded: they are similar
+// to nothing. A q longer than a normalized query can be is normalized
+// first (queryBound), so that the index stays bounded however it is
+// misused.
+func (x *queryIndex) addKey(q string, k *simKey, scope Hash, round, seq uint64) *simKey {
+	q = queryBound(q)
+	if e := x.find(q, scope); e != nil {
 		e.round, e.seq, e.stale = min(e.round, round), seq, false
-		return
+		return e.key
 	}
 	if k.runes == 0 {
-		return
+		return nil
 	}
-	e := queryEntry{queryAt: at, key: k, round: round, seq: seq}
-	if x.at == nil {
-		x.at = make(map[queryAt]int)
-	}
+	e := queryEntry{query: q, scope: scope, key: heldKey(nil, k), round: round, seq: seq}
 	if len(x.entries) < queryIndexCap {
 		x.entries = append(x.entries, e)
 	} else {
-		delete(x.at, x.entries[x.next].queryAt)
 		x.entries[x.next] = e
 	}
-	x.at[at] = x.next
 	x.next = (x.next + 1) % queryIndexCap
+	return e.key
+}
+
+// heldKey returns held when it is not nil, and otherwise a copy of k to
+// keep, or nil when k has no word (it is similar to nothing). Each
+// distinct query's key is copied once and shared by its holders.
+func heldKey(held, k *simKey) *simKey {
+	if held != nil || k.runes == 0 {
+		return held
+	}
+	c := *k
+	return &c
 }
 
 // settle records the outcome of the call seq: whether it failed, and the
@@ -699,23 +714,20 @@ func (x *queryIndex) addKey(q string, k simKey, scope Hash, round, seq uint64) {
 // results; past that it starts over, and a result seen before counts as new
 // again, which can only delay a firing.
 func (x *queryIndex) settle(seq uint64, failed bool, digest Hash) {
-	n := len(x.entries)
-	for j := 1; j <= n; j++ { // the newest first: usually the call just asked
-		if e := &x.entries[(x.next-j+n)%n]; e.seq == seq {
-			e.stale = failed || x.results[digest]
+	seen := slices.Contains(x.results, digest)
+	for j := 1; j <= len(x.entries); j++ { // the newest first: usually the call just asked
+		if e := x.ring(j); e.seq == seq {
+			e.stale = failed || seen
 			break
 		}
 	}
-	if failed {
+	if failed || seen {
 		return
 	}
-	if x.results == nil {
-		x.results = make(map[Hash]bool)
-	}
 	if len(x.results) >= queryIndexCap {
-		clear(x.results)
+		x.results = x.results[:0]
 	}
-	x.results[digest] = true
+	x.results = append(x.results, digest)
 }
 
 // similarKey reports whether the normalized query q, whose key k the
@@ -728,22 +740,16 @@ func (x *queryIndex) settle(seq uint64, failed bool, digest Hash) {
 // they were asked together, as distinct questions. A threshold above 1 or
 // NaN matches nothing.
 func (x *queryIndex) similarKey(q string, k *simKey, scope Hash, round uint64, threshold float64, blind bool) bool {
-	n := len(x.entries)
-	if n == 0 || !(threshold <= 1) {
-		return false
+	if !(threshold <= 1) || k.runes == 0 {
+		return false // a query without a word is similar to nothing
 	}
-	counts := func(e *queryEntry) bool {
-		return e.round < round && e.scope == scope && (blind || e.stale)
-	}
-	if i, ok := x.at[queryAt{queryBound(q), scope}]; ok && counts(&x.entries[i]) {
-		return true
-	}
-	if k.runes == 0 {
-		return false
-	}
-	for j := 1; j <= min(queryIndexWindow, n); j++ {
-		e := &x.entries[(x.next-j+n)%n]
-		if counts(e) && simScore(k, &e.key, threshold) >= threshold {
+	q = queryBound(q)
+	for j := 1; j <= len(x.entries); j++ {
+		e := x.ring(j)
+		if e.round >= round || e.scope != scope || !blind && !e.stale {
+			continue
+		}
+		if e.query == q || j <= queryIndexWindow && simScore(k, e.key, threshold) >= threshold {
 			return true
 		}
 	}
@@ -752,11 +758,8 @@ func (x *queryIndex) similarKey(q string, k *simKey, scope Hash, round uint64, t
 
 // reset forgets every query, keeping the memory for reuse.
 func (x *queryIndex) reset() {
-	clear(x.at)
-	clear(x.results)
 	clear(x.entries)
-	x.entries = x.entries[:0]
-	x.next = 0
+	x.entries, x.next, x.results = x.entries[:0], 0, x.results[:0]
 }
 
 // queryBound returns q if it is short enough to be a normalized query, and

@@ -3,6 +3,7 @@ package toolguard
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -179,6 +180,7 @@ func TestSimHistBound(t *testing.T) {
 		{"abc", "abcde", 2},      // two insertions
 		{"kitten", "sitting", 3}, // k, e against s, i, g: the distance itself
 		{"aaaa", "b", 4},
+		{strings.Repeat("a", 256), "b", 255}, // a count stops at 255: one below the distance
 	}
 	for _, tt := range tests {
 		ka, kb := simKeyOf(tt.a), simKeyOf(tt.b)
@@ -350,7 +352,8 @@ func TestQueryHugeInputs(t *testing.T) {
 // indexAdd records the query q, normalized, in x.
 func indexAdd(x *queryIndex, q string, scope Hash, round, seq uint64) {
 	q = normalizeQuery(q)
-	x.addKey(q, simKeyOf(q), scope, round, seq)
+	k := simKeyOf(q)
+	x.addKey(q, &k, scope, round, seq)
 }
 
 // indexSimilar is similarKey of the query q, normalized.
@@ -523,10 +526,11 @@ func TestQueryIndexReset(t *testing.T) {
 	var x queryIndex
 	var all Hash
 	indexAdd(&x, "fix bug", all, 1, 1)
+	x.settle(1, false, digestResult("r"))
 	x.reset()
 	assert.False(t, indexSimilar(&x, "fix bug", all, 2, 0.75, true))
 	assert.Empty(t, x.entries)
-	assert.Empty(t, x.at)
+	assert.Empty(t, x.results)
 	indexAdd(&x, "fix bug", all, 3, 2)
 	assert.True(t, indexSimilar(&x, "fix the bug", all, 4, 0.75, true), "usable after reset")
 }
@@ -565,22 +569,45 @@ func TestQueryIndexWindow(t *testing.T) {
 	assert.False(t, similar("kubernetes pod restart"), "forgotten")
 	assert.True(t, similar(simBenchQuery(1)), "the second oldest remains")
 	assert.Len(t, x.entries, queryIndexCap)
-	assert.Len(t, x.at, queryIndexCap)
 }
 
 func TestQueryIndexBounded(t *testing.T) {
 	var x queryIndex
 	for i := range 10_000 {
 		indexAdd(&x, simBenchQuery(i), Hash{byte(i)}, uint64(i), uint64(i))
+		x.settle(uint64(i), false, digestResult(simBenchQuery(i)))
 	}
 	assert.Len(t, x.entries, queryIndexCap)
-	assert.Len(t, x.at, queryIndexCap)
+	assert.LessOrEqual(t, len(x.results), queryIndexCap)
 
 	// A query that was never normalized is bounded too.
 	q := strings.Repeat("word ", 100_000)
-	x.addKey(q, simKeyOf(q), Hash{}, 1, 10_001)
-	e := x.entries[(x.next-1+queryIndexCap)%queryIndexCap]
-	assert.LessOrEqual(t, len(e.query), queryMaxBytes)
+	k := simKeyOf(q)
+	x.addKey(q, &k, Hash{}, 1, 10_001)
+	assert.LessOrEqual(t, len(x.ring(1).query), queryMaxBytes)
+}
+
+// TestQueryIndexResultsStartOver checks that past queryIndexCap distinct
+// results the index forgets them: a result seen before the start over is
+// new again.
+func TestQueryIndexResultsStartOver(t *testing.T) {
+	for _, overflow := range []bool{false, true} {
+		var x queryIndex
+		indexAdd(&x, "kubectl get pods", Hash{}, 1, 1)
+		x.settle(1, false, digestResult("pods"))
+		for i := range queryIndexCap - 1 {
+			x.settle(uint64(100+i), false, digestResult(fmt.Sprint(i))) // calls without a query
+		}
+		assert.Len(t, x.results, queryIndexCap)
+		if overflow {
+			x.settle(99, false, digestResult("one too many"))
+			assert.Len(t, x.results, 1)
+		}
+		indexAdd(&x, "kubectl get pods", Hash{}, 2, 2)
+		x.settle(2, false, digestResult("pods"))
+		assert.Equal(t, !overflow, indexSimilar(&x, "kubectl get pod", Hash{}, 3, simTestThreshold, false),
+			"overflow %v: the result seen before counts as new only after the start over", overflow)
+	}
 }
 
 // simBenchWords are the words simBenchQuery builds distinct queries from.
@@ -635,7 +662,7 @@ func simBenchIndex(b *testing.B, n int) {
 		if x.similarKey(q, &k, Hash{}, 2, simTestThreshold, true) {
 			b.Fatalf("%q: unexpected match", q)
 		}
-		x.addKey(q, k, Hash{}, 2, uint64(n+i))
+		x.addKey(q, &k, Hash{}, 2, uint64(n+i))
 	}
 }
 
@@ -677,4 +704,63 @@ func BenchmarkNormalizeQuery(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		normalizeQuery(q)
 	}
+}
+
+// TestMemorySearchSession measures the heap that an open session holds
+// after seven search calls, each a different question with its own result,
+// against one that made seven calls of another tool: the difference is
+// what the similar-query index and the rolling window keep for searches.
+func TestMemorySearchSession(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("heap measurement")
+	}
+	questions := [...]string{
+		"how to restart a kubernetes pod %d",
+		"kubectl rollout status deployment %d",
+		"why is my pod stuck in CrashLoopBackOff after upgrade %d",
+		"readiness probe failed connection refused %d",
+		"helm rollback to previous release %d",
+		"increase memory limit for container in deployment %d",
+		"kubernetes events for namespace staging %d",
+	}
+	ss := NewSessions(Policy{})
+	episode := func(tool, arg string, i int) func() *Tracker {
+		return func() *Tracker {
+			tr := ss.NewTracker()
+			for j, q := range questions {
+				args := fmt.Sprintf(`{%q: %q}`, arg, fmt.Sprintf(q, i))
+				c := Call{Tool: tool, Args: []byte(args)}
+				if d := tr.ShouldSkip(c); d.Verdict != Allow {
+					t.Fatalf("call %d refused: %+v", j, d)
+				}
+				tr.Record(c, Outcome{Result: fmt.Sprintf("result %d of session %d", j, i)})
+			}
+			return tr
+		}
+	}
+	const n = 4 << 10
+	held := func(tool, arg string) float64 {
+		trackers := make([]*Tracker, n)
+		for i := range trackers {
+			trackers[i] = episode(tool, arg, i)()
+		}
+		var with, without runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&with)
+		clear(trackers)
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&without)
+		runtime.KeepAlive(trackers)
+		return float64(int64(with.HeapAlloc)-int64(without.HeapAlloc)) / n
+	}
+	held("web_search", "query") // the tool policies, resolved once
+	held("read_file", "path")
+	search, other := held("web_search", "query"), held("read_file", "path")
+	t.Logf("seven search calls: %.0f bytes per open session; seven read_file calls: %.0f bytes; searches keep %.0f bytes more",
+		search, other, search-other)
+	// Measured when pinned: 3 337 bytes more (5 289 when the window and the
+	// query index each held a copy of every key, and the index two maps).
+	assert.LessOrEqual(t, search-other, 3600.0, "the state kept for searches grew back")
 }

@@ -689,15 +689,16 @@ func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Ti
 	st.reserved++
 	ks.count++
 	ks.pending++
+	var sim *simKey // the query's key, kept once for the index and the window
 	if p.query != "" && ts.queries < maxTurnQueries {
 		if tool.queries == nil {
 			tool.queries = &queryIndex{}
 		}
-		tool.queries.addKey(p.query, p.sim, p.scope, round, seq)
+		sim = tool.queries.addKey(p.query, &p.sim, p.scope, round, seq)
 		ts.queries++
 	}
 	if t.cfg.window > 0 && !p.rule.exempt && (p.query != "" || p.url != "") {
-		ts.window.push(windowItem{key: p.key, tool: p.rule, seq: seq, round: round, query: p.query, sim: p.sim, url: p.url})
+		ts.window.push(windowItem{key: p.key, tool: p.rule, seq: seq, round: round, sim: heldKey(sim, &p.sim), url: p.url})
 	}
 	if len(ts.pending) >= maxPending {
 		// The oldest pending call is given up: its key may be forgotten.

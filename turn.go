@@ -470,9 +470,8 @@ type windowItem struct {
 	tool     *toolRule
 	seq      uint64
 	round    uint64
-	query    string // normalized, for searches
-	sim      simKey // of query
-	url      string // host and path, for fetches
+	sim      *simKey // of the query, for searches whose query has a word; shared with the query index
+	url      string  // host and path, for fetches
 	recorded bool
 	failed   bool
 	newFact  bool // the result differed from every earlier result of the tool in the window
@@ -543,7 +542,7 @@ func (w *window) count(p *probe, round uint64, threshold float64) int {
 		}
 		switch {
 		case p.query != "":
-			if it.query != "" && querySimilarityKeys(it.query, p.query, &it.sim, &p.sim) >= threshold {
+			if it.sim != nil && simScore(it.sim, &p.sim, threshold) >= threshold {
 				n++
 			}
 		case it.url == p.url:
