@@ -124,7 +124,7 @@ func (t *Tracker) summary(session bool) Summary {
 		if f := e.turn.fail(); e.inTurn(t.turnNo) && f != nil && f.count > 1 {
 			ss.SameFailure = f.count
 		}
-		for reason, n := range stats.skipsByReason() {
+		for reason, n := range e.skipsBy(session) {
 			if n > 0 {
 				if ss.SkipReasons == nil {
 					ss.SkipReasons = make(map[Reason]int)
@@ -257,4 +257,16 @@ func (s Summary) String() string {
 	}
 	fmt.Fprintf(&b, "Next: %s", s.Next)
 	return b.String()
+}
+
+// skipsBy returns the tool's skips by reason, over the session or in the
+// current turn.
+func (e *toolEntry) skipsBy(session bool) [numReasons]int32 {
+	switch {
+	case e.skips == nil:
+		return [numReasons]int32{}
+	case session:
+		return e.skips.session
+	}
+	return e.skips.turn
 }

@@ -109,9 +109,30 @@ func NewTracker(p Policy) *Tracker {
 // which never changes and may be shared with other sessions, and its
 // counters, guarded by Tracker.mu.
 type toolEntry struct {
-	rule    *toolRule // with the tool's name
-	session toolStats // over the session
-	turn    toolState // over the turn turn.turn; stale in other turns
+	rule    *toolRule  // with the tool's name
+	skips   *toolSkips // allocated at the tool's first skip
+	session toolStats  // over the session
+	turn    toolState  // over the turn turn.turn; stale in other turns
+}
+
+// skip counts a skip of the tool, whose turn state is the current turn's.
+func (e *toolEntry) skip(r Reason) {
+	e.session.skipped++
+	e.turn.stats.skipped++
+	if e.skips == nil {
+		e.skips = &toolSkips{}
+	}
+	e.skips.session[r]++
+	e.skips.turn[r]++
+}
+
+// clearTurn drops the tool's state of an earlier turn and starts that of
+// turn n.
+func (e *toolEntry) clearTurn(n int) {
+	e.turn = toolState{turn: int32(n)}
+	if e.skips != nil {
+		e.skips.turn = [numReasons]int32{}
+	}
 }
 
 // inTurn reports whether the tool's turn state is that of the turn n.
@@ -162,7 +183,7 @@ func (t *Tracker) tool(name string) *toolEntry {
 // turn left. t.mu must be held.
 func (t *Tracker) turnTool(e *toolEntry) *toolState {
 	if !e.inTurn(t.turnNo) {
-		e.turn = toolState{turn: int32(t.turnNo)}
+		e.clearTurn(t.turnNo)
 	}
 	return &e.turn
 }
@@ -499,8 +520,7 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g 
 		}
 	} else {
 		ts.skipped++
-		tool.stats.skip(d.Reason)
-		st.skip(d.Reason)
+		p.tool.skip(d.Reason)
 	}
 	if slot >= 0 || ks.count > 0 || ks.hinted != 0 || ks.seen {
 		slot = ts.storeKey(p.key, slot, ks)
@@ -596,8 +616,8 @@ func (t *Tracker) rulesLocked(c Call, p *probe, round uint64, tool *toolState, s
 		// the hint. After a failure hint one attempt runs (below).
 		return t.fire(c, p, ks, Reason(ks.hintBy), &ks.hinted, int(ks.count), r.maxRepeats, insistMessage(c.Tool)), true
 	}
-	if r.limit > 0 && int(tool.calls) >= r.limit {
-		return t.fire(c, p, ks, ReasonToolLimit, &tool.hints().limitHinted, int(tool.calls), r.limit,
+	if r.limit > 0 && int(tool.stats.reserved) >= r.limit {
+		return t.fire(c, p, ks, ReasonToolLimit, &tool.hints().limitHinted, int(tool.stats.reserved), r.limit,
 			turnLimitMessage(c.Tool, r.limit)), true
 	}
 	if n := int(st.reserved); r.quota > 0 && n >= r.quota {
@@ -685,7 +705,7 @@ func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Ti
 	} else {
 		ts.reserved++
 	}
-	tool.calls++
+	tool.stats.reserved++
 	st.reserved++
 	ks.count++
 	ks.pending++
@@ -981,7 +1001,7 @@ func (t *Tracker) Reset() {
 // (its search queries, up to a megabyte and more) for the session.
 func (t *Tracker) clearToolTurnsLocked() {
 	for _, e := range t.turnTools() {
-		e.turn = toolState{}
+		e.clearTurn(0)
 	}
 }
 

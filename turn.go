@@ -52,10 +52,9 @@ func (ks *keyState) refresh(changes uint32) {
 // toolState is what the turn knows of one tool.
 type toolState struct {
 	turn    int32       // the turn it is of (wraps past 2³¹ turns)
-	calls   int32       // allowed this turn
+	stats   toolStats   // stats.reserved: the calls allowed this turn
 	more    *toolMore   // allocated at the tool's first failure or hint in the turn
 	queries *queryIndex // search tools only
-	stats   toolStats
 }
 
 // toolMore is what the turn knows of a tool that failed or was hinted at:
@@ -168,28 +167,17 @@ func (s *toolState) recordFailure(failed bool, sig Hash, shape string, key callK
 
 // toolStats are the counters behind the escalation summary.
 type toolStats struct {
-	skips      *[numReasons]int32 // by reason; allocated at the first skip
-	reserved   int32              // calls allowed (session quotas count these)
+	reserved   int32 // calls allowed (session quotas count these)
 	ok         int32
 	failed     int32
 	newResults int32
 	skipped    int32
 }
 
-func (s *toolStats) skip(r Reason) {
-	s.skipped++
-	if s.skips == nil {
-		s.skips = new([numReasons]int32)
-	}
-	s.skips[r]++
-}
-
-// skipsByReason returns the skips of each reason.
-func (s *toolStats) skipsByReason() [numReasons]int32 {
-	if s.skips == nil {
-		return [numReasons]int32{}
-	}
-	return *s.skips
+// toolSkips counts the skips of a tool by reason, over the session and in
+// the turn of its toolState.
+type toolSkips struct {
+	session, turn [numReasons]int32
 }
 
 func (s *toolStats) finish(failed, progress bool) {
