@@ -2,6 +2,7 @@ package audit
 
 import (
 	"encoding/json"
+	"fmt"
 	"path"
 	"strings"
 )
@@ -11,6 +12,7 @@ import (
 type claudeRecord struct {
 	Type             string `json:"type"`
 	UUID             string `json:"uuid"`
+	ParentUUID       string `json:"parentUuid"`
 	SessionID        string `json:"sessionId"`
 	AgentID          string `json:"agentId"`
 	Cwd              string `json:"cwd"`
@@ -48,8 +50,11 @@ func (u *anthropicUsage) output() int {
 }
 
 // claudeReader reads a Claude Code session: the main chain is one episode,
-// each sidechain (a subagent, by agentId) another. Lines that repeat a uuid
-// already read (a resumed session copies its history) are skipped.
+// each sidechain (a subagent) another. A subagent is told by its agentId;
+// Claude Code 1.0.x wrote its subagents inline without one, each chain
+// starting at a user line whose parentUuid is null, so there a line joins
+// the chain of its parent. Lines that repeat a uuid already read (a
+// resumed session copies its history) are skipped.
 type claudeReader struct {
 	name     string
 	project  string
@@ -57,10 +62,15 @@ type claudeReader struct {
 	order    []string
 	seenUUID map[string]bool
 	seen     map[string]int
+	// sideOf is the inline sidechain of each line read without an agentId
+	// (Claude Code 1.0.x); sides counts those chains.
+	sideOf map[string]string
+	sides  int
 }
 
 func newClaudeReader(name string) *claudeReader {
-	return &claudeReader{name: name, chains: map[string]*session{}, seenUUID: map[string]bool{}, seen: map[string]int{}}
+	return &claudeReader{name: name, chains: map[string]*session{}, seenUUID: map[string]bool{},
+		seen: map[string]int{}, sideOf: map[string]string{}}
 }
 
 func (r *claudeReader) record(_ int, data []byte) error {
@@ -77,11 +87,12 @@ func (r *claudeReader) record(_ int, data []byte) error {
 	if r.project == "" && rec.Cwd != "" {
 		r.project = rec.Cwd
 	}
+	side := r.sidechain(&rec)
 	if (rec.Type != "user" && rec.Type != "assistant") || rec.Message == nil {
 		r.seen[orDash(rec.Type)+" records"]++
 		return nil
 	}
-	s := r.chain(rec)
+	s := r.chain(rec, side)
 	m := rec.Message
 	if rec.Type == "assistant" {
 		blocks, err := contentBlocks(m.Content, "message.content")
@@ -103,7 +114,11 @@ func (r *claudeReader) record(_ int, data []byte) error {
 			}
 		}
 		if len(calls) == 0 {
-			s.response(m.Usage.prompt())
+			// A line of a response whose calls were read on earlier lines
+			// carries the usage at that point of the stream: keep the last.
+			if !s.sameResponse(m.ID, m.Usage.prompt(), m.Usage.output()) {
+				s.response(m.Usage.prompt())
+			}
 			return nil
 		}
 		s.calls(m.ID, m.Usage.prompt(), m.Usage.output(), calls...)
@@ -142,15 +157,29 @@ func (r *claudeReader) record(_ int, data []byte) error {
 	return nil
 }
 
-// chain returns the session of the record's chain.
-func (r *claudeReader) chain(rec claudeRecord) *session {
-	key := ""
-	if rec.IsSidechain {
-		key = "agent-" + rec.AgentID
-		if rec.AgentID == "" {
-			key = "sidechain"
-		}
+// sidechain returns the key of the record's sidechain: "agent-ID" for a
+// subagent with an agentId, "sidechain-N" for the N-th inline chain of a
+// Claude Code 1.0.x session, "" for the main chain.
+func (r *claudeReader) sidechain(rec *claudeRecord) string {
+	switch {
+	case !rec.IsSidechain:
+		return ""
+	case rec.AgentID != "":
+		return "agent-" + rec.AgentID
 	}
+	key, ok := r.sideOf[rec.ParentUUID]
+	if !ok || rec.ParentUUID == "" {
+		r.sides++
+		key = fmt.Sprintf("sidechain-%d", r.sides)
+	}
+	if rec.UUID != "" {
+		r.sideOf[rec.UUID] = key
+	}
+	return key
+}
+
+// chain returns the session of the chain key.
+func (r *claudeReader) chain(rec claudeRecord, key string) *session {
 	s := r.chains[key]
 	if s == nil {
 		name := rec.SessionID

@@ -89,7 +89,7 @@ func (s *session) calls(key string, prompt, output int, calls ...Call) {
 	if len(calls) == 0 {
 		return
 	}
-	if key == "" || key != s.lastKey || s.round == 0 {
+	if !s.sameResponse(key, prompt, output) {
 		if prompt > 0 {
 			s.response(prompt)
 		}
@@ -110,6 +110,24 @@ func (s *session) calls(key string, prompt, output int, calls ...Call) {
 	}
 }
 
+// sameResponse reports whether key names the response of the last round
+// and, if so, books the usage given as that response's: Claude Code writes
+// one line per content block, each with the usage at that point of the
+// stream, so the last line's is the response's.
+func (s *session) sameResponse(key string, prompt, output int) bool {
+	if key == "" || key != s.lastKey || s.round == 0 {
+		return false
+	}
+	u := &s.rounds[len(s.rounds)-1]
+	if prompt > 0 {
+		u.prompt = prompt
+	}
+	if output > 0 {
+		u.output = output
+	}
+	return true
+}
+
 // result completes the oldest call with this id that has none yet. A
 // result for no known call is counted and left out.
 func (s *session) result(id, text string, failed bool) {
@@ -120,7 +138,29 @@ func (s *session) result(id, text string, failed bool) {
 	}
 	s.pending[id] = q[1:]
 	c := &s.ep.Calls[q[0]]
-	c.Result, c.Failed = text, failed
+	c.Result, c.Failed = text, c.Failed || failed
+}
+
+// failLookBack bounds how far back fail looks for a completed call.
+const failLookBack = 256
+
+// fail marks the call with this id as failed, whether its result has come
+// (among the last failLookBack calls) or not yet (Codex writes
+// patch_apply_end before or after the call's output).
+func (s *session) fail(id string) {
+	if id == "" {
+		return
+	}
+	if q := s.pending[id]; len(q) > 0 {
+		s.ep.Calls[q[0]].Failed = true
+		return
+	}
+	for i := len(s.ep.Calls) - 1; i >= max(0, len(s.ep.Calls)-failLookBack); i-- {
+		if s.ep.Calls[i].ID == id {
+			s.ep.Calls[i].Failed = true
+			return
+		}
+	}
 }
 
 // finish returns the episode with the cost of every call: tokens when the

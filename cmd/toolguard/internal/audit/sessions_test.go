@@ -134,10 +134,10 @@ func TestNeverSilentlyClean(t *testing.T) {
 		t.Errorf("--allow-no-calls: status %d\n%s\n%s", st, out, errOut)
 	}
 	unknown := `{"timestamp":"t","type":"session_meta","payload":{"id":"s1","cwd":"/w"}}
-{"timestamp":"t","type":"response_item","payload":{"type":"image_generation_call","id":"ig_1"}}
+{"timestamp":"t","type":"response_item","payload":{"type":"computer_call","id":"cu_1"}}
 `
 	st, _, errOut = main3(t, unknown, "--allow-no-calls", "-")
-	if st != ExitBadInput || !strings.Contains(errOut, "1 unrecognized image_generation_call items") {
+	if st != ExitBadInput || !strings.Contains(errOut, "1 unrecognized computer_call items") {
 		t.Errorf("unknown kind: status %d, stderr %q", st, errOut)
 	}
 	// Conversations whose call blocks the reader did not know used to be
