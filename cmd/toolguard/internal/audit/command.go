@@ -48,8 +48,10 @@ Gemini CLI sessions, OpenAI (Chat Completions, chat.completion responses,
 Responses API), Anthropic or Vercel AI SDK conversations, OTLP-JSON GenAI
 spans, or episodes in the JSON Lines trace format; the format is detected
 from the content (docs/audit.md lists them). A FOLDER is walked for its
-*.jsonl and session-*.json files (~/.claude/projects, ~/.codex/sessions,
-~/.gemini/tmp), grouped by project. "-" reads standard input.
+*.jsonl and *.json files (~/.claude/projects, ~/.codex/sessions,
+~/.gemini/tmp), grouped by project; a file in it that is not a transcript
+is skipped, a transcript without a tool call is listed. "-" reads standard
+input.
 
 Flags (before or after the files):
   --format text|json|html  output: one line per episode and a summary
@@ -65,14 +67,14 @@ Flags (before or after the files):
   --episodes all|fired|none
                            which episodes the text report lists, one per
                            line, before its summary (default all)
-  --allow-no-calls         accept a file without any tool call (otherwise
-                           an error: its calls may have a shape this
-                           command does not read)
   --max-episode-size MIB   the largest record, or session file, read
                            (default 256); a larger one is an error
 
-Exit status: 0 audited; 1 --fail-on reached; 2 usage error, or a file that
-could not be read or parsed (the other files are still audited).
+Exit status: 0 every file was read (a file without a tool call, or a
+last line cut off while its session was being written, is read and
+listed, not a failure); 1 --fail-on was reached; 2 a usage error, or some
+file could not be read or parsed (the other files are still audited, and
+2 wins over 1).
 `
 
 // Main runs `toolguard audit` with the arguments after "audit" and
@@ -159,7 +161,7 @@ func parseOptions(args []string, env Env) (options, int, bool) {
 	preset := fset.String("preset", "", "")
 	policyFile := fset.String("policy", "", "")
 	failOn := fset.String("fail-on", "", "")
-	allowNoCalls := fset.Bool("allow-no-calls", false, "")
+	fset.Bool("allow-no-calls", false, "") // accepted for old scripts: a file without calls is no longer an error
 	lines := fset.String("episodes", "all", "")
 	maxEpisode := fset.Int("max-episode-size", DefaultMaxEpisode>>20, "")
 	fail := func(format string, a ...any) (options, int, bool) {
@@ -246,7 +248,7 @@ func parseOptions(args []string, env Env) (options, int, bool) {
 		}
 	}
 	opts.run = runOptions{
-		policy: opts.policy, keep: *formatFlag != "text", allowNoCalls: *allowNoCalls,
+		policy: opts.policy, keep: *formatFlag != "text",
 		maxEpisode: *maxEpisode << 20, workers: workersDefault(),
 	}
 	return opts, ExitOK, true

@@ -20,12 +20,14 @@ type (
 		Summary  jsonSummary   `json:"summary"`
 	}
 	jsonFile struct {
-		File     string `json:"file"`
-		Format   string `json:"format"`
-		Episodes int    `json:"episodes"`
-		Calls    int    `json:"calls"`
-		Error    string `json:"error"`
-		Skipped  string `json:"skipped,omitempty"`
+		File     string   `json:"file"`
+		Format   string   `json:"format"`
+		Episodes int      `json:"episodes"`
+		Calls    int      `json:"calls"`
+		Error    string   `json:"error"`
+		Skipped  string   `json:"skipped,omitempty"`
+		NoCalls  string   `json:"no_calls,omitempty"`
+		Warnings []string `json:"warnings,omitempty"`
 	}
 	jsonEpisode struct {
 		File        string            `json:"file"`
@@ -67,6 +69,7 @@ type (
 		ByLabel            []jsonLabelCount `json:"by_label"`
 		Outcomes           *jsonOutcomes    `json:"outcomes"`
 		FilesSkipped       int              `json:"files_skipped"`
+		FilesWithoutCalls  int              `json:"files_without_calls"`
 		RefusedCalls       int              `json:"refused_calls"`
 		RefusedByTool      []jsonToolCount  `json:"refused_by_tool"`
 		ByProject          []jsonProject    `json:"by_project"`
@@ -155,7 +158,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 		Episodes: make([]jsonEpisode, 0, len(r.Episodes)),
 	}
 	for _, f := range r.Files {
-		jf := jsonFile{File: f.File, Episodes: f.Episodes, Calls: f.Calls, Skipped: f.Skipped}
+		jf := jsonFile{File: f.File, Episodes: f.Episodes, Calls: f.Calls, Skipped: f.Skipped, NoCalls: f.NoCalls, Warnings: f.Warnings}
 		if f.Format != 0 {
 			jf.Format = f.Format.String()
 		}
@@ -193,6 +196,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 		ByLabel:          make([]jsonLabelCount, 0, len(s.ByLabel)),
 	}
 	out.Summary.FilesSkipped, out.Summary.RefusedCalls = s.Skipped, s.Refused
+	out.Summary.FilesWithoutCalls = s.NoCalls
 	out.Summary.RefusedByTool = make([]jsonToolCount, 0, len(s.ByTool))
 	for _, tc := range s.ByTool {
 		out.Summary.RefusedByTool = append(out.Summary.RefusedByTool, jsonToolCount(tc))

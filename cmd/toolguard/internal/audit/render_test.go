@@ -128,7 +128,7 @@ func TestWriteJSON(t *testing.T) {
 	mustUnmarshal(t, doc["summary"], &sum)
 	wantKeys(t, "summary", sum, "files", "files_not_read", "episodes", "calls", "episodes_with_firing",
 		"episodes_with_hint", "episodes_with_abort", "episodes_reaching_phase", "firings_by_reason", "by_label", "outcomes",
-		"files_skipped", "refused_calls", "refused_by_tool", "by_project", "worst_episodes", "cost")
+		"files_skipped", "files_without_calls", "refused_calls", "refused_by_tool", "by_project", "worst_episodes", "cost")
 	var reasons []map[string]any
 	mustUnmarshal(t, sum["firings_by_reason"], &reasons)
 	if len(reasons) != 1 || reasons[0]["reason"] != "duplicate" || reasons[0]["hints"] != 3.0 || reasons[0]["aborts"] != 4.0 {

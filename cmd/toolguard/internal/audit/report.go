@@ -27,6 +27,13 @@ type FileResult struct {
 	// Skipped says why a file found in a folder was passed over (it holds
 	// no transcript); "" for a file that was read.
 	Skipped string
+	// NoCalls, for a file read without finding a tool call, says what was
+	// found instead ("1 assistant text blocks, 1 user messages"); such a
+	// file is listed, not an error.
+	NoCalls string
+	// Warnings are what was read around (a truncated last line), one
+	// sentence each with its line.
+	Warnings []string
 }
 
 // EpisodeResult is one replayed episode.
@@ -221,6 +228,7 @@ type Summary struct {
 	Files       int
 	FailedFiles int
 	Skipped     int // files in folders that hold no transcript
+	NoCalls     int // files read without finding a tool call
 	Episodes    int
 	Calls       int
 	WithFiring  int // episodes with a hint or an abort
@@ -328,6 +336,8 @@ func (r *Report) Summary() Summary {
 		switch {
 		case f.Skipped != "":
 			s.Skipped++
+		case f.NoCalls != "":
+			s.NoCalls++
 		case f.Err != nil:
 			s.FailedFiles++
 		}

@@ -220,10 +220,10 @@ func spread(round []Call, u roundUsage, tokens bool) {
 	}
 }
 
-// noCalls is the error of a file in which the reader found no call: it
-// names what it found instead, so that a transcript whose calls have a
-// shape the reader does not know is never reported clean.
-func noCalls(format Format, seen map[string]int) error {
+// noCalls describes a file in which the reader found no call, by what it
+// found instead; unknown reports records of a kind the reader does not
+// know, which may be calls of a shape it cannot read.
+func noCalls(seen map[string]int) (found string, unknown bool) {
 	kinds := make([]string, 0, len(seen))
 	for k := range seen {
 		kinds = append(kinds, k)
@@ -232,27 +232,10 @@ func noCalls(format Format, seen map[string]int) error {
 	parts := make([]string, 0, len(kinds))
 	for _, k := range kinds {
 		parts = append(parts, fmt.Sprintf("%d %s", seen[k], k))
-	}
-	unknown := false
-	for _, k := range kinds {
 		unknown = unknown || strings.HasPrefix(k, "unrecognized ")
 	}
-	found := "nothing"
-	if len(parts) > 0 {
-		found = strings.Join(parts, ", ")
+	if len(parts) == 0 {
+		return "nothing", unknown
 	}
-	if unknown {
-		return &noCallsError{msg: fmt.Sprintf("no tool call this reader understands in this %s file (found: %s)", format, found), unknown: true}
-	}
-	return &noCallsError{msg: fmt.Sprintf("no tool call in this %s file (found: %s); if it really has none, pass --allow-no-calls", format, found)}
+	return strings.Join(parts, ", "), unknown
 }
-
-// noCallsError is a file without calls. --allow-no-calls accepts it,
-// unless the file holds records of a kind the reader does not know
-// (unknown), which may be calls it cannot read.
-type noCallsError struct {
-	msg     string
-	unknown bool
-}
-
-func (e *noCallsError) Error() string { return e.msg }

@@ -34,11 +34,14 @@ func WriteText(w io.Writer, r *Report) error {
 		fmt.Fprintln(tw)
 	}
 	fmt.Fprintf(tw, "Summary (policy: %s)\n", printable(r.Policy))
-	skipped := ""
-	if s.Skipped > 0 {
-		skipped = fmt.Sprintf(", %d skipped: not transcripts", s.Skipped)
+	extra := ""
+	if s.NoCalls > 0 {
+		extra += fmt.Sprintf(", %d without a tool call", s.NoCalls)
 	}
-	fmt.Fprintf(tw, "  files\t%d (%d not read%s)\n", s.Files, s.FailedFiles, skipped)
+	if s.Skipped > 0 {
+		extra += fmt.Sprintf(", %d skipped: not transcripts", s.Skipped)
+	}
+	fmt.Fprintf(tw, "  files\t%d (%d not read%s)\n", s.Files, s.FailedFiles, extra)
 	fmt.Fprintf(tw, "  episodes\t%d\n", s.Episodes)
 	fmt.Fprintf(tw, "  calls\t%d\n", s.Calls)
 	fmt.Fprintf(tw, "  episodes with a firing\t%d\n", s.WithFiring)
@@ -68,6 +71,7 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 	}
 	writeTeamBlocks(tw, &s)
+	writeFileBlocks(tw, r)
 	if o := s.Outcomes; o != nil {
 		fmt.Fprintln(tw, "\nAgainst the labels (a refusal is a hint or an abort)")
 		fmt.Fprintf(tw, "  false alarms on successes\t%s with a refusal\n", ofN(o.FalseAlarms, o.Successes, "successful episodes"))
@@ -75,6 +79,40 @@ func WriteText(w io.Writer, r *Report) error {
 		fmt.Fprintf(tw, "  calls saved on failed episodes\t%s from the first refusal on\n", ofN(o.SavedCalls, o.FailureCalls, "calls"))
 	}
 	return tw.Flush()
+}
+
+// maxFileRows bounds the lists of files in the text report.
+const maxFileRows = 20
+
+// writeFileBlocks lists the files read without a tool call and the files
+// read around a problem, each with what was found.
+func writeFileBlocks(tw *tabwriter.Writer, r *Report) {
+	var none, warned []FileResult
+	for _, f := range r.Files {
+		if f.NoCalls != "" {
+			none = append(none, f)
+		}
+		if len(f.Warnings) > 0 {
+			warned = append(warned, f)
+		}
+	}
+	list := func(title string, fs []FileResult, what func(FileResult) []string) {
+		if len(fs) == 0 {
+			return
+		}
+		fmt.Fprintf(tw, "\n%s (%d)\n", title, len(fs))
+		for i, f := range fs {
+			if i == maxFileRows {
+				fmt.Fprintf(tw, "  … %d more files (the JSON report lists them all)\t\n", len(fs)-i)
+				break
+			}
+			for _, w := range what(f) {
+				fmt.Fprintf(tw, "  %s\t%s\n", printable(clipMiddle(f.File, 80)), printable(w))
+			}
+		}
+	}
+	list("Files without a tool call", none, func(f FileResult) []string { return []string{"found: " + f.NoCalls} })
+	list("Files read with a warning", warned, func(f FileResult) []string { return f.Warnings })
 }
 
 // maxToolRows bounds the table of refused tools in the text report.
