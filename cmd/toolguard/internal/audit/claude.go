@@ -14,6 +14,8 @@ type claudeRecord struct {
 	UUID             string `json:"uuid"`
 	ParentUUID       string `json:"parentUuid"`
 	SessionID        string `json:"sessionId"`
+	SessionIDS       string `json:"session_id"` // the headless stream-json output
+	ParentToolUseID  string `json:"parent_tool_use_id"`
 	AgentID          string `json:"agentId"`
 	Cwd              string `json:"cwd"`
 	IsSidechain      bool   `json:"isSidechain"`
@@ -157,11 +159,15 @@ func (r *claudeReader) record(_ int, data []byte) error {
 	return nil
 }
 
-// sidechain returns the key of the record's sidechain: "agent-ID" for a
+// sidechain returns the key of the record's sidechain: "task-ID" for a
+// subagent of the headless output (its Task call's id), "agent-ID" for a
 // subagent with an agentId, "sidechain-N" for the N-th inline chain of a
 // Claude Code 1.0.x session, "" for the main chain.
 func (r *claudeReader) sidechain(rec *claudeRecord) string {
 	switch {
+	case rec.ParentToolUseID != "":
+		// The headless output: a subagent's messages name its Task call.
+		return "task-" + rec.ParentToolUseID
 	case !rec.IsSidechain:
 		return ""
 	case rec.AgentID != "":
@@ -183,6 +189,9 @@ func (r *claudeReader) chain(rec claudeRecord, key string) *session {
 	s := r.chains[key]
 	if s == nil {
 		name := rec.SessionID
+		if name == "" {
+			name = rec.SessionIDS
+		}
 		if name == "" {
 			name = strings.TrimSuffix(path.Base(r.name), ".jsonl")
 		}

@@ -479,6 +479,13 @@ func parseRecs(name string, recs []record) (Format, []Episode, map[string]int, e
 		return format, eps, nil, err
 	}
 	rd := det.newReader(name)
+	if det.array {
+		els, err := arrayRecords(recs[0])
+		if err != nil {
+			return 0, nil, nil, &ParseError{File: name, Line: recs[0].line, Problem: err.Error()}
+		}
+		recs = els
+	}
 	for _, rec := range recs {
 		if err := rd.record(rec.line, rec.data); err != nil {
 			if !json.Valid(rec.data) {
