@@ -42,7 +42,7 @@ var (
 	// streamTypes are the messages of Claude Code's headless output
 	// (claude -p --output-format stream-json), which carry session_id.
 	streamTypes = map[string]bool{"system": true, "assistant": true, "user": true, "result": true}
-	codexTypes = map[string]bool{"session_meta": true, "response_item": true, "event_msg": true,
+	codexTypes  = map[string]bool{"session_meta": true, "response_item": true, "event_msg": true,
 		"turn_context": true, "compacted": true}
 	responsesItemTypes = map[string]bool{"message": true, "function_call": true, "function_call_output": true,
 		"custom_tool_call": true, "custom_tool_call_output": true, "reasoning": true}

@@ -72,6 +72,17 @@ func TestSessionFormats(t *testing.T) {
 		{"otlp/genai_spans.jsonl", FormatOTLP, "", true, []shape{
 			{"conv_7d1e", "", []string{"fetch_invoice 1 1 !", "fetch_invoice 2 1 !", "fetch_invoice 3 1 !"}},
 		}},
+		// claude-code-action's execution file: the headless stream-json
+		// messages collected in one JSON array.
+		{"headless/claude-execution-output.json", FormatClaudeCode, "", true, []shape{
+			{"sample-session-id", "", []string{"Read 1 1", "Edit 2 1", "mcp__github__add_pull_request_review_comment 3 1"}},
+		}},
+		// claude -p --output-format stream-json: one message a line; the
+		// subagent's messages name its Task call (parent_tool_use_id).
+		{"headless/claude-stream.jsonl", FormatClaudeCode, "/home/runner/work/shop/shop", true, []shape{
+			{"0b7e2c55-1f3a-4c8e-9d20-6a5b4c3d2e1f", "", []string{"Bash 1 1 !", "Task 2 1", "Edit 3 1", "Bash 4 1"}},
+			{"0b7e2c55-1f3a-4c8e-9d20-6a5b4c3d2e1f/task-toolu_01B", "", []string{"Bash 1 1"}},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
