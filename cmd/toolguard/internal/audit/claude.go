@@ -75,7 +75,7 @@ func newClaudeReader(name string) *claudeReader {
 		seen: map[string]int{}, sideOf: map[string]string{}}
 }
 
-func (r *claudeReader) record(_ int, data []byte) error {
+func (r *claudeReader) record(line int, data []byte) error {
 	var rec claudeRecord
 	if err := decode(data, &rec); err != nil {
 		return describeErr(err)
@@ -95,6 +95,7 @@ func (r *claudeReader) record(_ int, data []byte) error {
 		return nil
 	}
 	s := r.chain(rec, side)
+	s.line = line
 	m := rec.Message
 	if rec.Type == "assistant" {
 		blocks, err := contentBlocks(m.Content, "message.content")
@@ -132,16 +133,20 @@ func (r *claudeReader) record(_ int, data []byte) error {
 	}
 	if jsonKind(m.Content) == "string" {
 		s.note("user messages")
-		s.userTurn()
+		text, _ := contentText(m.Content, "")
+		s.userTurn(text)
 		return nil
 	}
 	blocks, err := contentBlocks(m.Content, "message.content")
 	if err != nil {
 		return err
 	}
-	newTurn := false
+	newTurn, text := false, ""
 	for i := range blocks {
 		b := &blocks[i]
+		if b.Type == "text" && b.Text != nil && text == "" {
+			text = *b.Text
+		}
 		if b.Type == "tool_result" {
 			text, err := contentText(b.Content, "message.content.content")
 			if err != nil {
@@ -154,7 +159,7 @@ func (r *claudeReader) record(_ int, data []byte) error {
 	}
 	if newTurn {
 		s.note("user messages")
-		s.userTurn()
+		s.userTurn(text)
 	}
 	return nil
 }

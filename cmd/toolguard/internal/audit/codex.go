@@ -36,6 +36,7 @@ type responsesItem struct {
 	Status    string          `json:"status"`
 	Cwd       string          `json:"cwd"`
 	Success   *bool           `json:"success"`
+	Message   string          `json:"message"` // event_msg user_message
 	Info      *struct {
 		Last *struct {
 			InputTokens  int `json:"input_tokens"`
@@ -61,12 +62,13 @@ func newCodexReader(name string) *codexReader {
 	return &codexReader{s: newSession(base)}
 }
 
-func (r *codexReader) record(_ int, data []byte) error {
+func (r *codexReader) record(line int, data []byte) error {
 	var l codexLine
 	if err := decode(data, &l); err != nil {
 		return describeErr(err)
 	}
 	s := r.s
+	s.line = line
 	switch {
 	case l.Payload == nil && l.Type == "" && l.ID != "":
 		s.ep.Name = l.ID // the first line of an older rollout
@@ -100,7 +102,7 @@ func (r *codexReader) record(_ int, data []byte) error {
 			r.userEvents = true
 			r.afterCall = false
 			s.note("user messages")
-			s.userTurn()
+			s.userTurn(p.Message)
 		case "patch_apply_end":
 			// The patch of an apply_patch call did not apply; the call's
 			// output may not say so.
@@ -178,7 +180,7 @@ func (r *codexReader) item(it *responsesItem) error {
 			}
 			if !injected(text) {
 				s.note("user messages")
-				s.userTurn()
+				s.userTurn(text)
 			}
 			return nil
 		}

@@ -62,6 +62,9 @@ Flags (before or after the files):
   --policy FILE            use the quotas of a YAML quota file (or the
                            front matter of a Markdown agent definition),
                            over the defaults or over --preset
+  --compare NAME,...       replay under these policies too and set them side
+                           by side (NAME: default, policy for the --policy
+                           file, or a preset)
   --fail-on hint|abort     exit 1 when an episode reached that verdict
                            (hint includes abort)
   --episodes all|fired|none
@@ -90,6 +93,9 @@ func Main(args []string, env Env) int {
 	}
 
 	r := &Report{Policy: opts.policyName, Lines: opts.lines}
+	for _, np := range opts.run.compare {
+		r.Compare = append(r.Compare, np.name)
+	}
 	ins, errs := expandInputs(opts.files)
 	for _, fr := range errs {
 		fmt.Fprintln(env.Stderr, fr.Err)
@@ -163,6 +169,7 @@ func parseOptions(args []string, env Env) (options, int, bool) {
 	failOn := fset.String("fail-on", "", "")
 	fset.Bool("allow-no-calls", false, "") // accepted for old scripts: a file without calls is no longer an error
 	lines := fset.String("episodes", "all", "")
+	compare := fset.String("compare", "", "")
 	maxEpisode := fset.Int("max-episode-size", DefaultMaxEpisode>>20, "")
 	fail := func(format string, a ...any) (options, int, bool) {
 		fmt.Fprintf(env.Stderr, "toolguard audit: "+format+"\n", a...)
@@ -247,11 +254,38 @@ func parseOptions(args []string, env Env) (options, int, bool) {
 			opts.policyName += " with file " + *policyFile
 		}
 	}
+	var compared []namedPolicy
+	if *compare != "" {
+		for _, name := range strings.Split(*compare, ",") {
+			name = strings.TrimSpace(name)
+			switch name {
+			case "default":
+				compared = append(compared, namedPolicy{name: name})
+			case "policy":
+				if *policyFile == "" {
+					return fail("--compare policy: no --policy FILE given")
+				}
+				compared = append(compared, namedPolicy{name: "policy " + *policyFile, policy: opts.policy})
+			default:
+				p, err := toolguard.Preset(name)
+				if err != nil {
+					return fail("--compare: %v (want default, policy or a preset: %s)", err, strings.Join(toolguard.PresetNames(), ", "))
+				}
+				compared = append(compared, namedPolicy{name: "preset " + name, policy: p})
+			}
+		}
+	}
 	opts.run = runOptions{
-		policy: opts.policy, keep: *formatFlag != "text",
+		policy: opts.policy, keep: *formatFlag != "text", compare: compared,
 		maxEpisode: *maxEpisode << 20, workers: workersDefault(),
 	}
 	return opts, ExitOK, true
+}
+
+// namedPolicy is a policy of --compare and its name.
+type namedPolicy struct {
+	name   string
+	policy toolguard.Policy
 }
 
 // parseInterspersed parses flags that may come before, between or after

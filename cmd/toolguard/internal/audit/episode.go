@@ -67,7 +67,10 @@ type Episode struct {
 	Project string // the project it belongs to (a working directory); "" when unknown
 	Name    string // the episode id, or "line N" when the input gives none
 	Label   string // "success", "failure", "unknown", or "" when not recorded
-	Calls   []Call
+	// Title is the first thing the user asked (at most maxTitleBytes, not
+	// redacted: reports redact it); "" when the transcript holds none.
+	Title string
+	Calls []Call
 	// Tokens reports that Call.Cost counts tokens (the transcript records
 	// the model's usage); otherwise it counts characters.
 	Tokens bool
@@ -77,6 +80,7 @@ type Episode struct {
 type Call struct {
 	Round  int // the model response that asked for it, 1-based in the episode
 	Turn   int // the user turn, 1-based; a new user message starts one
+	Line   int // the line of the input that holds it; 0 when not known
 	ID     string
 	Tool   string
 	Args   json.RawMessage // nil when the call has no arguments

@@ -93,7 +93,8 @@ func expandInputs(names []string) ([]input, []FileResult) {
 // runOptions are what a run needs besides its inputs.
 type runOptions struct {
 	policy     toolguard.Policy
-	keep       bool // keep every decision (the JSON and HTML reports)
+	keep       bool          // keep every decision (the JSON and HTML reports)
+	compare    []namedPolicy // --compare: the policies replayed beside it
 	maxEpisode int
 	workers    int
 }
@@ -412,7 +413,11 @@ func process(u unit, opts runOptions) unitResult {
 			ep.Project = u.file.in.project
 		}
 		res.calls += len(ep.Calls)
-		res.eps = append(res.eps, replayEpisode(opts.policy, ep, opts.keep))
+		er := replayEpisode(opts.policy, ep, opts.keep)
+		for _, np := range opts.compare {
+			er.Compare = append(er.Compare, NewEpisodeStats(Replay(np.policy, ep), ep.Calls, ep.Tokens))
+		}
+		res.eps = append(res.eps, er)
 	}
 	return res
 }

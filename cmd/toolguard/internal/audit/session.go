@@ -30,6 +30,8 @@ type session struct {
 	// orphans counts results whose call the transcript does not hold
 	// (cut off by a compaction or a rewind); they are left out.
 	orphans int
+	// line is the line of the record being read: the line of its calls.
+	line int
 }
 
 // roundUsage is the usage of the response that asked for a round's calls
@@ -46,8 +48,12 @@ func newSession(name string) *session {
 func (s *session) note(kind string) { s.seen[kind]++ }
 
 // userTurn starts a new user turn, unless no call was made since the
-// last one started.
-func (s *session) userTurn() {
+// last one started. The first user text that is not the harness's own
+// markup (it starts with "<") becomes the episode's title.
+func (s *session) userTurn(text string) {
+	if s.ep.Title == "" {
+		s.ep.Title = titleOf(text)
+	}
 	if s.turn == 0 || s.turnCalls {
 		s.turn++
 		s.turnCalls = false
@@ -103,6 +109,9 @@ func (s *session) calls(key string, prompt, output int, calls ...Call) {
 	s.turnCalls = true
 	for _, c := range calls {
 		c.Round, c.Turn = s.round, s.turn
+		if c.Line == 0 {
+			c.Line = s.line
+		}
 		if c.ID != "" {
 			s.pending[c.ID] = append(s.pending[c.ID], len(s.ep.Calls))
 		}
