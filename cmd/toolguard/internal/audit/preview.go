@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -38,11 +40,28 @@ func titleOf(text string) string {
 // redacted, on one line, cut to 80 characters; "" when it has none.
 func (e *EpisodeResult) Title() string { return preview(e.title, titleRunes) }
 
+// maxPreviewJSON bounds the arguments or result that preview decodes as
+// JSON to redact its values one by one.
+const maxPreviewJSON = 64 << 10
+
 // preview returns s on one line, its secrets redacted, cut to n runes
-// (with "…" when cut).
+// (with "…" when cut). JSON (arguments, most results) is redacted value by
+// value: each string through toolguard.Redact, together with its key, so
+// that {"api_key": "…"} and {"q": "sk-…"} both lose their secret.
 func preview(s string, n int) string {
 	if s == "" {
 		return ""
+	}
+	if t := strings.TrimSpace(s); len(t) <= maxPreviewJSON && (strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[")) {
+		var v any
+		if json.Unmarshal([]byte(t), &v) == nil {
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false)
+			if enc.Encode(redactValue(v, "")) == nil {
+				s = b.String()
+			}
+		}
 	}
 	if len(s) > 8*n {
 		s = strings.ToValidUTF8(s[:8*n], "")
@@ -54,6 +73,32 @@ func preview(s string, n int) string {
 	}
 	r := []rune(s)
 	return strings.TrimRight(string(r[:n-1]), " ") + "…"
+}
+
+// redactValue redacts the strings of a decoded JSON value, each read with
+// its key ("api_key=…") so that the name of a secret redacts its value.
+func redactValue(v any, key string) any {
+	switch x := v.(type) {
+	case string:
+		if key == "" {
+			return toolguard.Redact(x)
+		}
+		// By its key first (the value of "api_key=…"), then on its own.
+		r := toolguard.Redact(key + "=" + x)
+		if k, val, ok := strings.Cut(r, "="); ok && k == key {
+			x = val
+		}
+		return toolguard.Redact(x)
+	case map[string]any:
+		for k, e := range x {
+			x[k] = redactValue(e, k)
+		}
+	case []any:
+		for i := range x {
+			x[i] = redactValue(x[i], key)
+		}
+	}
+	return v
 }
 
 // setting names what in the policy governs a firing of reason for tool:

@@ -271,8 +271,13 @@ func parseRecord(rec record) (Episode, Format, error) {
 	return Episode{}, 0, errors.New(`neither an episode (an object with "calls") nor a conversation (an object with "messages", or an array of messages)`)
 }
 
-// decodeField decodes raw into dst and describes a failure with path.
+// decodeField decodes raw into dst and describes a failure with path. It
+// decodes with decode, and only on a failure again with encoding/json,
+// whose error names the field.
 func decodeField(raw json.RawMessage, dst any, path string) error {
+	if decode(raw, dst) == nil {
+		return nil
+	}
 	if err := json.Unmarshal(raw, dst); err != nil {
 		return errors.New(describeJSON(err, path))
 	}

@@ -107,15 +107,17 @@ type EpisodeResult struct {
 	// Decisions".
 	Stats *EpisodeStats
 	// Firings are the first MaxFirings decisions that fired, also when
-	// Decisions is nil.
+	// Decisions is nil (what the text report details of an episode).
 	Firings []Decision
 	// Compare holds the episode's aggregate under each policy of
 	// --compare after the first, in their order.
 	Compare []*EpisodeStats
 }
 
-// MaxFirings bounds EpisodeResult.Firings.
-const MaxFirings = 50
+// MaxFirings bounds EpisodeResult.Firings: the text report details that
+// many per episode, and an episode keeps no more, so that memory grows by a
+// few hundred bytes per episode at most.
+const MaxFirings = 3
 
 // EpisodeStats is what one replayed episode amounts to.
 type EpisodeStats struct {

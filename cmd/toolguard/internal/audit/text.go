@@ -97,7 +97,6 @@ func WriteText(w io.Writer, r *Report) error {
 // Bounds of the firings the text report details.
 const (
 	maxFiringEpisodes = 20 // sessions
-	maxFiringsShown   = 3  // firings per session
 )
 
 // writeFirings details the sessions that fired: title, file, the lossy
@@ -128,7 +127,7 @@ func writeFirings(w io.Writer, r *Report) {
 		}
 		fmt.Fprintf(w, "    file    %s\n", printable(e.File))
 		for j, d := range e.firings() {
-			if j == maxFiringsShown {
+			if j == MaxFirings {
 				fmt.Fprintf(w, "    … %d more firings\n", st.Hints+st.Aborts-j)
 				break
 			}
