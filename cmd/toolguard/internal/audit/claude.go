@@ -141,11 +141,11 @@ func (r *claudeReader) record(line int, data []byte) error {
 	if err != nil {
 		return err
 	}
-	newTurn, text := false, ""
+	newTurn, said := false, ""
 	for i := range blocks {
 		b := &blocks[i]
-		if b.Type == "text" && b.Text != nil && text == "" {
-			text = *b.Text
+		if b.Type == "text" && b.Text != nil && said == "" {
+			said = string(*b.Text)
 		}
 		if b.Type == "tool_result" {
 			text, err := contentText(b.Content, "message.content.content")
@@ -159,7 +159,7 @@ func (r *claudeReader) record(line int, data []byte) error {
 	}
 	if newTurn {
 		s.note("user messages")
-		s.userTurn(text)
+		s.userTurn(said)
 	}
 	return nil
 }

@@ -1,0 +1,30 @@
+package audit
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// FuzzText: a JSON string decodes to what encoding/json decodes, or is
+// refused where encoding/json refuses it.
+func FuzzText(f *testing.F) {
+	for _, s := range []string{`"plain"`, `"a\nb\tc\"d\\e\/f"`, `"\u00e9\u4e2d\ud83d\ude00"`, `"\ud83d"`, `"\ude00x"`,
+		`"\ud83d\u0041"`, "\"\xff\xfeok\"", "\"bad\x01\"", `"\x"`, `"\u12"`, `"trailing\"`, `null`, `"é中😀"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var want string
+		wantErr := json.Unmarshal(b, &want)
+		var got text
+		gotErr := got.UnmarshalJSON(b)
+		if string(b) == "null" {
+			return
+		}
+		if (wantErr == nil) != (gotErr == nil) {
+			t.Fatalf("%q: encoding/json err %v, text err %v", b, wantErr, gotErr)
+		}
+		if wantErr == nil && string(got) != want {
+			t.Fatalf("%q: encoding/json %q, text %q", b, want, got)
+		}
+	})
+}
