@@ -18,7 +18,7 @@ func TestReportActable(t *testing.T) {
 	st, out, errOut := main3(t, "", sessions+"/claude-code/-home-dev-shop")
 	require.Equal(t, ExitOK, st, errOut)
 	for _, want := range []string{
-		"Firings, by session (1 sessions)",
+		"Firings, by session (1)",
 		"  7c0e5a52-3f1d-4b8e-9a61-2d4f8e1b9c30: looks like a loop (1 refused; when the agent ran them, 1 got nothing new, 0 something new)",
 		`    asked   "the cart test fails, please fix it"`,
 		"    file    " + sessions + "/claude-code/-home-dev-shop/7c0e5a52-3f1d-4b8e-9a61-2d4f8e1b9c30.jsonl",

@@ -113,7 +113,7 @@ func writeFirings(w io.Writer, r *Report) {
 	if len(fired) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nFirings, by session (%d sessions)\n", len(fired))
+	fmt.Fprintf(w, "\nFirings, by session (%d)\n", len(fired))
 	for i, e := range fired {
 		if i == maxFiringEpisodes {
 			fmt.Fprintf(w, "  … %d more sessions (the JSON and HTML reports list them all)\n", len(fired)-i)
