@@ -46,7 +46,8 @@ Replays recorded agent tool calls through toolguard and reports, per
 episode, what would have fired. A FILE holds Claude Code, Codex CLI or
 Gemini CLI sessions, OpenAI (Chat Completions, chat.completion responses,
 Responses API), Anthropic or Vercel AI SDK conversations, OTLP-JSON GenAI
-spans, or episodes in the JSON Lines trace format; the format is detected
+spans, Claude Code's headless output, Harbor's trajectory.json (ATIF),
+Copilot CLI event logs, or episodes in the JSON Lines trace format; the format is detected
 from the content (docs/audit.md lists them). A FOLDER is walked for its
 *.jsonl and *.json files (~/.claude/projects, ~/.codex/sessions,
 ~/.gemini/tmp), grouped by project; a file in it that is not a transcript

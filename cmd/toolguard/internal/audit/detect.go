@@ -34,6 +34,9 @@ type probe struct {
 	ID            json.RawMessage `json:"id"`
 	Instructions  json.RawMessage `json:"instructions"`
 	CallID        json.RawMessage `json:"call_id"`
+	SchemaVersion string          `json:"schema_version"`
+	Steps         json.RawMessage `json:"steps"`
+	Data          json.RawMessage `json:"data"`
 }
 
 var (
@@ -80,6 +83,10 @@ func detect(first []byte) (detection, error) {
 	switch {
 	case len(p.Calls) > 0:
 		return detection{format: FormatEpisodes, perRecord: true}, nil
+	case strings.HasPrefix(p.SchemaVersion, "ATIF") && has(p.Steps):
+		return detection{format: FormatATIF, newReader: func(n string) fileReader { return newATIFReader(n) }}, nil
+	case copilotTypes[p.Type] && has(p.Data):
+		return detection{format: FormatCopilot, newReader: func(n string) fileReader { return newCopilotReader(n) }}, nil
 	case has(p.ResourceSpans):
 		return detection{format: FormatOTLP, newReader: func(string) fileReader { return newOTLPReader() }}, nil
 	case has(p.SessionID) && has(p.ProjectHash):

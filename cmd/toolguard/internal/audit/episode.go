@@ -34,6 +34,12 @@ const (
 	FormatOTLP
 	// FormatVercel is Vercel AI SDK UI messages, whose tool calls are parts.
 	FormatVercel
+	// FormatATIF is an Agent Trajectory Interchange Format document:
+	// Harbor's (Terminal-Bench's) trajectory.json.
+	FormatATIF
+	// FormatCopilot is a GitHub Copilot CLI session log
+	// (~/.copilot/session-state/SESSION/events.jsonl).
+	FormatCopilot
 )
 
 var formatNames = map[Format]string{
@@ -48,11 +54,13 @@ var formatNames = map[Format]string{
 	FormatChatCompletion: "chat-completion",
 	FormatOTLP:           "otlp",
 	FormatVercel:         "vercel-ai",
+	FormatATIF:           "atif",
+	FormatCopilot:        "copilot-cli",
 }
 
 // String returns the format's name: "episodes", "openai", "anthropic",
 // "messages", "claude-code", "codex", "gemini", "openai-responses",
-// "chat-completion", "otlp" or "vercel-ai".
+// "chat-completion", "otlp", "vercel-ai", "atif" or "copilot-cli".
 func (f Format) String() string {
 	if s, ok := formatNames[f]; ok {
 		return s

@@ -83,6 +83,17 @@ func TestSessionFormats(t *testing.T) {
 			{"0b7e2c55-1f3a-4c8e-9d20-6a5b4c3d2e1f", "", []string{"Bash 1 1 !", "Task 2 1", "Edit 3 1", "Bash 4 1"}},
 			{"0b7e2c55-1f3a-4c8e-9d20-6a5b4c3d2e1f/task-toolu_01B", "", []string{"Bash 1 1"}},
 		}},
+		// Harbor's trajectory.json (ATIF): the agent steps' tool_calls are
+		// rounds, their observation the results; metrics the usage.
+		{"harbor/fix-git__Xk3pQ7m/agent/trajectory.json", FormatATIF, "", true, []shape{
+			{"7b1c0e2f-9d3a-4c5b-8e6f-1a2b3c4d5e6f", "", []string{"bash_command 1 1", "bash_command 2 1", "bash_command 3 1",
+				"bash_command 4 1", "bash_command 5 1", "bash_command 6 1", "mark_task_complete 7 1"}},
+		}},
+		// Copilot CLI's events.jsonl: toolRequests are rounds,
+		// tool.execution_complete with success false a failure.
+		{"copilot/session-state/5e1d2c3b-4a5f-4e6d-8c7b-9a0f1e2d3c4b/events.jsonl", FormatCopilot, "/home/dev/api", false, []shape{
+			{"5e1d2c3b-4a5f-4e6d-8c7b-9a0f1e2d3c4b", "", []string{"view 1 1", "bash 2 1 !", "bash 3 1 !", "bash 4 1 !", "bash 5 1 !"}},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
