@@ -37,6 +37,9 @@ type probe struct {
 	SchemaVersion string          `json:"schema_version"`
 	Steps         json.RawMessage `json:"steps"`
 	Data          json.RawMessage `json:"data"`
+	Action        json.RawMessage `json:"action"`
+	Observation   json.RawMessage `json:"observation"`
+	Source        string          `json:"source"`
 }
 
 var (
@@ -68,7 +71,7 @@ func detect(first []byte) (detection, error) {
 	t := strings.TrimSpace(string(first[:min(len(first), 16)]))
 	if strings.HasPrefix(t, "[") {
 		if el, ok := firstElement(first); ok {
-			if d, err := detect(el); err == nil && d.newReader != nil && d.format == FormatClaudeCode {
+			if d, err := detect(el); err == nil && d.newReader != nil && (d.format == FormatClaudeCode || d.format == FormatOpenHands) {
 				d.array = true
 				return d, nil
 			}
@@ -85,6 +88,9 @@ func detect(first []byte) (detection, error) {
 		return detection{format: FormatEpisodes, perRecord: true}, nil
 	case strings.HasPrefix(p.SchemaVersion, "ATIF") && has(p.Steps):
 		return detection{format: FormatATIF, newReader: func(n string) fileReader { return newATIFReader(n) }}, nil
+	case p.Source != "" && (has(p.Action) || has(p.Observation)) && has(p.ID):
+		// An OpenHands event; a trajectory is an array of them.
+		return detection{format: FormatOpenHands, newReader: func(n string) fileReader { return newOpenHandsReader(n) }}, nil
 	case copilotTypes[p.Type] && has(p.Data):
 		return detection{format: FormatCopilot, newReader: func(n string) fileReader { return newCopilotReader(n) }}, nil
 	case has(p.ResourceSpans):

@@ -40,6 +40,8 @@ const (
 	// FormatCopilot is a GitHub Copilot CLI session log
 	// (~/.copilot/session-state/SESSION/events.jsonl).
 	FormatCopilot
+	// FormatOpenHands is an OpenHands trajectory: its array of events.
+	FormatOpenHands
 )
 
 var formatNames = map[Format]string{
@@ -56,11 +58,13 @@ var formatNames = map[Format]string{
 	FormatVercel:         "vercel-ai",
 	FormatATIF:           "atif",
 	FormatCopilot:        "copilot-cli",
+	FormatOpenHands:      "openhands",
 }
 
 // String returns the format's name: "episodes", "openai", "anthropic",
 // "messages", "claude-code", "codex", "gemini", "openai-responses",
-// "chat-completion", "otlp", "vercel-ai", "atif" or "copilot-cli".
+// "chat-completion", "otlp", "vercel-ai", "atif", "copilot-cli" or
+// "openhands".
 func (f Format) String() string {
 	if s, ok := formatNames[f]; ok {
 		return s

@@ -89,6 +89,15 @@ func TestSessionFormats(t *testing.T) {
 			{"7b1c0e2f-9d3a-4c5b-8e6f-1a2b3c4d5e6f", "", []string{"bash_command 1 1", "bash_command 2 1", "bash_command 3 1",
 				"bash_command 4 1", "bash_command 5 1", "bash_command 6 1", "mark_task_complete 7 1"}},
 		}},
+		// OpenHands trajectories (arrays of events): the function the model
+		// called names the call; an observation completes its cause; a
+		// non-zero exit code is a failure.
+		{"openhands/wrong_initial_state.json", FormatOpenHands, "", true, []shape{
+			{"wrong_initial_state", "", []string{"str_replace_editor 1 1", "execute_bash 2 1", "str_replace_editor 3 1", "finish 4 1"}},
+		}},
+		{"openhands/basic_gui_mode.json", FormatOpenHands, "", true, []shape{
+			{"basic_gui_mode", "", []string{"execute_bash 1 1", "str_replace_editor 2 1", "str_replace_editor 3 1", "execute_bash 4 1 !"}},
+		}},
 		// Copilot CLI's events.jsonl: toolRequests are rounds,
 		// tool.execution_complete with success false a failure.
 		{"copilot/session-state/5e1d2c3b-4a5f-4e6d-8c7b-9a0f1e2d3c4b/events.jsonl", FormatCopilot, "/home/dev/api", false, []shape{
