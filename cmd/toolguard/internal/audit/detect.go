@@ -71,6 +71,9 @@ func detect(first []byte) (detection, error) {
 	t := strings.TrimSpace(string(first[:min(len(first), 16)]))
 	if strings.HasPrefix(t, "[") {
 		if el, ok := firstElement(first); ok {
+			if clineStart(el) {
+				return detection{format: FormatCline, array: true, newReader: func(n string) fileReader { return newClineReader(n) }}, nil
+			}
 			if d, err := detect(el); err == nil && d.newReader != nil && (d.format == FormatClaudeCode || d.format == FormatOpenHands) {
 				d.array = true
 				return d, nil

@@ -42,6 +42,8 @@ const (
 	FormatCopilot
 	// FormatOpenHands is an OpenHands trajectory: its array of events.
 	FormatOpenHands
+	// FormatCline is a Cline or Roo Code task's api_conversation_history.json.
+	FormatCline
 )
 
 var formatNames = map[Format]string{
@@ -59,12 +61,13 @@ var formatNames = map[Format]string{
 	FormatATIF:           "atif",
 	FormatCopilot:        "copilot-cli",
 	FormatOpenHands:      "openhands",
+	FormatCline:          "cline",
 }
 
 // String returns the format's name: "episodes", "openai", "anthropic",
 // "messages", "claude-code", "codex", "gemini", "openai-responses",
-// "chat-completion", "otlp", "vercel-ai", "atif", "copilot-cli" or
-// "openhands".
+// "chat-completion", "otlp", "vercel-ai", "atif", "copilot-cli",
+// "openhands" or "cline".
 func (f Format) String() string {
 	if s, ok := formatNames[f]; ok {
 		return s

@@ -98,6 +98,17 @@ func TestSessionFormats(t *testing.T) {
 		{"openhands/basic_gui_mode.json", FormatOpenHands, "", true, []shape{
 			{"basic_gui_mode", "", []string{"execute_bash 1 1", "str_replace_editor 2 1", "str_replace_editor 3 1", "execute_bash 4 1 !"}},
 		}},
+		// Cline (native tool calls) and Roo Code (classic XML tool calls):
+		// results are "[tool for 'x'] Result:" text blocks, in order; a
+		// <feedback> message starts a turn.
+		{"cline/tasks/1777073160794/api_conversation_history.json", FormatCline, "", true, []shape{
+			{"1777073160794", "", []string{"read_file 1 1", "execute_command 2 1", "execute_command 3 1", "execute_command 4 1",
+				"execute_command 5 1", "replace_in_file 6 1"}},
+		}},
+		{"roo/tasks/0f3e2d1c-5b4a-4c3d-9e8f-7a6b5c4d3e2f/api_conversation_history.json", FormatCline, "", false, []shape{
+			{"0f3e2d1c-5b4a-4c3d-9e8f-7a6b5c4d3e2f", "", []string{"read_file 1 1", "apply_diff 2 1 !", "apply_diff 3 1 !",
+				"apply_diff 4 1 !", "write_to_file 5 2"}},
+		}},
 		// Copilot CLI's events.jsonl: toolRequests are rounds,
 		// tool.execution_complete with success false a failure.
 		{"copilot/session-state/5e1d2c3b-4a5f-4e6d-8c7b-9a0f1e2d3c4b/events.jsonl", FormatCopilot, "/home/dev/api", false, []shape{
