@@ -48,10 +48,10 @@ Gemini CLI sessions, OpenAI (Chat Completions, chat.completion responses,
 Responses API), Anthropic or Vercel AI SDK conversations, OTLP-JSON GenAI
 spans, Claude Code's headless output, Harbor's trajectory.json (ATIF),
 Copilot CLI event logs, OpenHands trajectories, Cline and Roo Code task
-histories, or episodes in the JSON Lines trace format; the format is detected
+histories, aider chat histories, or episodes in the JSON Lines trace format; the format is detected
 from the content (docs/audit.md lists them). A FOLDER is walked for its
-*.jsonl and *.json files (~/.claude/projects, ~/.codex/sessions,
-~/.gemini/tmp), grouped by project; a file in it that is not a transcript
+*.jsonl and *.json files and .aider.chat.history.md (~/.claude/projects,
+~/.codex/sessions, ~/.gemini/tmp), grouped by project; a file in it that is not a transcript
 is skipped, a transcript without a tool call is listed. "-" reads standard
 input.
 

@@ -44,6 +44,8 @@ const (
 	FormatOpenHands
 	// FormatCline is a Cline or Roo Code task's api_conversation_history.json.
 	FormatCline
+	// FormatAider is aider's Markdown chat history (.aider.chat.history.md).
+	FormatAider
 )
 
 var formatNames = map[Format]string{
@@ -62,12 +64,13 @@ var formatNames = map[Format]string{
 	FormatCopilot:        "copilot-cli",
 	FormatOpenHands:      "openhands",
 	FormatCline:          "cline",
+	FormatAider:          "aider",
 }
 
 // String returns the format's name: "episodes", "openai", "anthropic",
 // "messages", "claude-code", "codex", "gemini", "openai-responses",
 // "chat-completion", "otlp", "vercel-ai", "atif", "copilot-cli",
-// "openhands" or "cline".
+// "openhands", "cline" or "aider".
 func (f Format) String() string {
 	if s, ok := formatNames[f]; ok {
 		return s

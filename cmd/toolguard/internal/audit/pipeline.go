@@ -67,7 +67,7 @@ func expandInputs(names []string) ([]input, []FileResult) {
 				return nil
 			}
 			base := d.Name()
-			if d.IsDir() || !(strings.HasSuffix(base, ".jsonl") || strings.HasSuffix(base, ".json")) {
+			if d.IsDir() || !(strings.HasSuffix(base, ".jsonl") || strings.HasSuffix(base, ".json") || base == ".aider.chat.history.md") {
 				return nil
 			}
 			loose := strings.HasSuffix(base, ".json") && !strings.HasPrefix(base, "session-")
@@ -445,6 +445,10 @@ func cutWarning(line int) string {
 // of a JSON Lines file that is not complete JSON is left out with a
 // warning instead of failing the file.
 func parseWhole(name string, data []byte, cut bool) (Format, []Episode, map[string]int, string, error) {
+	if isAider(data) {
+		format, eps, seen, err := parseAider(name, data)
+		return format, eps, seen, "", err
+	}
 	recs, perr := splitRecords(data, false)
 	if perr != nil {
 		perr.File = name

@@ -109,6 +109,14 @@ func TestSessionFormats(t *testing.T) {
 			{"0f3e2d1c-5b4a-4c3d-9e8f-7a6b5c4d3e2f", "", []string{"read_file 1 1", "apply_diff 2 1 !", "apply_diff 3 1 !",
 				"apply_diff 4 1 !", "write_to_file 5 2"}},
 		}},
+		// aider's Markdown history: each SEARCH/REPLACE block is an edit;
+		// "failed to match" after the reply is a failure; a "####" line a
+		// user turn; "> Tokens: … sent, … received" the usage.
+		{"aider/.aider.chat.history.md", FormatAider, "", true, []shape{
+			{".aider.chat.history 2024-08-06 08:55:14", "", []string{"edit 1 1", "edit 2 2", "edit 2 2", "edit 2 2",
+				"edit 3 3 !", "edit 4 3 !", "edit 5 3", "edit 6 4", "edit 6 4", "edit 7 5 !", "edit 8 5 !", "edit 9 5",
+				"edit 10 6 !", "edit 11 7", "edit 11 7", "edit 12 8", "edit 13 9 !", "edit 14 9"}},
+		}},
 		// Copilot CLI's events.jsonl: toolRequests are rounds,
 		// tool.execution_complete with success false a failure.
 		{"copilot/session-state/5e1d2c3b-4a5f-4e6d-8c7b-9a0f1e2d3c4b/events.jsonl", FormatCopilot, "/home/dev/api", false, []shape{
