@@ -48,7 +48,8 @@ Gemini CLI sessions, OpenAI (Chat Completions, chat.completion responses,
 Responses API), Anthropic or Vercel AI SDK conversations, OTLP-JSON GenAI
 spans, Claude Code's headless output, Harbor's trajectory.json (ATIF),
 Copilot CLI event logs, OpenHands trajectories, Cline and Roo Code task
-histories, aider chat histories, or episodes in the JSON Lines trace format; the format is detected
+histories, aider chat histories, Goose sessions, opencode exports, or
+episodes in the JSON Lines trace format; the format is detected
 from the content (docs/audit.md lists them). A FOLDER is walked for its
 *.jsonl and *.json files and .aider.chat.history.md (~/.claude/projects,
 ~/.codex/sessions, ~/.gemini/tmp), grouped by project; a file in it that is not a transcript

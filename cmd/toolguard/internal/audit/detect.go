@@ -40,6 +40,9 @@ type probe struct {
 	Action        json.RawMessage `json:"action"`
 	Observation   json.RawMessage `json:"observation"`
 	Source        string          `json:"source"`
+	WorkingDir    json.RawMessage `json:"working_dir"`
+	MessageCount  json.RawMessage `json:"message_count"`
+	Info          json.RawMessage `json:"info"`
 }
 
 var (
@@ -94,6 +97,11 @@ func detect(first []byte) (detection, error) {
 	case p.Source != "" && (has(p.Action) || has(p.Observation)) && has(p.ID):
 		// An OpenHands event; a trajectory is an array of them.
 		return detection{format: FormatOpenHands, newReader: func(n string) fileReader { return newOpenHandsReader(n) }}, nil
+	case has(p.WorkingDir) && has(p.MessageCount):
+		// Goose's session metadata line.
+		return detection{format: FormatGoose, newReader: func(n string) fileReader { return newGooseReader(n) }}, nil
+	case has(p.Info) && has(p.Messages) && opencodeStart(p.Messages):
+		return detection{format: FormatOpencode, newReader: func(n string) fileReader { return newOpencodeReader(n) }}, nil
 	case copilotTypes[p.Type] && has(p.Data):
 		return detection{format: FormatCopilot, newReader: func(n string) fileReader { return newCopilotReader(n) }}, nil
 	case has(p.ResourceSpans):

@@ -46,6 +46,10 @@ const (
 	FormatCline
 	// FormatAider is aider's Markdown chat history (.aider.chat.history.md).
 	FormatAider
+	// FormatGoose is a Goose session (JSON Lines with a metadata line).
+	FormatGoose
+	// FormatOpencode is a session exported by `opencode export`.
+	FormatOpencode
 )
 
 var formatNames = map[Format]string{
@@ -65,12 +69,14 @@ var formatNames = map[Format]string{
 	FormatOpenHands:      "openhands",
 	FormatCline:          "cline",
 	FormatAider:          "aider",
+	FormatGoose:          "goose",
+	FormatOpencode:       "opencode",
 }
 
 // String returns the format's name: "episodes", "openai", "anthropic",
 // "messages", "claude-code", "codex", "gemini", "openai-responses",
 // "chat-completion", "otlp", "vercel-ai", "atif", "copilot-cli",
-// "openhands", "cline" or "aider".
+// "openhands", "cline", "aider", "goose" or "opencode".
 func (f Format) String() string {
 	if s, ok := formatNames[f]; ok {
 		return s

@@ -117,6 +117,16 @@ func TestSessionFormats(t *testing.T) {
 				"edit 3 3 !", "edit 4 3 !", "edit 5 3", "edit 6 4", "edit 6 4", "edit 7 5 !", "edit 8 5 !", "edit 9 5",
 				"edit 10 6 !", "edit 11 7", "edit 11 7", "edit 12 8", "edit 13 9 !", "edit 14 9"}},
 		}},
+		// Goose's JSONL session: a metadata line, then messages whose
+		// toolRequest / toolResponse items are the calls and results.
+		{"goose/sessions/20251009_1.jsonl", FormatGoose, "/home/dev/notes", false, []shape{
+			{"20251009_1", "", []string{"developer__shell 1 1", "developer__shell 2 1 !", "developer__shell 3 1 !",
+				"developer__shell 4 1 !", "developer__text_editor 5 1"}},
+		}},
+		// opencode export: tool parts, a step-start per model response.
+		{"opencode/ses_6b2f0c1d8e7affQ2kLm9Np3Rs.json", FormatOpencode, "/home/dev/api", true, []shape{
+			{"ses_6b2f0c1d8e7affQ2kLm9Np3Rs", "", []string{"grep 1 1", "read 2 1", "read 3 1", "read 4 1", "bash 5 1 !"}},
+		}},
 		// Copilot CLI's events.jsonl: toolRequests are rounds,
 		// tool.execution_complete with success false a failure.
 		{"copilot/session-state/5e1d2c3b-4a5f-4e6d-8c7b-9a0f1e2d3c4b/events.jsonl", FormatCopilot, "/home/dev/api", false, []shape{
