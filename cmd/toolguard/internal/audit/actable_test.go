@@ -113,3 +113,33 @@ Policies side by side
 	assert.Equal(t, ExitBadInput, st)
 	assert.Contains(t, errOut, `--compare: toolguard: unknown preset "nope"`)
 }
+
+// TestLooksFalseAlarm: the false alarm the issue found on a real session
+// (an Edit that failed twice, a Read, then the same Edit, which succeeded).
+// Under the default policy nothing fires any more; the result-blind
+// turn-tracker preset refuses the second Edit, which had got the same
+// failure again: nothing new, so that refusal is counted as a loop caught,
+// while the fourth Edit, which succeeded, runs.
+func TestLooksFalseAlarm(t *testing.T) {
+	edit := json.RawMessage(`{"file_path":"/w/a.go","old_string":"x := 1","new_string":"x := 2"}`)
+	ep := &Episode{Name: "e", Calls: []Call{
+		{Round: 1, Turn: 1, ID: "1", Tool: "Edit", Args: edit, Result: "String to replace not found in file.", Failed: true},
+		{Round: 2, Turn: 1, ID: "2", Tool: "Edit", Args: edit, Result: "String to replace not found in file.", Failed: true},
+		{Round: 3, Turn: 1, ID: "3", Tool: "Read", Args: json.RawMessage(`{"file_path":"/w/a.go"}`), Result: "x  := 1"},
+		{Round: 4, Turn: 1, ID: "4", Tool: "Edit", Args: edit, Result: "The file /w/a.go has been updated."},
+	}}
+	plain := replayEpisode(toolguard.Policy{}, ep, true)
+	assert.Equal(t, LooksClean, plain.Looks())
+
+	tracker, err := toolguard.Preset("turn-tracker")
+	require.NoError(t, err)
+	res := replayEpisode(tracker, ep, true)
+	news := map[int]Newness{}
+	for _, d := range res.Decisions {
+		if d.Fired() {
+			news[d.Index] = d.New
+		}
+	}
+	assert.Equal(t, map[int]Newness{2: NothingNew}, news)
+	assert.Equal(t, LooksLoop, res.Looks())
+}
