@@ -143,6 +143,18 @@ func decodeFloor(t testing.TB, files []string) (records int) {
 				v = &completionRecord{}
 			case FormatOTLP:
 				v = &otlpRecord{}
+			case FormatATIF:
+				v = &atifDoc{}
+			case FormatCopilot:
+				v = &copilotEvent{}
+			case FormatOpenHands:
+				v = &openhandsEvent{}
+			case FormatCline:
+				v = &clineMessage{}
+			case FormatGoose:
+				v = &gooseLine{}
+			case FormatOpencode:
+				v = &opencodeExport{}
 			default:
 				v = &struct {
 					Messages []chatMessage `json:"messages"`
@@ -260,6 +272,9 @@ func TestGenerateCorpus(t *testing.T) {
 // TestCorpusDecodes checks the benchmark's corpus on a small size: every
 // file of it is audited without an error.
 func TestCorpusDecodes(t *testing.T) {
+	// Every source decodes into its format's record type (the floor
+	// knows each format).
+	decodeFloor(t, corpusSources(t))
 	dir := t.TempDir()
 	writeCorpus(t, dir, 4<<20)
 	if n := decodeFloor(t, corpusFiles(t, dir)); n == 0 {
