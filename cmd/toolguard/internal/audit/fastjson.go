@@ -2,7 +2,9 @@ package audit
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -117,17 +119,6 @@ func unquote(b []byte) (string, bool) {
 	return string(out), true
 }
 
-// hasControl reports a control character or a quote, which a JSON string
-// may not hold unescaped.
-func hasControl(s []byte) bool {
-	for _, c := range s {
-		if c < 0x20 || c == '"' {
-			return true
-		}
-	}
-	return false
-}
-
 // hex4 reads the four hex digits of a \u escape.
 func hex4(s []byte) (rune, bool) {
 	if len(s) < 4 {
@@ -147,4 +138,49 @@ func hex4(s []byte) (rune, bool) {
 		}
 	}
 	return r, true
+}
+
+// Word-at-a-time helpers for the scans the audit makes over every result.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// countChars counts the characters (code points) of s, which must be valid
+// UTF-8, as the decoded strings of a transcript are: the bytes that are not
+// continuation bytes (10xxxxxx), eight at a time.
+func countChars(s string) int {
+	n := len(s)
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := binary.LittleEndian.Uint64([]byte(s[i : i+8]))
+		// Bit 7 set and bit 6 clear: a continuation byte.
+		n -= bits.OnesCount64((w >> 7) & ^(w >> 6) & ones)
+	}
+	for ; i < len(s); i++ {
+		if s[i]&0xC0 == 0x80 {
+			n--
+		}
+	}
+	return n
+}
+
+// hasControl reports a control character or a quote, which a JSON string
+// may not hold unescaped; eight bytes at a time.
+func hasControl(s []byte) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := binary.LittleEndian.Uint64(s[i : i+8])
+		q := w ^ (ones * '"')
+		// A byte below 0x20, or a zero byte of q (a quote).
+		if ((w-ones*0x20)&^w|(q-ones)&^q)&highs != 0 {
+			return true
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] == '"' {
+			return true
+		}
+	}
+	return false
 }

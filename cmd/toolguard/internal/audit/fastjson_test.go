@@ -2,7 +2,9 @@ package audit
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzText: a JSON string decodes to what encoding/json decodes, or is
@@ -25,6 +27,25 @@ func FuzzText(f *testing.F) {
 		}
 		if wantErr == nil && string(got) != want {
 			t.Fatalf("%q: encoding/json %q, text %q", b, want, got)
+		}
+	})
+}
+
+// FuzzCountChars: countChars counts the code points of valid UTF-8, and
+// hasControl finds what encoding/json refuses unescaped in a string.
+func FuzzCountChars(f *testing.F) {
+	for _, s := range []string{"", "plain ascii text of some length", "é中😀 mixed ascii and more", "\x00\x1f\"", strings.Repeat("ab\"c", 5)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if utf8.ValidString(s) {
+			if got, want := countChars(s), utf8.RuneCountInString(s); got != want {
+				t.Fatalf("%q: countChars %d, want %d", s, got, want)
+			}
+		}
+		want := strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == '"' }) >= 0
+		if got := hasControl([]byte(s)); got != want {
+			t.Fatalf("%q: hasControl %v, want %v", s, got, want)
 		}
 	})
 }

@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/toolguard/toolguard"
 )
@@ -518,7 +517,7 @@ func charCosts(ep *Episode) {
 		return
 	}
 	for j := range ep.Calls {
-		ep.Calls[j].Cost = utf8.RuneCountInString(ep.Calls[j].Result)
+		ep.Calls[j].Cost = countChars(ep.Calls[j].Result)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode/utf8"
 )
 
 // session builds one Episode from the records of a coding-agent transcript
@@ -203,7 +202,7 @@ func spread(round []Call, u roundUsage, tokens bool) {
 	chars := make([]int, len(round))
 	total := 0
 	for i := range round {
-		chars[i] = utf8.RuneCountInString(round[i].Result)
+		chars[i] = countChars(round[i].Result)
 		total += chars[i]
 	}
 	if !tokens {
