@@ -191,3 +191,12 @@ func isSecretToken(w string) bool {
 	}
 	return entropy >= 3.5
 }
+
+// Redact returns s with the secrets it may hold replaced by [REDACTED], by
+// the rules the ledger applies to Entry.Purpose: provider key prefixes,
+// the value after password=, token: and similar names, the credential
+// after bearer, basic or token, a URL's user and password, and long
+// random-looking strings. It reads at most the first 1,280 bytes of s and
+// drops the rest. Reports that show a call's arguments or result (the
+// audit command) pass them through it.
+func Redact(s string) string { return redactSecrets(s) }

@@ -56,3 +56,17 @@ func TestLedgerPurposeHasNoSecrets(t *testing.T) {
 	assert.Equal(t, "why is redacted rejected", l[0].Purpose)
 	assert.Equal(t, "cmd,[REDACTED]", l[2].Purpose)
 }
+
+// TestRedact: the exported Redact is the ledger's redaction.
+func TestRedact(t *testing.T) {
+	in := "curl -H 'Authorization: Bearer Zx81Qw72Er63Ty54Ui45Op36As27' https://admin:s3cr3tPa55@example.com password=hunter2hunter2"
+	got := Redact(in)
+	for _, secret := range []string{"Zx81Qw72Er63Ty54Ui45Op36As27", "s3cr3tPa55", "hunter2hunter2"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("Redact(%q) = %q: %s left", in, got, secret)
+		}
+	}
+	if got != redactSecrets(in) {
+		t.Errorf("Redact and redactSecrets differ")
+	}
+}

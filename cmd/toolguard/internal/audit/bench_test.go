@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -120,6 +121,11 @@ func decodeFloor(t testing.TB, files []string) (records int) {
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
+		if det.array {
+			if recs, err = arrayRecords(recs[0]); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+		}
 		for _, rec := range recs {
 			var v any
 			switch det.format {
@@ -137,6 +143,18 @@ func decodeFloor(t testing.TB, files []string) (records int) {
 				v = &completionRecord{}
 			case FormatOTLP:
 				v = &otlpRecord{}
+			case FormatATIF:
+				v = &atifDoc{}
+			case FormatCopilot:
+				v = &copilotEvent{}
+			case FormatOpenHands:
+				v = &openhandsEvent{}
+			case FormatCline:
+				v = &clineMessage{}
+			case FormatGoose:
+				v = &gooseLine{}
+			case FormatOpencode:
+				v = &opencodeExport{}
 			default:
 				v = &struct {
 					Messages []chatMessage `json:"messages"`
@@ -176,15 +194,31 @@ func BenchmarkThroughput(b *testing.B) {
 	dir := b.TempDir()
 	size := writeCorpus(b, dir, 64<<20)
 	files := corpusFiles(b, dir)
+	// The floor's time per run, wall and CPU, for the audit's ratios.
+	var floorWall, floorCPU float64
 	b.Run("decode-floor-1-core", func(b *testing.B) {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 		b.SetBytes(size)
+		start, cpu := time.Now(), cpuTime()
 		for b.Loop() {
 			decodeFloor(b, files)
 		}
+		floorWall = float64(time.Since(start)) / float64(b.N)
+		floorCPU = float64(cpuTime()-cpu) / float64(b.N)
 	})
 	audit := func(b *testing.B) {
 		b.SetBytes(size)
+		start, cpu := time.Now(), cpuTime()
+		defer func() {
+			// Side by side with the floor: its time over the audit's, so
+			// that 1.5 means the audit reads 1.5 times as fast as a one-core
+			// decode ("x-floor", wall clock; "cpu-x-floor", CPU time, which
+			// a busy machine does not skew).
+			if floorWall > 0 && b.N > 0 {
+				b.ReportMetric(floorWall/(float64(time.Since(start))/float64(b.N)), "x-floor")
+				b.ReportMetric(floorCPU/(float64(cpuTime()-cpu)/float64(b.N)), "cpu-x-floor")
+			}
+		}()
 		for b.Loop() {
 			r := &Report{}
 			env := Env{Stderr: io.Discard, Now: time.Now}
@@ -203,6 +237,15 @@ func BenchmarkThroughput(b *testing.B) {
 		audit(b)
 	})
 	b.Run(fmt.Sprintf("audit-%d-cores", runtime.GOMAXPROCS(0)), audit)
+}
+
+// cpuTime is the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // TestGenerateCorpus writes a corpus of TOOLGUARD_CORPUS_MB megabytes
@@ -229,6 +272,9 @@ func TestGenerateCorpus(t *testing.T) {
 // TestCorpusDecodes checks the benchmark's corpus on a small size: every
 // file of it is audited without an error.
 func TestCorpusDecodes(t *testing.T) {
+	// Every source decodes into its format's record type (the floor
+	// knows each format).
+	decodeFloor(t, corpusSources(t))
 	dir := t.TempDir()
 	writeCorpus(t, dir, 4<<20)
 	if n := decodeFloor(t, corpusFiles(t, dir)); n == 0 {

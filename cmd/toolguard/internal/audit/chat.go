@@ -94,7 +94,7 @@ func resultString(raw json.RawMessage) string {
 // Anthropic content block.
 type block struct {
 	Type      string          `json:"type"`
-	Text      *string         `json:"text"`
+	Text      *text           `json:"text"`
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	Input     json.RawMessage `json:"input"`
@@ -412,9 +412,9 @@ func contentText(raw json.RawMessage, path string) (string, error) {
 	case "nothing", "null":
 		return "", nil
 	case "string":
-		var s string
+		var s text
 		err := decodeField(raw, &s, path)
-		return s, err
+		return string(s), err
 	case "array":
 		var bs []block
 		if err := decodeField(raw, &bs, path); err != nil {
@@ -423,7 +423,7 @@ func contentText(raw json.RawMessage, path string) (string, error) {
 		var parts []string
 		for _, b := range bs {
 			if b.Text != nil && (b.Type == "text" || b.Type == "") {
-				parts = append(parts, *b.Text)
+				parts = append(parts, string(*b.Text))
 			}
 		}
 		return strings.Join(parts, "\n"), nil

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"encoding/json"
+	"fmt"
 	"path"
 	"strings"
 )
@@ -11,7 +12,10 @@ import (
 type claudeRecord struct {
 	Type             string `json:"type"`
 	UUID             string `json:"uuid"`
+	ParentUUID       string `json:"parentUuid"`
 	SessionID        string `json:"sessionId"`
+	SessionIDS       string `json:"session_id"` // the headless stream-json output
+	ParentToolUseID  string `json:"parent_tool_use_id"`
 	AgentID          string `json:"agentId"`
 	Cwd              string `json:"cwd"`
 	IsSidechain      bool   `json:"isSidechain"`
@@ -48,8 +52,11 @@ func (u *anthropicUsage) output() int {
 }
 
 // claudeReader reads a Claude Code session: the main chain is one episode,
-// each sidechain (a subagent, by agentId) another. Lines that repeat a uuid
-// already read (a resumed session copies its history) are skipped.
+// each sidechain (a subagent) another. A subagent is told by its agentId;
+// Claude Code 1.0.x wrote its subagents inline without one, each chain
+// starting at a user line whose parentUuid is null, so there a line joins
+// the chain of its parent. Lines that repeat a uuid already read (a
+// resumed session copies its history) are skipped.
 type claudeReader struct {
 	name     string
 	project  string
@@ -57,13 +64,18 @@ type claudeReader struct {
 	order    []string
 	seenUUID map[string]bool
 	seen     map[string]int
+	// sideOf is the inline sidechain of each line read without an agentId
+	// (Claude Code 1.0.x); sides counts those chains.
+	sideOf map[string]string
+	sides  int
 }
 
 func newClaudeReader(name string) *claudeReader {
-	return &claudeReader{name: name, chains: map[string]*session{}, seenUUID: map[string]bool{}, seen: map[string]int{}}
+	return &claudeReader{name: name, chains: map[string]*session{}, seenUUID: map[string]bool{},
+		seen: map[string]int{}, sideOf: map[string]string{}}
 }
 
-func (r *claudeReader) record(_ int, data []byte) error {
+func (r *claudeReader) record(line int, data []byte) error {
 	var rec claudeRecord
 	if err := decode(data, &rec); err != nil {
 		return describeErr(err)
@@ -77,11 +89,13 @@ func (r *claudeReader) record(_ int, data []byte) error {
 	if r.project == "" && rec.Cwd != "" {
 		r.project = rec.Cwd
 	}
+	side := r.sidechain(&rec)
 	if (rec.Type != "user" && rec.Type != "assistant") || rec.Message == nil {
 		r.seen[orDash(rec.Type)+" records"]++
 		return nil
 	}
-	s := r.chain(rec)
+	s := r.chain(rec, side)
+	s.line = line
 	m := rec.Message
 	if rec.Type == "assistant" {
 		blocks, err := contentBlocks(m.Content, "message.content")
@@ -103,7 +117,11 @@ func (r *claudeReader) record(_ int, data []byte) error {
 			}
 		}
 		if len(calls) == 0 {
-			s.response(m.Usage.prompt())
+			// A line of a response whose calls were read on earlier lines
+			// carries the usage at that point of the stream: keep the last.
+			if !s.sameResponse(m.ID, m.Usage.prompt(), m.Usage.output()) {
+				s.response(m.Usage.prompt())
+			}
 			return nil
 		}
 		s.calls(m.ID, m.Usage.prompt(), m.Usage.output(), calls...)
@@ -115,16 +133,20 @@ func (r *claudeReader) record(_ int, data []byte) error {
 	}
 	if jsonKind(m.Content) == "string" {
 		s.note("user messages")
-		s.userTurn()
+		text, _ := contentText(m.Content, "")
+		s.userTurn(text)
 		return nil
 	}
 	blocks, err := contentBlocks(m.Content, "message.content")
 	if err != nil {
 		return err
 	}
-	newTurn := false
+	newTurn, said := false, ""
 	for i := range blocks {
 		b := &blocks[i]
+		if b.Type == "text" && b.Text != nil && said == "" {
+			said = string(*b.Text)
+		}
 		if b.Type == "tool_result" {
 			text, err := contentText(b.Content, "message.content.content")
 			if err != nil {
@@ -137,23 +159,44 @@ func (r *claudeReader) record(_ int, data []byte) error {
 	}
 	if newTurn {
 		s.note("user messages")
-		s.userTurn()
+		s.userTurn(said)
 	}
 	return nil
 }
 
-// chain returns the session of the record's chain.
-func (r *claudeReader) chain(rec claudeRecord) *session {
-	key := ""
-	if rec.IsSidechain {
-		key = "agent-" + rec.AgentID
-		if rec.AgentID == "" {
-			key = "sidechain"
-		}
+// sidechain returns the key of the record's sidechain: "task-ID" for a
+// subagent of the headless output (its Task call's id), "agent-ID" for a
+// subagent with an agentId, "sidechain-N" for the N-th inline chain of a
+// Claude Code 1.0.x session, "" for the main chain.
+func (r *claudeReader) sidechain(rec *claudeRecord) string {
+	switch {
+	case rec.ParentToolUseID != "":
+		// The headless output: a subagent's messages name its Task call.
+		return "task-" + rec.ParentToolUseID
+	case !rec.IsSidechain:
+		return ""
+	case rec.AgentID != "":
+		return "agent-" + rec.AgentID
 	}
+	key, ok := r.sideOf[rec.ParentUUID]
+	if !ok || rec.ParentUUID == "" {
+		r.sides++
+		key = fmt.Sprintf("sidechain-%d", r.sides)
+	}
+	if rec.UUID != "" {
+		r.sideOf[rec.UUID] = key
+	}
+	return key
+}
+
+// chain returns the session of the chain key.
+func (r *claudeReader) chain(rec claudeRecord, key string) *session {
 	s := r.chains[key]
 	if s == nil {
 		name := rec.SessionID
+		if name == "" {
+			name = rec.SessionIDS
+		}
 		if name == "" {
 			name = strings.TrimSuffix(path.Base(r.name), ".jsonl")
 		}

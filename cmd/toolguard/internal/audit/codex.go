@@ -35,6 +35,8 @@ type responsesItem struct {
 	Action    json.RawMessage `json:"action"`
 	Status    string          `json:"status"`
 	Cwd       string          `json:"cwd"`
+	Success   *bool           `json:"success"`
+	Message   string          `json:"message"` // event_msg user_message
 	Info      *struct {
 		Last *struct {
 			InputTokens  int `json:"input_tokens"`
@@ -60,12 +62,13 @@ func newCodexReader(name string) *codexReader {
 	return &codexReader{s: newSession(base)}
 }
 
-func (r *codexReader) record(_ int, data []byte) error {
+func (r *codexReader) record(line int, data []byte) error {
 	var l codexLine
 	if err := decode(data, &l); err != nil {
 		return describeErr(err)
 	}
 	s := r.s
+	s.line = line
 	switch {
 	case l.Payload == nil && l.Type == "" && l.ID != "":
 		s.ep.Name = l.ID // the first line of an older rollout
@@ -99,8 +102,16 @@ func (r *codexReader) record(_ int, data []byte) error {
 			r.userEvents = true
 			r.afterCall = false
 			s.note("user messages")
-			s.userTurn()
+			s.userTurn(p.Message)
+		case "patch_apply_end":
+			// The patch of an apply_patch call did not apply; the call's
+			// output may not say so.
+			if p.Success != nil && !*p.Success {
+				s.fail(p.CallID)
+			}
+			s.note("event_msg patch_apply_end records")
 		case "token_count":
+			r.afterCall = false // a response ended: the next call is another's
 			if p.Info != nil && p.Info.Last != nil {
 				s.lateUsage(p.Info.Last.InputTokens, p.Info.Last.OutputTokens, r.callsSince)
 				r.callsSince = false
@@ -143,6 +154,15 @@ func (r *codexReader) item(it *responsesItem) error {
 		call.Args, _ = json.Marshal(map[string]string{"input": input})
 	case "local_shell_call":
 		call.Tool, call.Args = "local_shell", rawArgs(it.Action)
+	case "web_search_call", "file_search_call", "image_generation_call", "code_interpreter_call":
+		// A hosted tool that ran on the server (web_search_call: the actions
+		// search, open_page, find_in_page): named as the Responses reader
+		// names it, its action the arguments.
+		c, _, err := responsesCall(it, "payload")
+		if err != nil {
+			return err
+		}
+		call = c
 	case "function_call_output", "custom_tool_call_output":
 		r.afterCall = false
 		text, err := codexOutput(it.Output)
@@ -160,13 +180,14 @@ func (r *codexReader) item(it *responsesItem) error {
 			}
 			if !injected(text) {
 				s.note("user messages")
-				s.userTurn()
+				s.userTurn(text)
 			}
 			return nil
 		}
 		s.note(clip(orDash(it.Role)) + " messages")
 		return nil
 	case "reasoning":
+		r.afterCall = false // a response starts with its reasoning
 		s.note("reasoning items")
 		return nil
 	default:
@@ -216,13 +237,21 @@ func codexOutput(raw json.RawMessage) (string, error) {
 	return contentText(raw, "payload.output")
 }
 
+// patchFailed is how Codex's apply_patch tool starts the output of a
+// patch that did not apply; such an output has no exit code.
+const patchFailed = "apply_patch verification failed"
+
 var exitCodeRe = regexp.MustCompile(`(?:Process exited with code|Exit code:)\s*(-?\d+)`)
 
 // codexFailed reads the command's exit code from an output: "Exit code: N"
 // or "Process exited with code N" in the text, or metadata.exit_code when
 // the text is JSON {"output", "metadata"}. A non-zero code is a failure;
-// an output without one (a tool that is not a command) is a success.
+// an output without one (a tool that is not a command) is a success, unless
+// it is apply_patch's report of a patch that did not apply.
 func codexFailed(text string) bool {
+	if strings.HasPrefix(strings.TrimSpace(text), patchFailed) {
+		return true
+	}
 	if t := strings.TrimSpace(text); strings.HasPrefix(t, "{") {
 		var o struct {
 			Metadata *struct {

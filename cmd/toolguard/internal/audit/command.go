@@ -46,10 +46,15 @@ Replays recorded agent tool calls through toolguard and reports, per
 episode, what would have fired. A FILE holds Claude Code, Codex CLI or
 Gemini CLI sessions, OpenAI (Chat Completions, chat.completion responses,
 Responses API), Anthropic or Vercel AI SDK conversations, OTLP-JSON GenAI
-spans, or episodes in the JSON Lines trace format; the format is detected
+spans, Claude Code's headless output, Harbor's trajectory.json (ATIF),
+Copilot CLI event logs, OpenHands trajectories, Cline and Roo Code task
+histories, aider chat histories, Goose sessions, opencode exports, or
+episodes in the JSON Lines trace format; the format is detected
 from the content (docs/audit.md lists them). A FOLDER is walked for its
-*.jsonl and session-*.json files (~/.claude/projects, ~/.codex/sessions,
-~/.gemini/tmp), grouped by project. "-" reads standard input.
+*.jsonl and *.json files and .aider.chat.history.md (~/.claude/projects,
+~/.codex/sessions, ~/.gemini/tmp), grouped by project; a file in it that is not a transcript
+is skipped, a transcript without a tool call is listed. "-" reads standard
+input.
 
 Flags (before or after the files):
   --format text|json|html  output: one line per episode and a summary
@@ -60,19 +65,22 @@ Flags (before or after the files):
   --policy FILE            use the quotas of a YAML quota file (or the
                            front matter of a Markdown agent definition),
                            over the defaults or over --preset
+  --compare NAME,...       replay under these policies too and set them side
+                           by side (NAME: default, policy for the --policy
+                           file, or a preset)
   --fail-on hint|abort     exit 1 when an episode reached that verdict
                            (hint includes abort)
   --episodes all|fired|none
                            which episodes the text report lists, one per
                            line, before its summary (default all)
-  --allow-no-calls         accept a file without any tool call (otherwise
-                           an error: its calls may have a shape this
-                           command does not read)
   --max-episode-size MIB   the largest record, or session file, read
                            (default 256); a larger one is an error
 
-Exit status: 0 audited; 1 --fail-on reached; 2 usage error, or a file that
-could not be read or parsed (the other files are still audited).
+Exit status: 0 every file was read (a file without a tool call, or a
+last line cut off while its session was being written, is read and
+listed, not a failure); 1 --fail-on was reached; 2 a usage error, or some
+file could not be read or parsed (the other files are still audited, and
+2 wins over 1).
 `
 
 // Main runs `toolguard audit` with the arguments after "audit" and
@@ -88,6 +96,9 @@ func Main(args []string, env Env) int {
 	}
 
 	r := &Report{Policy: opts.policyName, Lines: opts.lines}
+	for _, np := range opts.run.compare {
+		r.Compare = append(r.Compare, np.name)
+	}
 	ins, errs := expandInputs(opts.files)
 	for _, fr := range errs {
 		fmt.Fprintln(env.Stderr, fr.Err)
@@ -159,8 +170,9 @@ func parseOptions(args []string, env Env) (options, int, bool) {
 	preset := fset.String("preset", "", "")
 	policyFile := fset.String("policy", "", "")
 	failOn := fset.String("fail-on", "", "")
-	allowNoCalls := fset.Bool("allow-no-calls", false, "")
+	fset.Bool("allow-no-calls", false, "") // accepted for old scripts: a file without calls is no longer an error
 	lines := fset.String("episodes", "all", "")
+	compare := fset.String("compare", "", "")
 	maxEpisode := fset.Int("max-episode-size", DefaultMaxEpisode>>20, "")
 	fail := func(format string, a ...any) (options, int, bool) {
 		fmt.Fprintf(env.Stderr, "toolguard audit: "+format+"\n", a...)
@@ -245,11 +257,38 @@ func parseOptions(args []string, env Env) (options, int, bool) {
 			opts.policyName += " with file " + *policyFile
 		}
 	}
+	var compared []namedPolicy
+	if *compare != "" {
+		for _, name := range strings.Split(*compare, ",") {
+			name = strings.TrimSpace(name)
+			switch name {
+			case "default":
+				compared = append(compared, namedPolicy{name: name})
+			case "policy":
+				if *policyFile == "" {
+					return fail("--compare policy: no --policy FILE given")
+				}
+				compared = append(compared, namedPolicy{name: "policy " + *policyFile, policy: opts.policy})
+			default:
+				p, err := toolguard.Preset(name)
+				if err != nil {
+					return fail("--compare: %v (want default, policy or a preset: %s)", err, strings.Join(toolguard.PresetNames(), ", "))
+				}
+				compared = append(compared, namedPolicy{name: "preset " + name, policy: p})
+			}
+		}
+	}
 	opts.run = runOptions{
-		policy: opts.policy, keep: *formatFlag != "text", allowNoCalls: *allowNoCalls,
+		policy: opts.policy, keep: *formatFlag != "text", compare: compared,
 		maxEpisode: *maxEpisode << 20, workers: workersDefault(),
 	}
 	return opts, ExitOK, true
+}
+
+// namedPolicy is a policy of --compare and its name.
+type namedPolicy struct {
+	name   string
+	policy toolguard.Policy
 }
 
 // parseInterspersed parses flags that may come before, between or after

@@ -44,14 +44,20 @@ func TestMainExitStatus(t *testing.T) {
 		{"fail on hint, clean", []string{"--fail-on", "hint", fx("anthropic_array.json")}, ExitOK, "clean", ""},
 		{"fail on with a preset that never fires", []string{"--preset", "turn-budget", "--fail-on", "hint", fx("episodes.jsonl")}, ExitOK, "policy: preset turn-budget", ""},
 		{"flags after the files", []string{fx("episodes.jsonl"), "--format", "json"}, ExitOK, `"decisions": [`, ""},
-		{"a bad file among good ones", []string{fx("bad/truncated.jsonl"), fx("episodes.jsonl"), fx("anthropic.json")}, ExitBadInput,
-			"fix-test", "bad/truncated.jsonl: line 2: truncated JSON"},
+		{"a bad file among good ones", []string{fx("bad/wrong_types.jsonl"), fx("episodes.jsonl"), fx("anthropic.json")}, ExitBadInput,
+			"fix-test", "bad/wrong_types.jsonl: line 3: calls[1].tool: want a string, got number"},
+		// A last line cut off (a session being written) is read around.
+		{"a cut last line", []string{fx("bad/truncated.jsonl")}, ExitOK,
+			"Files read with a warning (1)", "bad/truncated.jsonl: line 2: the last line is cut off (a session still being written?); read up to line 1"},
+		{"a cut last line and fail-on", []string{"--fail-on", "hint", fx("bad/truncated.jsonl"), fx("episodes.jsonl")}, ExitFailOn,
+			"click-loop", "read up to line 1"},
+		{"an empty file", []string{fx("bad/empty.jsonl")}, ExitOK, "1 without a tool call", ""},
 		{"a bad file wins over fail-on", []string{"--fail-on", "hint", fx("episodes.jsonl"), fx("bad/orphan_tool.json")}, ExitBadInput,
 			"click-loop", `line 27: messages[3].tool_call_id`},
 		{"a missing file", []string{"nonexistent.jsonl", fx("episodes.jsonl")}, ExitBadInput, "click-loop", "nonexistent.jsonl: no such file or directory"},
 		// A folder is walked: its broken files are reported, the file that
 		// is not a transcript is passed over.
-		{"a folder", []string{fixtures + "/bad"}, ExitBadInput, "", "bad/truncated.jsonl: line 2: truncated JSON"},
+		{"a folder", []string{fixtures + "/bad"}, ExitBadInput, "", "bad/wrong_types.jsonl: line 3"},
 		{"-- ends the flags", []string{"--", "--format"}, ExitBadInput, "", "toolguard audit: --format: no such file"},
 		{"no files", nil, ExitBadInput, "", "no input"},
 		{"unknown flag", []string{"--frobnicate", fx("episodes.jsonl")}, ExitBadInput, "", "flag provided but not defined"},

@@ -34,6 +34,22 @@ const (
 	FormatOTLP
 	// FormatVercel is Vercel AI SDK UI messages, whose tool calls are parts.
 	FormatVercel
+	// FormatATIF is an Agent Trajectory Interchange Format document:
+	// Harbor's (Terminal-Bench's) trajectory.json.
+	FormatATIF
+	// FormatCopilot is a GitHub Copilot CLI session log
+	// (~/.copilot/session-state/SESSION/events.jsonl).
+	FormatCopilot
+	// FormatOpenHands is an OpenHands trajectory: its array of events.
+	FormatOpenHands
+	// FormatCline is a Cline or Roo Code task's api_conversation_history.json.
+	FormatCline
+	// FormatAider is aider's Markdown chat history (.aider.chat.history.md).
+	FormatAider
+	// FormatGoose is a Goose session (JSON Lines with a metadata line).
+	FormatGoose
+	// FormatOpencode is a session exported by `opencode export`.
+	FormatOpencode
 )
 
 var formatNames = map[Format]string{
@@ -48,11 +64,19 @@ var formatNames = map[Format]string{
 	FormatChatCompletion: "chat-completion",
 	FormatOTLP:           "otlp",
 	FormatVercel:         "vercel-ai",
+	FormatATIF:           "atif",
+	FormatCopilot:        "copilot-cli",
+	FormatOpenHands:      "openhands",
+	FormatCline:          "cline",
+	FormatAider:          "aider",
+	FormatGoose:          "goose",
+	FormatOpencode:       "opencode",
 }
 
 // String returns the format's name: "episodes", "openai", "anthropic",
 // "messages", "claude-code", "codex", "gemini", "openai-responses",
-// "chat-completion", "otlp" or "vercel-ai".
+// "chat-completion", "otlp", "vercel-ai", "atif", "copilot-cli",
+// "openhands", "cline", "aider", "goose" or "opencode".
 func (f Format) String() string {
 	if s, ok := formatNames[f]; ok {
 		return s
@@ -67,7 +91,10 @@ type Episode struct {
 	Project string // the project it belongs to (a working directory); "" when unknown
 	Name    string // the episode id, or "line N" when the input gives none
 	Label   string // "success", "failure", "unknown", or "" when not recorded
-	Calls   []Call
+	// Title is the first thing the user asked (at most maxTitleBytes, not
+	// redacted: reports redact it); "" when the transcript holds none.
+	Title string
+	Calls []Call
 	// Tokens reports that Call.Cost counts tokens (the transcript records
 	// the model's usage); otherwise it counts characters.
 	Tokens bool
@@ -77,6 +104,7 @@ type Episode struct {
 type Call struct {
 	Round  int // the model response that asked for it, 1-based in the episode
 	Turn   int // the user turn, 1-based; a new user message starts one
+	Line   int // the line of the input that holds it; 0 when not known
 	ID     string
 	Tool   string
 	Args   json.RawMessage // nil when the call has no arguments

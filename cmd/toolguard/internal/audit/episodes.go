@@ -14,7 +14,7 @@ type episodeCall struct {
 	ID       json.RawMessage `json:"id"`
 	Tool     *string         `json:"tool"`
 	Args     json.RawMessage `json:"args"`
-	Result   *string         `json:"result"`
+	Result   *text           `json:"result"`
 	IsError  *bool           `json:"is_error"`
 }
 
@@ -132,7 +132,7 @@ func (b *episodeBuilder) add(ep *Episode, i int, c *episodeCall) error {
 		call.Args = c.Args
 	}
 	if c.Result != nil {
-		call.Result = *c.Result
+		call.Result = string(*c.Result)
 	}
 	call.Failed = c.IsError != nil && *c.IsError
 	ep.Calls = append(ep.Calls, call)

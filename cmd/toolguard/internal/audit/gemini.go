@@ -32,6 +32,7 @@ type geminiMessage struct {
 		Input  int `json:"input"`
 		Output int `json:"output"`
 	} `json:"tokens"`
+	line int // the line of the record that last wrote it
 }
 
 type geminiToolCall struct {
@@ -55,13 +56,15 @@ type geminiReader struct {
 	pos     map[string]int // id → its index in ids
 	msgs    map[string]geminiMessage
 	seen    map[string]int
+	line    int // the line of the record being read
 }
 
 func newGeminiReader(name string) *geminiReader {
 	return &geminiReader{file: name, pos: map[string]int{}, msgs: map[string]geminiMessage{}, seen: map[string]int{}}
 }
 
-func (r *geminiReader) record(_ int, data []byte) error {
+func (r *geminiReader) record(line int, data []byte) error {
+	r.line = line
 	var rec geminiRecord
 	if err := decode(data, &rec); err != nil {
 		return describeErr(err)
@@ -104,6 +107,7 @@ func (r *geminiReader) put(m geminiMessage) {
 		r.pos[m.ID] = len(r.ids)
 		r.ids = append(r.ids, m.ID)
 	}
+	m.line = r.line
 	r.msgs[m.ID] = m
 }
 
@@ -135,7 +139,8 @@ func (r *geminiReader) finish() ([]Episode, map[string]int, error) {
 		switch m.Type {
 		case "user":
 			s.note("user messages")
-			s.userTurn()
+			text, _ := contentText(m.Content, "")
+			s.userTurn(text)
 		case "gemini":
 			prompt, output := 0, 0
 			if m.Tokens != nil {
@@ -153,6 +158,7 @@ func (r *geminiReader) finish() ([]Episode, map[string]int, error) {
 				}
 				calls = append(calls, Call{ID: tc.ID, Tool: tc.Name, Args: rawArgs(tc.Args)})
 			}
+			s.line = m.line
 			s.calls(id, prompt, output, calls...)
 			for _, tc := range m.ToolCalls {
 				text, err := geminiResult(tc.Result)

@@ -18,6 +18,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{"
 type htmlPage struct {
 	Policy   string
 	Summary  Summary
+	Policies []PolicyRow // with --compare
 	Errors   []string
 	Fired    []htmlLink
 	Episodes []htmlEpisode
@@ -31,10 +32,22 @@ type htmlLink struct {
 
 type htmlEpisode struct {
 	ID, File, Episode, Label, LabelClass string
+	Title, Looks, LooksClass             string
 	Calls                                int
 	First                                string
 	Cells                                []htmlCell
+	Firings                              []htmlFiring
+	MoreFirings                          int
 }
+
+// htmlFiring is one refused call, as the text report details it.
+type htmlFiring struct {
+	Call, Where, Rule, Args, Result, New, Setting string
+	Abort                                         bool
+}
+
+// maxHTMLFirings bounds the firings an episode's block details.
+const maxHTMLFirings = 10
 
 type htmlCell struct {
 	Class, Title string
@@ -46,6 +59,9 @@ type htmlCell struct {
 // tool, reason and verdict; the summary tables come first.
 func WriteHTML(w io.Writer, r *Report) error {
 	page := htmlPage{Policy: r.Policy, Summary: r.Summary()}
+	if len(r.Compare) > 0 {
+		page.Policies = r.Policies()
+	}
 	for _, f := range r.Files {
 		if f.Err != nil {
 			page.Errors = append(page.Errors, f.Err.Error())
@@ -57,6 +73,19 @@ func WriteHTML(w io.Writer, r *Report) error {
 			ID:   fmt.Sprintf("ep-%d", i+1),
 			File: e.File, Episode: e.Episode, Label: e.Label, LabelClass: labelClass(e.Label),
 			Calls: e.Calls(), First: firstFiring(e),
+			Title: e.Title(), Looks: e.Looks().String(), LooksClass: e.Looks().class(),
+		}
+		fs := e.firings()
+		for j, d := range fs {
+			if j == maxHTMLFirings {
+				he.MoreFirings = len(fs) - j
+				break
+			}
+			he.Firings = append(he.Firings, htmlFiring{
+				Call: fmt.Sprintf("call %d %s", d.Index, d.Tool), Where: strings.Trim(where(d), " ()"),
+				Rule: fmt.Sprintf("%s, %s", d.Reason, d.Verdict), Abort: d.Verdict == toolguard.Abort,
+				Args: d.Args, Result: d.Result, New: d.New.String(), Setting: d.Setting,
+			})
 		}
 		if d, ok := e.First(); ok {
 			v := "hint"

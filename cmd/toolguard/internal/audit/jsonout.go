@@ -20,12 +20,14 @@ type (
 		Summary  jsonSummary   `json:"summary"`
 	}
 	jsonFile struct {
-		File     string `json:"file"`
-		Format   string `json:"format"`
-		Episodes int    `json:"episodes"`
-		Calls    int    `json:"calls"`
-		Error    string `json:"error"`
-		Skipped  string `json:"skipped,omitempty"`
+		File     string   `json:"file"`
+		Format   string   `json:"format"`
+		Episodes int      `json:"episodes"`
+		Calls    int      `json:"calls"`
+		Error    string   `json:"error"`
+		Skipped  string   `json:"skipped,omitempty"`
+		NoCalls  string   `json:"no_calls,omitempty"`
+		Warnings []string `json:"warnings,omitempty"`
 	}
 	jsonEpisode struct {
 		File        string            `json:"file"`
@@ -38,6 +40,25 @@ type (
 		FirstFiring *int              `json:"first_firing"`
 		Verdict     toolguard.Verdict `json:"verdict"`
 		Phase       toolguard.Phase   `json:"phase"`
+		Title       string            `json:"title"`
+		Looks       Looks             `json:"looks"`
+		NothingNew  int               `json:"refused_nothing_new"`
+		NewResults  int               `json:"refused_new_result"`
+		Compare     []jsonCompared    `json:"compare,omitempty"`
+	}
+	jsonCompared struct {
+		Policy  string `json:"policy"`
+		Firings int    `json:"firings"`
+		Aborts  int    `json:"aborts"`
+		Looks   Looks  `json:"looks"`
+	}
+	jsonPolicyRow struct {
+		Policy     string `json:"policy"`
+		WithFiring int    `json:"episodes_with_firing"`
+		WithAbort  int    `json:"episodes_with_abort"`
+		Refused    int    `json:"refused_calls"`
+		Loops      int    `json:"episodes_like_a_loop"`
+		Work       int    `json:"episodes_like_work"`
 	}
 	jsonDecision struct {
 		File    string            `json:"file"`
@@ -53,6 +74,12 @@ type (
 		Reason  toolguard.Reason  `json:"reason"`
 		Phase   toolguard.Phase   `json:"phase"`
 		Message string            `json:"message"`
+		Line    int               `json:"line"`
+		// For a refused call only.
+		Args    string `json:"args_preview,omitempty"`
+		Result  string `json:"result_preview,omitempty"`
+		Setting string `json:"setting,omitempty"`
+		New     string `json:"result_was,omitempty"` // Newness
 	}
 	jsonSummary struct {
 		Files              int              `json:"files"`
@@ -67,11 +94,13 @@ type (
 		ByLabel            []jsonLabelCount `json:"by_label"`
 		Outcomes           *jsonOutcomes    `json:"outcomes"`
 		FilesSkipped       int              `json:"files_skipped"`
+		FilesWithoutCalls  int              `json:"files_without_calls"`
 		RefusedCalls       int              `json:"refused_calls"`
 		RefusedByTool      []jsonToolCount  `json:"refused_by_tool"`
 		ByProject          []jsonProject    `json:"by_project"`
 		WorstEpisodes      []jsonWorst      `json:"worst_episodes"`
 		Cost               jsonCost         `json:"cost"`
+		Policies           []jsonPolicyRow  `json:"policies"`
 	}
 	jsonEpisodeCost struct {
 		Unit      string `json:"unit"` // "tokens" or "characters"
@@ -138,6 +167,14 @@ type (
 	}
 )
 
+// newString is a refused call's Newness; "" for an allowed call.
+func newString(d Decision) string {
+	if !d.Fired() {
+		return ""
+	}
+	return d.New.String()
+}
+
 func episodeCost(st *EpisodeStats) jsonEpisodeCost {
 	unit := "characters"
 	if st.Tokens {
@@ -155,7 +192,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 		Episodes: make([]jsonEpisode, 0, len(r.Episodes)),
 	}
 	for _, f := range r.Files {
-		jf := jsonFile{File: f.File, Episodes: f.Episodes, Calls: f.Calls, Skipped: f.Skipped}
+		jf := jsonFile{File: f.File, Episodes: f.Episodes, Calls: f.Calls, Skipped: f.Skipped, NoCalls: f.NoCalls, Warnings: f.Warnings}
 		if f.Format != 0 {
 			jf.Format = f.Format.String()
 		}
@@ -171,6 +208,13 @@ func WriteJSON(w io.Writer, r *Report) error {
 			Cost:    episodeCost(e.stats()),
 			Firings: e.Count(toolguard.Hint) + e.Count(toolguard.Abort),
 			Phase:   e.MaxPhase(),
+			Title:   e.Title(), Looks: e.Looks(),
+			NothingNew: e.stats().NothingNew, NewResults: e.stats().NewResults,
+		}
+		for j, st := range e.Compare {
+			if j < len(r.Compare) {
+				je.Compare = append(je.Compare, jsonCompared{Policy: r.Compare[j], Firings: st.Hints + st.Aborts, Aborts: st.Aborts, Looks: st.Looks()})
+			}
 		}
 		if d, ok := e.First(); ok {
 			idx := d.Index
@@ -193,6 +237,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 		ByLabel:          make([]jsonLabelCount, 0, len(s.ByLabel)),
 	}
 	out.Summary.FilesSkipped, out.Summary.RefusedCalls = s.Skipped, s.Refused
+	out.Summary.FilesWithoutCalls = s.NoCalls
 	out.Summary.RefusedByTool = make([]jsonToolCount, 0, len(s.ByTool))
 	for _, tc := range s.ByTool {
 		out.Summary.RefusedByTool = append(out.Summary.RefusedByTool, jsonToolCount(tc))
@@ -214,6 +259,9 @@ func WriteJSON(w io.Writer, r *Report) error {
 		})
 	}
 	out.Summary.Cost = jsonCost{Tokens: jsonCostCount(s.Tokens), Characters: jsonCostCount(s.Chars)}
+	for _, pr := range r.Policies() {
+		out.Summary.Policies = append(out.Summary.Policies, jsonPolicyRow(pr))
+	}
 	for ph := toolguard.PhaseNudge; ph <= toolguard.PhaseExhausted; ph++ {
 		out.Summary.EpisodesReaching[ph.String()] = s.ReachedPhase[ph]
 	}
@@ -267,6 +315,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 				File: e.File, Episode: e.Episode, Label: e.Label,
 				Index: d.Index, Round: d.Round, Turn: d.Turn, Tool: d.Tool, CallID: d.CallID,
 				Failed: d.Failed, Verdict: d.Verdict, Reason: d.Reason, Phase: d.Phase, Message: d.Message,
+				Line: d.Line, Args: d.Args, Result: d.Result, Setting: d.Setting, New: newString(d),
 			}))
 		}
 	}

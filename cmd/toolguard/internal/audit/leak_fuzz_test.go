@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // leakTemplates are transcripts of every format whose arguments and
@@ -53,7 +54,7 @@ var leakTemplates = []string{
 // that the secret appears in no report and no error message.
 func FuzzAuditNoLeak(f *testing.F) {
 	for i := range leakTemplates {
-		f.Add(uint8(i), "sk-live-4f9a8b7c6d5e", false)
+		f.Add(uint8(i), "live4f9a8b7c6d5e", false)
 		f.Add(uint8(i), "hunter2hunter2", true)
 	}
 	f.Fuzz(func(t *testing.T, which uint8, secret string, broken bool) {
@@ -62,6 +63,24 @@ func FuzzAuditNoLeak(f *testing.F) {
 		// ("calls", a tool name, a digit) proves nothing.
 		if len(secret) < 10 || strings.ContainsAny(secret, "\x00") {
 			t.Skip()
+		}
+		if broken && strings.ContainsAny(secret, `"\`) {
+			t.Skip() // a quote would close the broken string: not broken
+		}
+		if !broken {
+			// A report shows redacted previews of the arguments and results
+			// of refused calls: a secret of a kind the redaction knows (here
+			// a provider's key) never shows. A broken input's errors never
+			// quote it, whatever it is.
+			secret = "sk-" + strings.Map(func(r rune) rune {
+				if r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+					return r
+				}
+				return -1
+			}, secret)
+			if len(secret) < 11 {
+				t.Skip()
+			}
 		}
 		tmpl := leakTemplates[int(which)%len(leakTemplates)]
 		quoted, _ := json.Marshal(secret)

@@ -196,7 +196,7 @@ func (r *otlpReader) finish() ([]Episode, map[string]int, error) {
 		}
 		if g.trace != gr.lastTrace {
 			gr.s.note("traces")
-			gr.s.userTurn()
+			gr.s.userTurn("")
 			gr.lastTrace = g.trace
 		}
 		// The chat span of this trace that ended last before the call.

@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/toolguard/toolguard"
 )
@@ -30,12 +29,17 @@ type input struct {
 	display string // how reports name it
 	project string // its folder's project when found in a folder; "" otherwise
 	folder  bool   // found by walking a folder (not named on the command line)
-	size    int64  // bytes; 0 when unknown
+	// loose: found in a folder under a name that transcripts share with
+	// other files (*.json): a file that cannot be read as a transcript is
+	// passed over, not an error.
+	loose bool
+	size  int64 // bytes; 0 when unknown
 }
 
 // expandInputs turns the command line's names into files: a folder is
-// walked for *.jsonl files and session-*.json files (Gemini CLI's older
-// sessions), in lexical order; other files in it are not transcripts.
+// walked, in lexical order, for *.jsonl and *.json files; other files in it
+// are not transcripts. A *.json file other than Gemini CLI's session-*.json
+// is loose: settings and caches share the extension.
 func expandInputs(names []string) ([]input, []FileResult) {
 	var (
 		ins  []input
@@ -62,9 +66,10 @@ func expandInputs(names []string) ([]input, []FileResult) {
 				return nil
 			}
 			base := d.Name()
-			if d.IsDir() || !(strings.HasSuffix(base, ".jsonl") || (strings.HasPrefix(base, "session-") && strings.HasSuffix(base, ".json"))) {
+			if d.IsDir() || !(strings.HasSuffix(base, ".jsonl") || strings.HasSuffix(base, ".json") || base == ".aider.chat.history.md") {
 				return nil
 			}
+			loose := strings.HasSuffix(base, ".json") && !strings.HasPrefix(base, "session-")
 			info, err := d.Info()
 			if err != nil || !info.Mode().IsRegular() {
 				return nil
@@ -74,7 +79,7 @@ func expandInputs(names []string) ([]input, []FileResult) {
 			if dir, _, ok := strings.Cut(filepath.ToSlash(rel), "/"); ok {
 				project = dir
 			}
-			ins = append(ins, input{path: p, display: p, project: project, folder: true, size: info.Size()})
+			ins = append(ins, input{path: p, display: p, project: project, folder: true, loose: loose, size: info.Size()})
 			return nil
 		})
 		if walkErr != nil {
@@ -86,11 +91,11 @@ func expandInputs(names []string) ([]input, []FileResult) {
 
 // runOptions are what a run needs besides its inputs.
 type runOptions struct {
-	policy       toolguard.Policy
-	keep         bool // keep every decision (the JSON and HTML reports)
-	allowNoCalls bool
-	maxEpisode   int
-	workers      int
+	policy     toolguard.Policy
+	keep       bool          // keep every decision (the JSON and HTML reports)
+	compare    []namedPolicy // --compare: the policies replayed beside it
+	maxEpisode int
+	workers    int
 }
 
 type unitKind int
@@ -111,6 +116,7 @@ type unit struct {
 	file *fileState
 	line int    // unitRecord: the line the chunk starts on
 	data []byte // the chunk, or the whole file
+	last bool   // unitRecord: the chunk ends the file
 	err  error
 }
 
@@ -130,6 +136,7 @@ type unitResult struct {
 	eps    []EpisodeResult
 	calls  int
 	seen   map[string]int
+	warn   string // a truncated last line read around
 	err    error
 }
 
@@ -250,8 +257,7 @@ func read(in input, opts runOptions, env Env, pr *progress, send func(unit)) {
 	if json.Valid(first) {
 		if det, err := detect(first); err == nil && det.perRecord {
 			f.det = det
-			send(unit{kind: unitRecord, file: f, line: line, data: bytes.Clone(first)})
-			readChunks(f, br, line+1, opts.maxEpisode, send, fail)
+			readChunks(f, br, line, bytes.Clone(first), opts.maxEpisode, send, fail)
 			send(unit{kind: unitEnd, file: f})
 			return
 		}
@@ -269,9 +275,12 @@ func read(in input, opts runOptions, env Env, pr *progress, send func(unit)) {
 	send(unit{kind: unitEnd, file: f})
 }
 
-// readChunks sends the rest of a file read record by record as chunks of
-// whole lines, starting at line.
-func readChunks(f *fileState, br *bufio.Reader, line, limit int, send func(unit), fail func(int, string)) {
+// readChunks sends a file read record by record as chunks of whole lines:
+// its first record (on line), then the rest. The last chunk is marked, so
+// that a line cut off by a writer still at work is read around.
+func readChunks(f *fileState, br *bufio.Reader, line int, first []byte, limit int, send func(unit), fail func(int, string)) {
+	held := unit{kind: unitRecord, file: f, line: line, data: first}
+	line++
 	var carry []byte // the start of a line that the last chunk cut
 	for {
 		buf := make([]byte, len(carry), max(chunkSize, 2*len(carry)))
@@ -284,6 +293,8 @@ func readChunks(f *fileState, br *bufio.Reader, line, limit int, send func(unit)
 			return
 		}
 		if eof && len(buf) == 0 {
+			held.last = true
+			send(held)
 			return
 		}
 		end := len(buf)
@@ -300,11 +311,14 @@ func readChunks(f *fileState, br *bufio.Reader, line, limit int, send func(unit)
 			continue
 		}
 		if len(bytes.TrimSpace(buf[:end])) > 0 {
-			send(unit{kind: unitRecord, file: f, line: line, data: buf[:end]})
+			send(held)
+			held = unit{kind: unitRecord, file: f, line: line, data: buf[:end]}
 		}
 		line += bytes.Count(buf[:end], []byte("\n"))
 		carry = bytes.Clone(buf[end:])
 		if eof {
+			held.last = true
+			send(held)
 			return
 		}
 	}
@@ -359,6 +373,10 @@ func process(u unit, opts runOptions) unitResult {
 			rec := record{line: n, data: data}
 			ep, format, err := parseOne(rec, u.file.det.format)
 			if err != nil && !json.Valid(data) {
+				if u.last && len(bytes.TrimSpace(rest)) == 0 {
+					res.warn = cutWarning(n)
+					break
+				}
 				var v any
 				err = errors.New(describeSyntax(json.Unmarshal(data, &v)))
 			}
@@ -380,12 +398,12 @@ func process(u unit, opts runOptions) unitResult {
 			eps = append(eps, ep)
 		}
 	case unitWhole:
-		format, got, seen, err := parseWhole(u.file.in.display, u.data)
+		format, got, seen, warn, err := parseWhole(u.file.in.display, u.data, true)
 		if err != nil {
 			res.err = err
 			return res
 		}
-		res.format, eps, res.seen = format, got, seen
+		res.format, eps, res.seen, res.warn = format, got, seen, warn
 	}
 	for i := range eps {
 		ep := &eps[i]
@@ -394,7 +412,11 @@ func process(u unit, opts runOptions) unitResult {
 			ep.Project = u.file.in.project
 		}
 		res.calls += len(ep.Calls)
-		res.eps = append(res.eps, replayEpisode(opts.policy, ep, opts.keep))
+		er := replayEpisode(opts.policy, ep, opts.keep)
+		for _, np := range opts.compare {
+			er.Compare = append(er.Compare, NewEpisodeStats(Replay(np.policy, ep), ep.Calls, ep.Tokens))
+		}
+		res.eps = append(res.eps, er)
 	}
 	return res
 }
@@ -411,14 +433,36 @@ func parseOne(rec record, format Format) (Episode, Format, error) {
 	return parseRecord(rec)
 }
 
+// cutWarning is the warning of a JSON Lines file whose last line is cut
+// off (a session still being written, a copy interrupted).
+func cutWarning(line int) string {
+	return fmt.Sprintf("line %d: the last line is cut off (a session still being written?); read up to line %d", line, line-1)
+}
+
 // parseWhole reads a whole file: a session transcript through its reader,
-// or the records of the other formats one by one.
-func parseWhole(name string, data []byte) (Format, []Episode, map[string]int, error) {
+// or the records of the other formats one by one. With cut, the last line
+// of a JSON Lines file that is not complete JSON is left out with a
+// warning instead of failing the file.
+func parseWhole(name string, data []byte, cut bool) (Format, []Episode, map[string]int, string, error) {
+	if isAider(data) {
+		format, eps, seen, err := parseAider(name, data)
+		return format, eps, seen, "", err
+	}
 	recs, perr := splitRecords(data, false)
 	if perr != nil {
 		perr.File = name
-		return 0, nil, nil, perr
+		return 0, nil, nil, "", perr
 	}
+	var warn string
+	if last := recs[len(recs)-1]; cut && len(recs) > 1 && !json.Valid(last.data) {
+		recs, warn = recs[:len(recs)-1], cutWarning(last.line)
+	}
+	format, eps, seen, err := parseRecs(name, recs)
+	return format, eps, seen, warn, err
+}
+
+// parseRecs reads the records of a whole file.
+func parseRecs(name string, recs []record) (Format, []Episode, map[string]int, error) {
 	if !json.Valid(recs[0].data) {
 		var v any
 		return 0, nil, nil, &ParseError{File: name, Line: recs[0].line, Problem: describeSyntax(json.Unmarshal(recs[0].data, &v))}
@@ -443,6 +487,13 @@ func parseWhole(name string, data []byte) (Format, []Episode, map[string]int, er
 		return format, eps, nil, err
 	}
 	rd := det.newReader(name)
+	if det.array {
+		els, err := arrayRecords(recs[0])
+		if err != nil {
+			return 0, nil, nil, &ParseError{File: name, Line: recs[0].line, Problem: err.Error()}
+		}
+		recs = els
+	}
 	for _, rec := range recs {
 		if err := rd.record(rec.line, rec.data); err != nil {
 			if !json.Valid(rec.data) {
@@ -466,7 +517,7 @@ func charCosts(ep *Episode) {
 		return
 	}
 	for j := range ep.Calls {
-		ep.Calls[j].Cost = utf8.RuneCountInString(ep.Calls[j].Result)
+		ep.Calls[j].Cost = countChars(ep.Calls[j].Result)
 	}
 }
 
@@ -486,25 +537,31 @@ func collect(results <-chan unitResult, slots <-chan struct{}, opts runOptions, 
 	finish := func() {
 		switch {
 		case failed:
+			fmt.Fprintln(env.Stderr, fr.Err)
+			ok = false
+			r.Files = append(r.Files, FileResult{File: fr.File, Err: fr.Err})
+			return
 		case fr.Calls == 0 && fr.Format != 0:
+			if cur.in.loose && fr.Format == FormatMessages {
+				// An array or object of a .json file in a folder that holds
+				// no message with a tool call: not a transcript.
+				fr.Skipped = "not a transcript this command reads: no tool call in it"
+				break
+			}
 			if seen == nil {
 				seen = map[string]int{fmt.Sprintf("%s records without a tool call", fr.Format): max(fr.Episodes, 1)}
 			}
-			err := noCalls(fr.Format, seen)
-			var nc *noCallsError
-			if errors.As(err, &nc) && opts.allowNoCalls && !nc.unknown {
-				r.Files = append(r.Files, fr)
-				return
+			found, unknown := noCalls(seen)
+			fr.NoCalls = found
+			if unknown {
+				fr.Warnings = append(fr.Warnings, fmt.Sprintf("no tool call this command reads (found: %s): its calls may have a shape this command does not know", found))
 			}
-			fr.Err = &ParseError{File: fr.File, Problem: err.Error()}
-		default:
-			r.Files = append(r.Files, fr)
-			r.Episodes = append(r.Episodes, eps...)
-			return
 		}
-		fmt.Fprintln(env.Stderr, fr.Err)
-		ok = false
-		r.Files = append(r.Files, FileResult{File: fr.File, Err: fr.Err})
+		for _, w := range fr.Warnings {
+			fmt.Fprintf(env.Stderr, "toolguard audit: %s: %s\n", fr.File, w)
+		}
+		r.Files = append(r.Files, fr)
+		r.Episodes = append(r.Episodes, eps...)
 	}
 	for res := range results {
 		pending[res.seq] = res
@@ -524,8 +581,13 @@ func collect(results <-chan unitResult, slots <-chan struct{}, opts runOptions, 
 			}
 			if u.err != nil {
 				var pe *ParseError
-				if u.file.in.folder && errors.As(u.err, &pe) && strings.HasPrefix(pe.Problem, "not a transcript") {
-					fr.Skipped, failed = pe.Problem, true
+				if errors.As(u.err, &pe) && strings.HasPrefix(pe.Problem, "empty input") && u.file.in.path != "-" {
+					fr.NoCalls, failed = "nothing (an empty file)", true
+					r.Files = append(r.Files, fr)
+					continue
+				}
+				if errors.As(u.err, &pe) && (u.file.in.loose || (u.file.in.folder && strings.HasPrefix(pe.Problem, "not a transcript"))) {
+					fr.Skipped, failed = skipReason(pe), true
 					r.Files = append(r.Files, fr)
 					continue
 				}
@@ -552,9 +614,23 @@ func collect(results <-chan unitResult, slots <-chan struct{}, opts runOptions, 
 			if u.seen != nil {
 				seen = u.seen
 			}
+			if u.warn != "" {
+				fr.Warnings = append(fr.Warnings, u.warn)
+			}
 		}
 	}
 	return ok
+}
+
+// skipReason says why a file found in a folder was passed over.
+func skipReason(pe *ParseError) string {
+	if strings.HasPrefix(pe.Problem, "not a transcript") {
+		return pe.Problem
+	}
+	if pe.Line > 0 {
+		return fmt.Sprintf("not a transcript this command reads (line %d: %s)", pe.Line, pe.Problem)
+	}
+	return "not a transcript this command reads (" + pe.Problem + ")"
 }
 
 // workersDefault is the number of workers: every core.

@@ -39,7 +39,7 @@ type record struct {
 // *ParseError and no episodes. Unlike Main, it accepts a file without any
 // call.
 func Parse(name string, data []byte) (Format, []Episode, error) {
-	format, eps, _, err := parseWhole(name, data)
+	format, eps, _, _, err := parseWhole(name, data, false)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -103,16 +103,15 @@ func article(f Format) string {
 	return "a conversation without tool calls"
 }
 
-// split cuts an input into its top-level JSON values. An input whose first
+// splitRecords cuts an input into its top-level JSON values. An input whose first
 // non-blank line is a complete JSON value is JSON Lines, one value per
 // line. Otherwise it is read as a document: one or more JSON values,
 // possibly indented over many lines. When neither reading works, the error
 // is reported the JSON Lines way if some later unindented line is a
 // complete value on its own (a broken line in a JSON Lines file), and the
 // document way otherwise.
-func split(data []byte) ([]record, *ParseError) { return splitRecords(data, true) }
-
-// splitRecords is split; with validate false, the lines of JSON Lines are
+//
+// With validate false, the lines of JSON Lines are
 // not checked here (their decoding checks them).
 func splitRecords(data []byte, validate bool) ([]record, *ParseError) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
@@ -272,8 +271,13 @@ func parseRecord(rec record) (Episode, Format, error) {
 	return Episode{}, 0, errors.New(`neither an episode (an object with "calls") nor a conversation (an object with "messages", or an array of messages)`)
 }
 
-// decodeField decodes raw into dst and describes a failure with path.
+// decodeField decodes raw into dst and describes a failure with path. It
+// decodes with decode, and only on a failure again with encoding/json,
+// whose error names the field.
 func decodeField(raw json.RawMessage, dst any, path string) error {
+	if decode(raw, dst) == nil {
+		return nil
+	}
 	if err := json.Unmarshal(raw, dst); err != nil {
 		return errors.New(describeJSON(err, path))
 	}

@@ -419,6 +419,14 @@ func FuzzParse(f *testing.F) {
 		}
 		f.Add(data)
 	}
+	// Every session fixture small enough to mutate quickly: each reader.
+	_ = filepath.WalkDir(filepath.Join(fixtures, "sessions"), func(p string, d os.DirEntry, err error) error {
+		if info, ierr := os.Stat(p); err == nil && ierr == nil && !d.IsDir() && info.Size() < 20<<10 && !strings.HasSuffix(p, "README.md") {
+			data, _ := os.ReadFile(p)
+			f.Add(data)
+		}
+		return nil
+	})
 	f.Add([]byte("[\n{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\"}]}\n]"))
 	f.Add([]byte(`{"calls":[{"turn":0,"user_turn":0,"tool":"a"},{"turn":0,"user_turn":1,"tool":"a"},{"turn":2,"user_turn":1,"tool":"b"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -103,7 +103,8 @@ func TestWriteJSON(t *testing.T) {
 
 	var eps []map[string]any
 	mustUnmarshal(t, doc["episodes"], &eps)
-	wantKeys(t, "episode", eps[0], "file", "project", "episode", "label", "calls", "firings", "first_firing", "verdict", "phase", "cost")
+	wantKeys(t, "episode", eps[0], "file", "project", "episode", "label", "calls", "firings", "first_firing", "verdict", "phase", "cost",
+		"title", "looks", "refused_nothing_new", "refused_new_result")
 	if eps[0]["first_firing"] != nil || eps[1]["first_firing"] != 4.0 || eps[1]["verdict"] != "abort" || eps[1]["firings"] != 3.0 {
 		t.Errorf("episodes[0:2] = %v", eps[:2])
 	}
@@ -114,8 +115,11 @@ func TestWriteJSON(t *testing.T) {
 		t.Fatalf("%d decisions, want one per call (37)", len(ds))
 	}
 	wantKeys(t, "decision", ds[0], "file", "episode", "label", "index", "round", "turn", "tool", "call_id",
-		"failed", "verdict", "reason", "phase", "message")
+		"failed", "verdict", "reason", "phase", "message", "line")
 	d := ds[7] // click-loop, call 4
+	// A refused call says what it was, what it got and what governs it.
+	wantKeys(t, "refused decision", d, "file", "episode", "label", "index", "round", "turn", "tool", "call_id",
+		"failed", "verdict", "reason", "phase", "message", "line", "args_preview", "result_preview", "setting", "result_was")
 	if d["episode"] != "click-loop" || d["index"] != 4.0 || d["verdict"] != "hint" || d["reason"] != "duplicate" ||
 		d["phase"] != "normal" || !strings.HasPrefix(d["message"].(string), toolguard.HintMarker) || d["call_id"] != "4" {
 		t.Errorf("decision = %v", d)
@@ -128,7 +132,7 @@ func TestWriteJSON(t *testing.T) {
 	mustUnmarshal(t, doc["summary"], &sum)
 	wantKeys(t, "summary", sum, "files", "files_not_read", "episodes", "calls", "episodes_with_firing",
 		"episodes_with_hint", "episodes_with_abort", "episodes_reaching_phase", "firings_by_reason", "by_label", "outcomes",
-		"files_skipped", "refused_calls", "refused_by_tool", "by_project", "worst_episodes", "cost")
+		"files_skipped", "files_without_calls", "refused_calls", "refused_by_tool", "by_project", "worst_episodes", "cost", "policies")
 	var reasons []map[string]any
 	mustUnmarshal(t, sum["firings_by_reason"], &reasons)
 	if len(reasons) != 1 || reasons[0]["reason"] != "duplicate" || reasons[0]["hints"] != 3.0 || reasons[0]["aborts"] != 4.0 {

@@ -21,6 +21,63 @@ type Decision struct {
 	// allowed call, the decision's phase for a skipped one.
 	Phase   toolguard.Phase
 	Message string // for Hint and Abort: the text the model would have seen
+	Line    int    // the line of the input that holds the call; 0 when not known
+
+	// For a refused call (Hint or Abort) only: previews of its arguments
+	// and of the result the agent got when it ran the call, secrets
+	// redacted (see docs/audit.md); the policy setting that governs the
+	// rule; and whether that result was new.
+	Args, Result string
+	Setting      string
+	New          Newness
+}
+
+// Newness says whether a refused call, which the agent did run, got a
+// result that no earlier call of its tool in the episode had got: the
+// lossy measure of whether refusing it would have lost anything.
+type Newness int
+
+const (
+	// NewUnknown: the transcript records no result for the call.
+	NewUnknown Newness = iota
+	// NothingNew: an earlier call of the tool got the same result (or the
+	// same failure).
+	NothingNew
+	// NewResult: the result was new.
+	NewResult
+)
+
+// String returns "unknown", "nothing new" or "new".
+func (n Newness) String() string {
+	switch n {
+	case NothingNew:
+		return "nothing new"
+	case NewResult:
+		return "new"
+	}
+	return "unknown"
+}
+
+// MarshalText makes Newness its String in JSON.
+func (n Newness) MarshalText() ([]byte, error) { return []byte(n.String()), nil }
+
+// newnessLookBack bounds how many earlier calls newness compares with.
+const newnessLookBack = 1000
+
+// newness compares the recorded result of call i with those of the
+// earlier calls of its tool.
+func newness(calls []Call, i int) Newness {
+	c := &calls[i]
+	if c.Result == "" && !c.Failed {
+		return NewUnknown
+	}
+	for j := i - 1; j >= max(0, i-newnessLookBack); j-- {
+		e := &calls[j]
+		if e.Tool == c.Tool && e.Failed == c.Failed && e.Result == c.Result {
+			return NothingNew
+		}
+	}
+	return NewResult
 }
 
 // Fired reports whether a rule fired for the call (Hint or Abort).
@@ -57,8 +114,13 @@ func Replay(p toolguard.Policy, ep *Episode) []Decision {
 			c := round[i]
 			dec := Decision{
 				Index: start + i + 1, Round: c.Round, Turn: c.Turn,
-				Tool: c.Tool, CallID: c.ID,
+				Tool: c.Tool, CallID: c.ID, Line: c.Line,
 				Verdict: d.Verdict, Reason: d.Reason, Phase: d.Phase, Message: d.Message,
+			}
+			if d.Verdict != toolguard.Allow {
+				dec.Args, dec.Result = preview(string(c.Args), previewRunes), preview(c.Result, previewRunes)
+				dec.Setting = setting(&p, d.Reason, c.Tool)
+				dec.New = newness(ep.Calls, start+i)
 			}
 			if d.Verdict == toolguard.Allow {
 				dec.Message = ""

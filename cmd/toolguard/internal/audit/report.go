@@ -15,6 +15,62 @@ type Report struct {
 	Lines    string
 	Files    []FileResult
 	Episodes []EpisodeResult
+	// Compare names the policies of --compare, in the order of each
+	// EpisodeResult.Compare.
+	Compare []string
+}
+
+// PolicyRow is what one policy amounts to over every episode.
+type PolicyRow struct {
+	Policy     string
+	WithFiring int // episodes with a hint or an abort
+	WithAbort  int
+	Refused    int // calls refused
+	Loops      int // episodes whose firings look like a loop
+	Work       int // episodes whose firings look like work (false alarms)
+}
+
+func (pr *PolicyRow) add(st *EpisodeStats) {
+	if st.First != nil {
+		pr.WithFiring++
+	}
+	if st.Aborts > 0 {
+		pr.WithAbort++
+	}
+	pr.Refused += st.Hints + st.Aborts
+	switch st.Looks() {
+	case LooksLoop:
+		pr.Loops++
+	case LooksWork:
+		pr.Work++
+	}
+}
+
+// Policies returns one row for the report's policy and one for each
+// policy of --compare.
+func (r *Report) Policies() []PolicyRow {
+	rows := make([]PolicyRow, 1+len(r.Compare))
+	rows[0].Policy = r.Policy
+	for i, name := range r.Compare {
+		rows[i+1].Policy = name
+	}
+	for i := range r.Episodes {
+		e := &r.Episodes[i]
+		rows[0].add(e.stats())
+		for j, st := range e.Compare {
+			if j+1 < len(rows) {
+				rows[j+1].add(st)
+			}
+		}
+	}
+	// A compared policy that is the report's own is its row already.
+	out := rows[:1]
+	for _, row := range rows[1:] {
+		if row.Policy != rows[0].Policy {
+			out = append(out, row)
+		}
+	}
+	return out
 }
 
 // FileResult is one input file.
@@ -27,6 +83,13 @@ type FileResult struct {
 	// Skipped says why a file found in a folder was passed over (it holds
 	// no transcript); "" for a file that was read.
 	Skipped string
+	// NoCalls, for a file read without finding a tool call, says what was
+	// found instead ("1 assistant text blocks, 1 user messages"); such a
+	// file is listed, not an error.
+	NoCalls string
+	// Warnings are what was read around (a truncated last line), one
+	// sentence each with its line.
+	Warnings []string
 }
 
 // EpisodeResult is one replayed episode.
@@ -35,6 +98,7 @@ type EpisodeResult struct {
 	Project string // the episode's project; "" when unknown
 	Episode string
 	Label   string
+	title   string // the first user prompt, not redacted (see Title)
 	// Decisions holds every decision, in order, when the report keeps them
 	// (the JSON and HTML reports); nil otherwise, where Stats holds what
 	// the text report needs.
@@ -42,7 +106,18 @@ type EpisodeResult struct {
 	// Stats is the episode's aggregate; nil means "derive it from
 	// Decisions".
 	Stats *EpisodeStats
+	// Firings are the first MaxFirings decisions that fired, also when
+	// Decisions is nil (what the text report details of an episode).
+	Firings []Decision
+	// Compare holds the episode's aggregate under each policy of
+	// --compare after the first, in their order.
+	Compare []*EpisodeStats
 }
+
+// MaxFirings bounds EpisodeResult.Firings: the text report details that
+// many per episode, and an episode keeps no more, so that memory grows by a
+// few hundred bytes per episode at most.
+const MaxFirings = 3
 
 // EpisodeStats is what one replayed episode amounts to.
 type EpisodeStats struct {
@@ -54,6 +129,8 @@ type EpisodeStats struct {
 	Phase      toolguard.Phase
 	ByReason   []ReasonCount // the reasons that fired, in Reason order
 	ByTool     []ToolCount   // the tools refused, by name
+	// Refused calls by what they got when the agent ran them (Newness).
+	NothingNew, NewResults int
 	// Costs: tokens when Tokens, characters otherwise (Call.Cost).
 	Tokens        bool
 	Cost          int // every result
@@ -95,6 +172,12 @@ func NewEpisodeStats(ds []Decision, calls []Call, tokens bool) *EpisodeStats {
 			continue
 		}
 		st.RefusedCost += cost
+		switch d.New {
+		case NothingNew:
+			st.NothingNew++
+		case NewResult:
+			st.NewResults++
+		}
 		if reasons == nil {
 			reasons, tools = map[toolguard.Reason]*ReasonCount{}, map[string]*ToolCount{}
 		}
@@ -130,6 +213,60 @@ func NewEpisodeStats(ds []Decision, calls []Call, tokens bool) *EpisodeStats {
 	sort.Slice(st.ByTool, func(i, j int) bool { return st.ByTool[i].Tool < st.ByTool[j].Tool })
 	return st
 }
+
+// Looks is the lossy judgement of an episode's firings.
+type Looks int
+
+const (
+	LooksClean   Looks = iota // nothing fired
+	LooksUnclear              // the refused calls' results are not recorded, or as many were new as not
+	LooksLoop                 // most refused calls got nothing new when the agent ran them
+	LooksWork                 // most refused calls got something new: the firings may be false alarms
+)
+
+// String returns "clean", "unclear", "looks like a loop" or "looks like
+// work".
+func (l Looks) String() string {
+	return [...]string{"clean", "unclear", "looks like a loop", "looks like work"}[l]
+}
+
+// class is a one-word name of l: "clean", "unclear", "loop", "work".
+func (l Looks) class() string { return [...]string{"clean", "unclear", "loop", "work"}[l] }
+
+// MarshalText makes Looks its String in JSON.
+func (l Looks) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
+// Looks judges the firings: would the refused calls have returned
+// something new? (Newness, counted in NothingNew and NewResults.)
+func (st *EpisodeStats) Looks() Looks {
+	switch {
+	case st.First == nil:
+		return LooksClean
+	case st.NothingNew > st.NewResults:
+		return LooksLoop
+	case st.NewResults > st.NothingNew:
+		return LooksWork
+	}
+	return LooksUnclear
+}
+
+// firings returns the decisions that fired: from Decisions when kept,
+// from Firings (the first MaxFirings) otherwise.
+func (e *EpisodeResult) firings() []Decision {
+	if e.Decisions == nil {
+		return e.Firings
+	}
+	var out []Decision
+	for _, d := range e.Decisions {
+		if d.Fired() {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Looks judges the episode's firings (EpisodeStats.Looks).
+func (e *EpisodeResult) Looks() Looks { return e.stats().Looks() }
 
 // stats returns Stats, deriving it from Decisions when nil.
 func (e *EpisodeResult) stats() *EpisodeStats {
@@ -207,8 +344,13 @@ func (r *Report) Add(p toolguard.Policy, file string, format Format, eps []Episo
 func replayEpisode(p toolguard.Policy, ep *Episode, keep bool) EpisodeResult {
 	ds := Replay(p, ep)
 	res := EpisodeResult{
-		File: ep.File, Project: ep.Project, Episode: ep.Name, Label: ep.Label,
+		File: ep.File, Project: ep.Project, Episode: ep.Name, Label: ep.Label, title: ep.Title,
 		Stats: NewEpisodeStats(ds, ep.Calls, ep.Tokens),
+	}
+	for _, d := range ds {
+		if d.Fired() && len(res.Firings) < MaxFirings {
+			res.Firings = append(res.Firings, d)
+		}
 	}
 	if keep {
 		res.Decisions = ds
@@ -221,6 +363,7 @@ type Summary struct {
 	Files       int
 	FailedFiles int
 	Skipped     int // files in folders that hold no transcript
+	NoCalls     int // files read without finding a tool call
 	Episodes    int
 	Calls       int
 	WithFiring  int // episodes with a hint or an abort
@@ -328,6 +471,8 @@ func (r *Report) Summary() Summary {
 		switch {
 		case f.Skipped != "":
 			s.Skipped++
+		case f.NoCalls != "":
+			s.NoCalls++
 		case f.Err != nil:
 			s.FailedFiles++
 		}

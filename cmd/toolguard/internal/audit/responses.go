@@ -42,7 +42,8 @@ func newResponsesReader(name string) *responsesReader {
 	}
 }
 
-func (r *responsesReader) record(_ int, data []byte) error {
+func (r *responsesReader) record(line int, data []byte) error {
+	r.s.line = line
 	var rec responsesRecord
 	if err := decode(data, &rec); err != nil {
 		return describeErr(err)
@@ -76,7 +77,8 @@ func (r *responsesReader) record(_ int, data []byte) error {
 	case len(rec.Input) > 0 && rec.Type == "":
 		if jsonKind(rec.Input) == "string" {
 			r.s.note("user messages")
-			r.s.userTurn()
+			text, _ := contentText(rec.Input, "")
+			r.s.userTurn(text)
 			return nil
 		}
 		var items []responsesItem
@@ -156,7 +158,8 @@ func (r *responsesReader) item(it *responsesItem, p string) error {
 		if k := h.Sum64(); !r.seenUser[k] {
 			r.seenUser[k] = true
 			s.note("user messages")
-			s.userTurn()
+			text, _ := contentText(it.Content, "")
+			s.userTurn(text)
 		}
 		return nil
 	}

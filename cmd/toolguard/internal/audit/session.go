@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode/utf8"
 )
 
 // session builds one Episode from the records of a coding-agent transcript
@@ -30,6 +29,8 @@ type session struct {
 	// orphans counts results whose call the transcript does not hold
 	// (cut off by a compaction or a rewind); they are left out.
 	orphans int
+	// line is the line of the record being read: the line of its calls.
+	line int
 }
 
 // roundUsage is the usage of the response that asked for a round's calls
@@ -46,8 +47,12 @@ func newSession(name string) *session {
 func (s *session) note(kind string) { s.seen[kind]++ }
 
 // userTurn starts a new user turn, unless no call was made since the
-// last one started.
-func (s *session) userTurn() {
+// last one started. The first user text that is not the harness's own
+// markup (it starts with "<") becomes the episode's title.
+func (s *session) userTurn(text string) {
+	if s.ep.Title == "" {
+		s.ep.Title = titleOf(text)
+	}
 	if s.turn == 0 || s.turnCalls {
 		s.turn++
 		s.turnCalls = false
@@ -89,7 +94,7 @@ func (s *session) calls(key string, prompt, output int, calls ...Call) {
 	if len(calls) == 0 {
 		return
 	}
-	if key == "" || key != s.lastKey || s.round == 0 {
+	if !s.sameResponse(key, prompt, output) {
 		if prompt > 0 {
 			s.response(prompt)
 		}
@@ -103,11 +108,32 @@ func (s *session) calls(key string, prompt, output int, calls ...Call) {
 	s.turnCalls = true
 	for _, c := range calls {
 		c.Round, c.Turn = s.round, s.turn
+		if c.Line == 0 {
+			c.Line = s.line
+		}
 		if c.ID != "" {
 			s.pending[c.ID] = append(s.pending[c.ID], len(s.ep.Calls))
 		}
 		s.ep.Calls = append(s.ep.Calls, c)
 	}
+}
+
+// sameResponse reports whether key names the response of the last round
+// and, if so, books the usage given as that response's: Claude Code writes
+// one line per content block, each with the usage at that point of the
+// stream, so the last line's is the response's.
+func (s *session) sameResponse(key string, prompt, output int) bool {
+	if key == "" || key != s.lastKey || s.round == 0 {
+		return false
+	}
+	u := &s.rounds[len(s.rounds)-1]
+	if prompt > 0 {
+		u.prompt = prompt
+	}
+	if output > 0 {
+		u.output = output
+	}
+	return true
 }
 
 // result completes the oldest call with this id that has none yet. A
@@ -120,7 +146,29 @@ func (s *session) result(id, text string, failed bool) {
 	}
 	s.pending[id] = q[1:]
 	c := &s.ep.Calls[q[0]]
-	c.Result, c.Failed = text, failed
+	c.Result, c.Failed = text, c.Failed || failed
+}
+
+// failLookBack bounds how far back fail looks for a completed call.
+const failLookBack = 256
+
+// fail marks the call with this id as failed, whether its result has come
+// (among the last failLookBack calls) or not yet (Codex writes
+// patch_apply_end before or after the call's output).
+func (s *session) fail(id string) {
+	if id == "" {
+		return
+	}
+	if q := s.pending[id]; len(q) > 0 {
+		s.ep.Calls[q[0]].Failed = true
+		return
+	}
+	for i := len(s.ep.Calls) - 1; i >= max(0, len(s.ep.Calls)-failLookBack); i-- {
+		if s.ep.Calls[i].ID == id {
+			s.ep.Calls[i].Failed = true
+			return
+		}
+	}
 }
 
 // finish returns the episode with the cost of every call: tokens when the
@@ -154,7 +202,7 @@ func spread(round []Call, u roundUsage, tokens bool) {
 	chars := make([]int, len(round))
 	total := 0
 	for i := range round {
-		chars[i] = utf8.RuneCountInString(round[i].Result)
+		chars[i] = countChars(round[i].Result)
 		total += chars[i]
 	}
 	if !tokens {
@@ -180,10 +228,10 @@ func spread(round []Call, u roundUsage, tokens bool) {
 	}
 }
 
-// noCalls is the error of a file in which the reader found no call: it
-// names what it found instead, so that a transcript whose calls have a
-// shape the reader does not know is never reported clean.
-func noCalls(format Format, seen map[string]int) error {
+// noCalls describes a file in which the reader found no call, by what it
+// found instead; unknown reports records of a kind the reader does not
+// know, which may be calls of a shape it cannot read.
+func noCalls(seen map[string]int) (found string, unknown bool) {
 	kinds := make([]string, 0, len(seen))
 	for k := range seen {
 		kinds = append(kinds, k)
@@ -192,27 +240,10 @@ func noCalls(format Format, seen map[string]int) error {
 	parts := make([]string, 0, len(kinds))
 	for _, k := range kinds {
 		parts = append(parts, fmt.Sprintf("%d %s", seen[k], k))
-	}
-	unknown := false
-	for _, k := range kinds {
 		unknown = unknown || strings.HasPrefix(k, "unrecognized ")
 	}
-	found := "nothing"
-	if len(parts) > 0 {
-		found = strings.Join(parts, ", ")
+	if len(parts) == 0 {
+		return "nothing", unknown
 	}
-	if unknown {
-		return &noCallsError{msg: fmt.Sprintf("no tool call this reader understands in this %s file (found: %s)", format, found), unknown: true}
-	}
-	return &noCallsError{msg: fmt.Sprintf("no tool call in this %s file (found: %s); if it really has none, pass --allow-no-calls", format, found)}
+	return strings.Join(parts, ", "), unknown
 }
-
-// noCallsError is a file without calls. --allow-no-calls accepts it,
-// unless the file holds records of a kind the reader does not know
-// (unknown), which may be calls it cannot read.
-type noCallsError struct {
-	msg     string
-	unknown bool
-}
-
-func (e *noCallsError) Error() string { return e.msg }

@@ -34,11 +34,14 @@ func WriteText(w io.Writer, r *Report) error {
 		fmt.Fprintln(tw)
 	}
 	fmt.Fprintf(tw, "Summary (policy: %s)\n", printable(r.Policy))
-	skipped := ""
-	if s.Skipped > 0 {
-		skipped = fmt.Sprintf(", %d skipped: not transcripts", s.Skipped)
+	extra := ""
+	if s.NoCalls > 0 {
+		extra += fmt.Sprintf(", %d without a tool call", s.NoCalls)
 	}
-	fmt.Fprintf(tw, "  files\t%d (%d not read%s)\n", s.Files, s.FailedFiles, skipped)
+	if s.Skipped > 0 {
+		extra += fmt.Sprintf(", %d skipped: not transcripts", s.Skipped)
+	}
+	fmt.Fprintf(tw, "  files\t%d (%d not read%s)\n", s.Files, s.FailedFiles, extra)
 	fmt.Fprintf(tw, "  episodes\t%d\n", s.Episodes)
 	fmt.Fprintf(tw, "  calls\t%d\n", s.Calls)
 	fmt.Fprintf(tw, "  episodes with a firing\t%d\n", s.WithFiring)
@@ -68,6 +71,20 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 	}
 	writeTeamBlocks(tw, &s)
+	if len(r.Compare) > 0 {
+		fmt.Fprintln(tw, "\nPolicies side by side")
+		fmt.Fprintln(tw, "  POLICY\tWITH A FIRING\tWITH AN ABORT\tREFUSED CALLS\tLOOKS LIKE A LOOP\tLOOKS LIKE WORK")
+		for _, pr := range r.Policies() {
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\n", printable(pr.Policy), pr.WithFiring, pr.WithAbort, pr.Refused, pr.Loops, pr.Work)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if r.Lines != "none" {
+		writeFirings(w, r)
+	}
+	writeFileBlocks(tw, r)
 	if o := s.Outcomes; o != nil {
 		fmt.Fprintln(tw, "\nAgainst the labels (a refusal is a hint or an abort)")
 		fmt.Fprintf(tw, "  false alarms on successes\t%s with a refusal\n", ofN(o.FalseAlarms, o.Successes, "successful episodes"))
@@ -75,6 +92,102 @@ func WriteText(w io.Writer, r *Report) error {
 		fmt.Fprintf(tw, "  calls saved on failed episodes\t%s from the first refusal on\n", ofN(o.SavedCalls, o.FailureCalls, "calls"))
 	}
 	return tw.Flush()
+}
+
+// Bounds of the firings the text report details.
+const (
+	maxFiringEpisodes = 20 // sessions
+)
+
+// writeFirings details the sessions that fired: title, file, the lossy
+// verdict, and their first firings with the call's id and line, previews
+// of its arguments and of what it got, and the setting that governs the
+// rule.
+func writeFirings(w io.Writer, r *Report) {
+	var fired []*EpisodeResult
+	for i := range r.Episodes {
+		if e := &r.Episodes[i]; e.stats().First != nil {
+			fired = append(fired, e)
+		}
+	}
+	if len(fired) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nFirings, by session (%d)\n", len(fired))
+	for i, e := range fired {
+		if i == maxFiringEpisodes {
+			fmt.Fprintf(w, "  … %d more sessions (the JSON and HTML reports list them all)\n", len(fired)-i)
+			break
+		}
+		st := e.stats()
+		fmt.Fprintf(w, "  %s: %s (%d refused; when the agent ran them, %d got nothing new, %d something new)\n",
+			printable(e.Episode), e.Looks(), st.Hints+st.Aborts, st.NothingNew, st.NewResults)
+		if t := e.Title(); t != "" {
+			fmt.Fprintf(w, "    asked   %q\n", t)
+		}
+		fmt.Fprintf(w, "    file    %s\n", printable(e.File))
+		for j, d := range e.firings() {
+			if j == MaxFirings {
+				fmt.Fprintf(w, "    … %d more firings\n", st.Hints+st.Aborts-j)
+				break
+			}
+			fmt.Fprintf(w, "    call %d %s%s: %s, %s\n", d.Index, printable(d.Tool), where(d), d.Reason, d.Verdict)
+			if d.Args != "" {
+				fmt.Fprintf(w, "      args     %s\n", printable(d.Args))
+			}
+			fmt.Fprintf(w, "      got      %s (%s)\n", orDash(printable(d.Result)), d.New)
+			fmt.Fprintf(w, "      setting  %s\n", printable(d.Setting))
+		}
+	}
+}
+
+// where names a call's id and line: " (id X, line N)".
+func where(d Decision) string {
+	var parts []string
+	if d.CallID != "" {
+		parts = append(parts, "id "+clipMiddle(d.CallID, 32))
+	}
+	if d.Line > 0 {
+		parts = append(parts, fmt.Sprintf("line %d", d.Line))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// maxFileRows bounds the lists of files in the text report.
+const maxFileRows = 20
+
+// writeFileBlocks lists the files read without a tool call and the files
+// read around a problem, each with what was found.
+func writeFileBlocks(tw *tabwriter.Writer, r *Report) {
+	var none, warned []FileResult
+	for _, f := range r.Files {
+		if f.NoCalls != "" {
+			none = append(none, f)
+		}
+		if len(f.Warnings) > 0 {
+			warned = append(warned, f)
+		}
+	}
+	list := func(title string, fs []FileResult, what func(FileResult) []string) {
+		if len(fs) == 0 {
+			return
+		}
+		fmt.Fprintf(tw, "\n%s (%d)\n", title, len(fs))
+		for i, f := range fs {
+			if i == maxFileRows {
+				fmt.Fprintf(tw, "  … %d more files (the JSON report lists them all)\t\n", len(fs)-i)
+				break
+			}
+			for _, w := range what(f) {
+				fmt.Fprintf(tw, "  %s\t%s\n", printable(clipMiddle(f.File, 80)), printable(w))
+			}
+		}
+	}
+	list("Files without a tool call", none, func(f FileResult) []string { return []string{"found: " + f.NoCalls} })
+	list("Files read with a warning", warned, func(f FileResult) []string { return f.Warnings })
 }
 
 // maxToolRows bounds the table of refused tools in the text report.

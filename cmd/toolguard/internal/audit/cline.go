@@ -1,0 +1,214 @@
+package audit
+
+import (
+	"encoding/json"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Cline and Roo Code keep each task's conversation in
+// api_conversation_history.json: an array of Anthropic-style messages. The
+// assistant asks for a tool either with a tool_use block (native tool
+// calling) or, in the classic form, with an XML element in its text
+// (<read_file><path>a.go</path></read_file>); the result comes back in the
+// next user message as a text block "[read_file for 'a.go'] Result:
+// ..." (or a tool_result block).
+
+// clineMessage is one message of the history.
+type clineMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+	Metrics *struct {
+		Tokens *struct {
+			Prompt     int `json:"prompt"`
+			Completion int `json:"completion"`
+		} `json:"tokens"`
+	} `json:"metrics"`
+}
+
+var (
+	// clineResultRe is the header of a result text block.
+	clineResultRe = regexp.MustCompile(`^\[([A-Za-z_][\w-]*)(?: for [^\]]*)?\] Result:`)
+	// clineToolRe finds a classic XML tool call: a known tool's element.
+	clineToolRe  = regexp.MustCompile(`(?s)<(` + strings.Join(clineTools, "|") + `)>(.*?)</(?:` + strings.Join(clineTools, "|") + `)>`)
+	clineParamRe = regexp.MustCompile(`(?s)<([a-z_]+)>(.*?)</([a-z_]+)>`)
+)
+
+// clineTools are the tools of Cline and Roo Code that the classic form
+// writes as XML elements.
+var clineTools = []string{"execute_command", "read_file", "write_to_file", "replace_in_file", "apply_diff",
+	"insert_content", "search_and_replace", "search_files", "list_files", "list_code_definition_names",
+	"codebase_search", "browser_action", "use_mcp_tool", "access_mcp_resource", "ask_followup_question",
+	"attempt_completion", "new_task", "plan_mode_respond", "web_fetch", "fetch_instructions", "switch_mode",
+	"update_todo_list", "load_mcp_documentation", "new_rule", "condense", "report_bug"}
+
+// clineFailures start the text of a result that failed.
+var clineFailures = []string{"The tool execution failed", "Error", "[ERROR]", "<error>"}
+
+// clineReader reads one task: one episode. Results without a tool_use_id
+// complete the oldest calls still waiting, in order.
+type clineReader struct {
+	s       *session
+	waiting []string // call ids without a result, oldest first
+	n       int      // calls read, for the ids of classic calls
+}
+
+func newClineReader(name string) *clineReader {
+	return &clineReader{s: newSession(path.Base(path.Dir(name)))}
+}
+
+func (r *clineReader) record(line int, data []byte) error {
+	var m clineMessage
+	if err := decode(data, &m); err != nil {
+		return describeErr(err)
+	}
+	s := r.s
+	s.line = line
+	blocks, err := contentBlocks(m.Content, "content")
+	if err != nil {
+		return err
+	}
+	if jsonKind(m.Content) == "string" {
+		t, _ := contentText(m.Content, "")
+		tt := text(t)
+		blocks = []block{{Type: "text", Text: &tt}}
+	}
+	if m.Role == "assistant" {
+		return r.assistant(&m, blocks)
+	}
+	results, said := 0, ""
+	for i := range blocks {
+		b := &blocks[i]
+		switch {
+		case b.Type == "tool_result":
+			out, _ := contentText(b.Content, "")
+			r.done(b.ToolUseID)
+			s.result(b.ToolUseID, out, b.IsError != nil && *b.IsError)
+			results++
+		case b.Text != nil && clineResultRe.MatchString(string(*b.Text)):
+			results++
+			if len(r.waiting) == 0 {
+				s.orphans++
+				continue
+			}
+			id := r.waiting[0]
+			r.waiting = r.waiting[1:]
+			_, body, _ := strings.Cut(string(*b.Text), "] Result:")
+			body = strings.TrimSpace(body)
+			s.result(id, body, clineFailed(body))
+		case b.Text != nil && said == "" && !strings.HasPrefix(strings.TrimSpace(string(*b.Text)), "<environment_details>"):
+			said = string(*b.Text)
+		}
+	}
+	if results == 0 && said != "" {
+		s.note("user messages")
+		s.userTurn(clineTask(said))
+	}
+	return nil
+}
+
+// assistant books the calls of an assistant message: its tool_use blocks,
+// or else the classic XML tool call in its text.
+func (r *clineReader) assistant(m *clineMessage, blocks []block) error {
+	prompt, output := 0, 0
+	if m.Metrics != nil && m.Metrics.Tokens != nil {
+		prompt, output = m.Metrics.Tokens.Prompt, m.Metrics.Tokens.Completion
+	}
+	var calls []Call
+	for i := range blocks {
+		if b := &blocks[i]; b.Type == "tool_use" {
+			calls = append(calls, Call{ID: b.ID, Tool: b.Name, Args: rawArgs(b.Input)})
+		}
+	}
+	if len(calls) == 0 {
+		for i := range blocks {
+			if b := &blocks[i]; b.Text != nil {
+				if c, ok := clineXMLCall(string(*b.Text)); ok {
+					r.n++
+					c.ID = "xml-" + strconv.Itoa(r.n)
+					calls = append(calls, c)
+				}
+			}
+		}
+	}
+	if len(calls) == 0 {
+		r.s.note("assistant messages without tool calls")
+		r.s.response(prompt)
+		return nil
+	}
+	for _, c := range calls {
+		r.waiting = append(r.waiting, c.ID)
+	}
+	r.s.calls("", prompt, output, calls...)
+	return nil
+}
+
+// done drops an id from the calls waiting for a result.
+func (r *clineReader) done(id string) {
+	for i, w := range r.waiting {
+		if w == id {
+			r.waiting = append(r.waiting[:i], r.waiting[i+1:]...)
+			return
+		}
+	}
+}
+
+func (r *clineReader) finish() ([]Episode, map[string]int, error) {
+	if len(r.s.ep.Calls) == 0 {
+		return nil, r.s.seen, nil
+	}
+	return []Episode{r.s.finish()}, r.s.seen, nil
+}
+
+// clineXMLCall reads the first classic tool call of an assistant text: the
+// tool's element, its parameters as a JSON object of strings.
+func clineXMLCall(t string) (Call, bool) {
+	m := clineToolRe.FindStringSubmatch(t)
+	if m == nil {
+		return Call{}, false
+	}
+	args := map[string]string{}
+	for _, p := range clineParamRe.FindAllStringSubmatch(m[2], -1) {
+		if p[1] == p[3] {
+			args[p[1]] = strings.TrimSpace(p[2])
+		}
+	}
+	raw, _ := json.Marshal(args)
+	return Call{Tool: m[1], Args: raw}, true
+}
+
+// clineFailed reports a result that says the tool failed.
+func clineFailed(body string) bool {
+	for _, f := range clineFailures {
+		if strings.HasPrefix(body, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// clineTask returns what the user asked: the text inside <task>, or the
+// text itself.
+func clineTask(t string) string {
+	t = strings.TrimSpace(t)
+	for _, tag := range []string{"task", "feedback", "user_message", "answer"} {
+		if strings.HasPrefix(t, "<"+tag+">") {
+			inner, _, _ := strings.Cut(strings.TrimPrefix(t, "<"+tag+">"), "</"+tag+">")
+			return inner
+		}
+	}
+	return t
+}
+
+// clineStart reports whether the first message of an array is a Cline or
+// Roo Code task: a user message whose first text starts with <task>.
+func clineStart(el json.RawMessage) bool {
+	var m clineMessage
+	if decode(el, &m) != nil || m.Role != "user" {
+		return false
+	}
+	t, _ := contentText(m.Content, "")
+	return strings.HasPrefix(strings.TrimSpace(t), "<task>")
+}
