@@ -234,40 +234,36 @@ func (s *Store) sendSettles(ops []settle) ([]settle, error) {
 	}
 	what := fmt.Sprintf("background send of %d commits and %d releases", commits, len(ops)-commits)
 	var failed map[*group]bool
-	var first, err error
-	if err = s.ready(ctx, what); err != nil {
-		first = err
-	} else {
-		b := s.newBatch()
-		touched := make([][]*group, len(ops))
-		for i, o := range ops {
-			touched[i] = b.settle(o)
-		}
-		_, errs := s.run(ctx, b.groups)
-		for gi, err := range errs {
-			if err != nil {
-				if failed == nil {
-					failed = map[*group]bool{}
-				}
-				failed[b.groups[gi]] = true
-				first = cmp(first, err)
-			}
-		}
-		if first == nil {
-			return nil, nil
-		}
-		var kept []settle
-		for i, o := range ops {
-			for _, g := range touched[i] {
-				if failed[g] {
-					kept = append(kept, o)
-					break
-				}
-			}
-		}
-		ops = kept
-		err = s.wrap(what, first)
+	var first error
+	b := s.newBatch()
+	touched := make([][]*group, len(ops))
+	for i, o := range ops {
+		touched[i] = b.settle(o)
 	}
+	_, errs := s.run(ctx, b.groups)
+	for gi, err := range errs {
+		if err != nil {
+			if failed == nil {
+				failed = map[*group]bool{}
+			}
+			failed[b.groups[gi]] = true
+			first = cmp(first, err)
+		}
+	}
+	if first == nil {
+		return nil, nil
+	}
+	var kept []settle
+	for i, o := range ops {
+		for _, g := range touched[i] {
+			if failed[g] {
+				kept = append(kept, o)
+				break
+			}
+		}
+	}
+	ops = kept
+	err := s.wrap(what, first)
 	if !transient(first) {
 		return nil, err
 	}

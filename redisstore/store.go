@@ -119,6 +119,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -186,7 +187,6 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 			o(s)
 		}
 	}
-	s.watchDials()
 	return s
 }
 
@@ -210,9 +210,70 @@ func (s *Store) Reserve(ctx context.Context, rs []store.Reservation) ([]store.Gr
 	if !some {
 		return gs, nil
 	}
-	if err := s.ready(ctx, "reserve"); err != nil {
-		return nil, err
+
+	// The round trip runs on its own, bounded by sendTimeout: a caller
+	// whose context ends first gets its error at once, and the late reply
+	// still arrives, so the connection goes back to the pool instead of
+	// being closed half-read. A new connection costs three or four round
+	// trips (TCP, HELLO, CLIENT SETINFO) before the script's: a Redis
+	// 80 ms away could then never answer within a 250 ms StoreTimeout
+	// again after one slow reply. What a late reply granted is released.
+	var (
+		mu                  sync.Mutex
+		finished, abandoned bool
+		res                 []store.Grant
+		resErr              error
+	)
+	done := make(chan struct{})
+	go func() {
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
+		gs, err := s.reserve(bctx, rs, gs)
+		cancel()
+		mu.Lock()
+		if abandoned {
+			mu.Unlock()
+			if err == nil {
+				s.q.push(s, releases(rs))
+			}
+			return
+		}
+		finished, res, resErr = true, gs, err
+		mu.Unlock()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return res, resErr
+	case <-ctx.Done():
 	}
+	mu.Lock()
+	defer mu.Unlock()
+	if finished {
+		return res, resErr
+	}
+	abandoned = true
+	return nil, fmt.Errorf("redisstore: reserve: %w (the reply, when it comes, is released)", ctx.Err())
+}
+
+// releases returns a release of every reservation of rs: releasing one
+// that holds nothing does nothing.
+func releases(rs []store.Reservation) []settle {
+	var out []settle
+	for _, r := range rs {
+		if len(r.Counters) == 0 {
+			continue
+		}
+		m := make([]int, len(r.Counters))
+		for j := range m {
+			m[j] = j + 1
+		}
+		out = append(out, settle{id: r.ID, counters: r.Counters, m: m})
+	}
+	return out
+}
+
+// reserve is Reserve's round trip, gs its grants before the reply.
+func (s *Store) reserve(ctx context.Context, rs []store.Reservation, gs []store.Grant) ([]store.Grant, error) {
 	b := s.newBatch()
 	for i, r := range rs {
 		b.reserve(i, r)
@@ -225,12 +286,14 @@ func (s *Store) Reserve(ctx context.Context, rs []store.Reservation) ([]store.Gr
 	var failed error
 	for gi, g := range b.groups {
 		if errs[gi] != nil {
-			failed = cmp(failed, errs[gi])
+			failed = cmp(failed, guardErr(g, errs[gi]))
 			continue
 		}
 		if err := g.parse(replies[gi], gs); err != nil {
 			failed = cmp(failed, err)
+			continue
 		}
+		s.seen(g.keys[0], g.policy)
 	}
 	if failed != nil {
 		for gi, g := range b.groups {
@@ -282,19 +345,9 @@ func (s *Store) enqueue(ctx context.Context, op string, rs []store.Reservation, 
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisstore: %s: %w", op, err)
 	}
-	if err := s.evictionErr(op); err != nil {
-		return err
-	}
-	ops := make([]settle, 0, len(rs))
-	for _, r := range rs {
-		if len(r.Counters) == 0 {
-			continue
-		}
-		m := make([]int, len(r.Counters))
-		for j := range m {
-			m[j] = j + 1
-		}
-		ops = append(ops, settle{commit: commit, id: r.ID, counters: r.Counters, m: m})
+	ops := releases(rs)
+	for i := range ops {
+		ops[i].commit = commit
 	}
 	if err := s.q.add(ctx, s, ops); err != nil {
 		return fmt.Errorf("redisstore: %s: the queue is full (%d operations): %w", op, s.q.limit, err)
