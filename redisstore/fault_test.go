@@ -112,7 +112,7 @@ func TestRestartFailClosed(t *testing.T) {
 		start := time.Now()
 		ok, d := runCall(tr, callN("t", i))
 		require.False(t, ok)
-		assert.Equal(t, toolguard.Abort, d.Verdict)
+		assert.Equal(t, toolguard.Hint, d.Verdict, "the model is told; the turn goes on")
 		require.ErrorIs(t, d.Err, toolguard.ErrStoreUnavailable)
 		assert.Contains(t, d.Message, "not executed")
 		assert.Less(t, time.Since(start), time.Second, "bounded by StoreTimeout")
