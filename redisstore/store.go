@@ -151,6 +151,7 @@ type Store struct {
 	allowEviction bool
 	warn          func(error) // AllowEviction's callback; may be nil
 	ev            eviction
+	brk           breakers // per server: see BreaksPerServer
 
 	q queue
 }
@@ -218,16 +219,27 @@ func (s *Store) Reserve(ctx context.Context, rs []store.Reservation) ([]store.Gr
 	// trips (TCP, HELLO, CLIENT SETINFO) before the script's: a Redis
 	// 80 ms away could then never answer within a 250 ms StoreTimeout
 	// again after one slow reply. What a late reply granted is released.
+	// The reply has four times the caller's time left, at most
+	// sendTimeout: long enough for a new connection's handshake.
+	wait := sendTimeout
+	if d, ok := ctx.Deadline(); ok {
+		wait = min(wait, 4*time.Until(d))
+	}
 	var (
 		mu                  sync.Mutex
 		finished, abandoned bool
 		res                 []store.Grant
 		resErr              error
+		asked               []string // the servers asked
 	)
 	done := make(chan struct{})
 	go func() {
-		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
-		gs, err := s.reserve(bctx, rs, gs)
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
+		gs, err := s.reserve(bctx, rs, gs, func(servers []string) {
+			mu.Lock()
+			asked = servers
+			mu.Unlock()
+		})
 		cancel()
 		mu.Lock()
 		if abandoned {
@@ -252,6 +264,9 @@ func (s *Store) Reserve(ctx context.Context, rs []store.Reservation) ([]store.Gr
 		return res, resErr
 	}
 	abandoned = true
+	// A server that does not answer in the caller's time is down for its
+	// cooldown, unless its late reply comes first (see breakers).
+	s.brk.report(time.Now(), nil, asked)
 	return nil, fmt.Errorf("redisstore: reserve: %w (the reply, when it comes, is released)", ctx.Err())
 }
 
@@ -272,13 +287,46 @@ func releases(rs []store.Reservation) []settle {
 	return out
 }
 
-// reserve is Reserve's round trip, gs its grants before the reply.
-func (s *Store) reserve(ctx context.Context, rs []store.Reservation, gs []store.Grant) ([]store.Grant, error) {
+// reserve is Reserve's round trip, gs its grants before the reply; it
+// tells asking which servers it sends to. A server whose breaker is open
+// is not asked: its groups fail with ErrServerDown.
+func (s *Store) reserve(ctx context.Context, rs []store.Reservation, gs []store.Grant, asking func([]string)) ([]store.Grant, error) {
 	b := s.newBatch()
 	for i, r := range rs {
 		b.reserve(i, r)
 	}
-	replies, errs := s.run(ctx, b.groups)
+	replies := make([]any, len(b.groups))
+	errs := make([]error, len(b.groups))
+	servers := make([]string, len(b.groups))
+	var send []*group
+	var sent []int
+	now := time.Now()
+	for gi, g := range b.groups {
+		servers[gi] = s.server(ctx, g)
+		if !s.brk.allow(servers[gi], now) {
+			errs[gi] = serverDown(servers[gi])
+			continue
+		}
+		send, sent = append(send, g), append(sent, gi)
+	}
+	if len(send) > 0 {
+		var asked []string
+		for _, gi := range sent {
+			asked = append(asked, servers[gi])
+		}
+		asking(asked)
+		vals, sendErrs := s.run(ctx, send)
+		var up, failed []string
+		for k, gi := range sent {
+			replies[gi], errs[gi] = vals[k], sendErrs[k]
+			if failedServer(errs[gi]) {
+				failed = append(failed, servers[gi])
+			} else {
+				up = append(up, servers[gi])
+			}
+		}
+		s.brk.report(time.Now(), up, failed)
+	}
 
 	// Parts that were granted but must not hold: every part when a group
 	// failed, the other parts of a reservation refused somewhere.
@@ -360,7 +408,8 @@ func (s *Store) enqueue(ctx context.Context, op string, rs []store.Reservation, 
 // toolguard.SharedQuota.Key returns it: "quota:tenant:acme" for the
 // SharedQuota named "tenant:acme". Count first waits until the commits
 // and releases this Store queued were sent. It does not check the
-// eviction policy.
+// eviction policy, and it is not held back by the Store's breaker: an
+// answer closes the breaker of its server.
 func (s *Store) Count(ctx context.Context, key string) (int, error) {
 	if err := s.q.drain(ctx); err != nil {
 		return 0, fmt.Errorf("redisstore: count: %w", err)
@@ -370,6 +419,8 @@ func (s *Store) Count(ctx context.Context, key string) (int, error) {
 	if err != nil {
 		return 0, s.wrap("count", err)
 	}
+	// The server answered: its breaker, if open, closes.
+	s.brk.report(time.Now(), []string{s.server(ctx, &group{keys: []string{ck}})}, nil)
 	return int(n), nil
 }
 
