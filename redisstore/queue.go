@@ -285,7 +285,9 @@ func (s *Store) sendSettles(ops []settle) ([]settle, error) {
 
 // transient reports whether a failed send may succeed later: the network
 // or the server did not answer, or the cluster was moving (a failover, a
-// migration, a node loading its data). A malformed key, an evicting
+// migration, a node loading its data), or a full server refused it (OOM:
+// memory may be freed, and a commit dropped would give its unit back after
+// the reservation's TTL, an over-admission). A malformed key, an evicting
 // server, a closed client or any other refusal by the server is not.
 func transient(err error) bool {
 	if errors.Is(err, ErrMalformed) || errors.Is(err, ErrEvictionPolicy) || errors.Is(err, redis.ErrClosed) {
@@ -295,7 +297,7 @@ func transient(err error) bool {
 	if !errors.As(err, &rerr) {
 		return true
 	}
-	for _, p := range []string{"TRYAGAIN", "CLUSTERDOWN", "LOADING", "READONLY", "MASTERDOWN", "MOVED", "ASK", "NOREPLICAS"} {
+	for _, p := range []string{"TRYAGAIN", "CLUSTERDOWN", "LOADING", "READONLY", "MASTERDOWN", "MOVED", "ASK", "NOREPLICAS", "OOM"} {
 		if strings.HasPrefix(rerr.Error(), p) {
 			return true
 		}
