@@ -84,26 +84,34 @@
 //
 // The servers must run with maxmemory-policy noeviction. Under any other
 // policy a server at its maxmemory may evict the counter keys, and an
-// evicted total starts again from zero: quotas stop holding. The Store
-// reads the policy (INFO memory) of every master before its first
-// operation and again after the client dials a new connection, and
-// refuses every operation on such a server with an error matching
-// ErrEvictionPolicy, unless it was made with AllowEviction.
+// evicted total starts again from zero: quotas stop holding. The reserve
+// script reads the policy and the memory (INFO memory) in the atomic step
+// that takes the units, and refuses the reservation on such a server with
+// an error matching ErrEvictionPolicy (unless the Store was made with
+// AllowEviction), and on a noeviction server at its maxmemory with one
+// matching ErrMemoryFull. What the server holds now is what a Reserve
+// sees: a policy changed or set right on a live server, a failover to a
+// server configured otherwise.
 //
 // # Faults
 //
 // Every Reserve is bounded by its context; the Tracker passes one bounded
-// by Policy.StoreTimeout. go-redis honours a context's deadline while it
-// waits for the server only with Options.ContextTimeoutEnabled; without
-// it a hung server holds a call for ReadTimeout. When a server does not
-// answer, Reserve returns an error (after releasing, in the background,
-// the parts that other shards granted) and the Tracker fails closed (the
-// call is refused with toolguard.ErrStoreUnavailable) or, with
-// Policy.FailOpen, counts the call locally and reports an EventStore; the
-// Tracker's toolguard.Breaker then leaves the store alone for a cooldown,
-// so an outage costs one timeout rather than one per call. On a cluster,
-// a call whose counters live on the shards that answer is not affected by
-// a shard that does not (with cluster-require-full-coverage no).
+// by Policy.StoreTimeout. The round trip itself runs on its own: when the
+// context ends first, Reserve returns its error at once and lets the late
+// reply arrive (for up to four times the caller's time left), releasing
+// what it granted, so that the connection goes back to the pool rather
+// than being closed half-read and the next call does not pay a new
+// connection's handshake. When a server does not answer, Reserve returns
+// an error (after releasing, in the background, the parts that other
+// shards granted) and the Tracker fails closed (the call is refused with
+// toolguard.ErrStoreUnavailable) or, with Policy.FailOpen, counts the call
+// locally and reports an EventStore. The Store then leaves that server
+// alone for a second (ErrServerDown; see BreaksPerServer): one breaker
+// per server, shared by every Tracker that uses the Store, so an outage
+// costs the process one timeout rather than one per call, and on a
+// cluster a call whose counters live on the shards that answer is not
+// affected by a shard that does not (with cluster-require-full-coverage
+// no).
 //
 // A restarted server resumes from what it persisted: without persistence
 // (no AOF, no RDB) every total starts again from zero. Whether quotas
