@@ -137,9 +137,13 @@ func TestSentinelUnsyncedReplica(t *testing.T) {
 			sen.Replica.Resume(t)
 			sen.WaitMaster(t, sen.Replica.Addr(), 20*time.Second)
 			if tc.args != nil {
-				// The promoted primary needs a replica to write too: the
-				// old primary comes back as one (the Sentinel makes it).
-				sen.Primary.Restart(t)
+				// The promoted primary has no replica and refuses writes
+				// too: with one replica the operator must lower the
+				// setting (or run two replicas).
+				require.Eventually(t, func() bool {
+					return strings.Contains(redistest.Info(sen.Replica.Addr(), "replication"), "role:master")
+				}, 10*time.Second, 20*time.Millisecond)
+				redistest.CLI(t, sen.Replica.Addr(), "config", "set", "min-replicas-to-write", "0")
 			}
 			require.Eventually(t, func() bool { return call() }, 20*time.Second, 50*time.Millisecond)
 			require.NoError(t, s.Flush(context.Background()))
