@@ -9,8 +9,10 @@ import (
 // Breaker stops a Tracker from asking a Store that has just failed, so that
 // an outage costs one StoreTimeout, not one per call. Its zero value is
 // ready to use. Every Tracker has one of its own unless Policy.Breaker
-// names one: give the Trackers of a process (its sessions) one Breaker and
-// they learn of an outage together.
+// names one (a Sessions shares one among its Trackers): give the Trackers
+// of a process one Breaker and they learn of an outage together. A Store
+// that breaks per server itself (store.ServerBreaker, such as redisstore)
+// gets none unless Policy.Breaker names one.
 //
 // The rules:
 //   - Closed (the start): every Store operation runs. One that fails — an

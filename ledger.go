@@ -21,10 +21,12 @@ type Entry struct {
 	// values (at most 8 names of at most 32 bytes), or "arguments of N
 	// bytes" past 64 KiB. Secrets are redacted from both: provider key
 	// prefixes (sk-…, ghp_…, AKIA…), the word after bearer, basic or token,
-	// the value of password=, token:, api_key= and similar names, a URL's
-	// user and password, and long random-looking strings (24 or more
-	// letters and digits with high entropy) read "[REDACTED]" ("redacted"
-	// in a normalized query).
+	// the value of password=, token:, api_key=, X-Api-Key: and similar
+	// names, also inside a URL's query, a path or a connection string
+	// (?key=…, &access_token=…, ;Password=…;, :_authToken=…), a URL's
+	// user and password, a webhook URL's path (Slack, Discord, Teams), and
+	// long random-looking strings (24 or more letters and digits with high
+	// entropy) read "[REDACTED]" ("redacted" in a normalized query).
 	Purpose   string        `json:"purpose"`
 	Verdict   Verdict       `json:"verdict"`
 	Reason    Reason        `json:"reason"`

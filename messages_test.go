@@ -32,7 +32,7 @@ func TestMessageMarkers(t *testing.T) {
 
 	down := NewTracker(Policy{Quotas: Quotas{Store: failingStore{}, SharedQuotas: []SharedQuota{{Name: "fleet", Limit: 5}}}})
 	d = down.ShouldSkip(call("web_fetch", `{"url":"https://x.org"}`))
-	require.Equal(t, Abort, d.Verdict)
+	require.Equal(t, Hint, d.Verdict)
 	assert.True(t, strings.HasPrefix(d.Message, "[quota-unavailable] "), d.Message)
 
 	tr = NewTracker(Policy{MaxRepeats: 1})

@@ -247,8 +247,10 @@ type Quotas struct {
 	// Breaker stops asking the Store for a moment after it failed, so an
 	// outage costs one StoreTimeout rather than one per call (see Breaker
 	// for its rules). nil means a Breaker private to this Tracker with the
-	// default cooldown (1s); share one among the Trackers of a process so
-	// they learn of an outage together; Breaker{Cooldown: -1} turns it off.
+	// default cooldown (1s), or none in front of a Store that breaks per
+	// server itself (store.ServerBreaker: redisstore); share one among the
+	// Trackers of a process so they learn of an outage together;
+	// Breaker{Cooldown: -1} turns it off.
 	Breaker *Breaker
 }
 
@@ -475,6 +477,9 @@ func newConfig(p Policy) config {
 	}
 	if c.breaker = p.Breaker; c.breaker == nil && c.store != nil {
 		c.breaker = &Breaker{}
+		if _, ok := c.store.(store.ServerBreaker); ok {
+			c.breaker.Cooldown = -1 // the Store breaks per server itself
+		}
 	}
 	c.storeTimeout = p.StoreTimeout
 	if c.storeTimeout <= 0 {

@@ -22,12 +22,24 @@ var secretPrefixes = []string{
 	"npm_", "pypi-", "shpat_", "SG.", "eyJ",
 }
 
-// secretNames are argument or header names whose value is a secret, as in
-// "password=hunter2", "api_key: abc" or "Authorization: Bearer abc".
+// secretNames mark a secret as the name of a value ("password=hunter2",
+// "X-Api-Key: abc", "Password=…;" in a connection string, "&api_key=…"
+// in a URL): a name is compared lower-cased with only its letters and
+// digits, and is a secret's when it ends with one of these.
 var secretNames = []string{
-	"password", "passwd", "pwd", "secret", "token", "api_key", "apikey", "api-key",
-	"access_key", "access_token", "refresh_token", "private_key", "client_secret",
-	"authorization", "credentials",
+	"password", "passwd", "pwd", "secret", "token", "apikey", "accesskey", "privatekey",
+	"accountkey", "secretkey", "credentials", "authorization", "passphrase",
+}
+
+// secretParams are the short names that mark a secret only as a
+// parameter, "name=value" (a URL's "?key=…", "&sig=…"), never before a
+// colon, where they are ordinary words ("primary key: …").
+var secretParams = []string{"key", "sig", "signature", "auth", "pass"}
+
+// webhookPaths start the URLs whose rest is a credential.
+var webhookPaths = []string{
+	"hooks.slack.com/services/", "hooks.slack.com/workflows/", "discord.com/api/webhooks/",
+	"discordapp.com/api/webhooks/", ".webhook.office.com/webhookb2/",
 }
 
 // secretSchemes precede a credential in a header ("Bearer abc…").
@@ -44,19 +56,24 @@ const (
 
 // redactSecrets returns s with the secrets it may hold replaced by
 // [REDACTED], for the purpose the ledger keeps (see Entry.Purpose). A
-// word (a run of bytes other than white space and commas) is, once the quotes and
-// brackets around it are stripped, redacted when it
+// word (a run of bytes other than white space and commas) is, once the
+// quotes and brackets around it are stripped, redacted when it
 //   - starts with a provider's key prefix (secretPrefixes) and has at least
 //     8 more characters;
-//   - is the value of "name=value" or "name:value", or follows "name:",
-//     where name is a secret's name (secretNames: "password", "token" …);
+//   - follows "name:" where name is a secret's name (secretNames:
+//     "password", "token", "X-Api-Key" …);
 //   - follows "bearer", "basic" or "token" and is 12 or more characters
 //     with a digit or one of "+/=_-.";
 //   - is 24 or more characters of letters, digits and "+/=_-." with at
 //     least one letter and one digit and about 3.5 bits of entropy per
-//     character or more (random keys and tokens, not words);
+//     character or more (random keys and tokens, not words).
 //
-// and a URL's user and password ("https://user:pass@host") are redacted.
+// Inside a word, a URL's user and password ("https://user:pass@host") and
+// the rest of a webhook URL (webhookPaths) are redacted, and so is each
+// part between "?", "&", ";", "/" and "#" (a URL's path and query, a
+// connection string) that is a secret as above, or the value of
+// "name=value" or "name:value" where name is a secret's name, or of
+// "name=value" where name is key, sig, signature, auth or pass.
 // It reads at most redactMaxBytes of s. It returns s itself when it finds
 // nothing.
 func redactSecrets(s string) string {
@@ -119,24 +136,11 @@ func redactWord(word string, state next) (string, next) {
 	case state == nextScheme && len(core) >= 12 && strings.ContainsAny(core, "0123456789+/=_-."):
 		return strings.Replace(word, core, redacted, 1), nextPlain
 	}
-	if i := strings.Index(core, "://"); i >= 0 {
-		auth := core[i+3:]
-		if k := strings.IndexAny(auth, "/?#"); k >= 0 {
-			auth = auth[:k]
-		}
-		if at := strings.LastIndexByte(auth, '@'); at > 0 {
-			return strings.Replace(word, core[:i+3]+auth[:at], core[:i+3]+redacted, 1), nextPlain
-		}
-		return word, nextPlain
-	}
-	if k := strings.IndexAny(core, "=:"); k > 0 && isSecretName(core[:k]) {
-		if value := strings.TrimLeft(core[k+1:], "=:"); value != "" {
-			return strings.Replace(word, core, core[:k+1]+redacted, 1), nextPlain
-		}
+	if k := strings.IndexAny(core, "=:"); k > 0 && k == len(core)-1 && isSecretName(core[:k], false) {
 		return word, nextValue // "password: hunter2"
 	}
-	if isSecretToken(core) {
-		return strings.Replace(word, core, redacted, 1), nextPlain
+	if red := redactParts(core); red != core {
+		return strings.Replace(word, core, red, 1), nextPlain
 	}
 	if scheme {
 		return word, nextScheme
@@ -144,11 +148,92 @@ func redactWord(word string, state next) (string, next) {
 	return word, nextPlain
 }
 
-func isSecretName(s string) bool {
-	s = strings.ToLower(strings.Trim(s, `"'`))
-	for _, n := range secretNames {
-		if s == n {
+// redactParts redacts the secrets inside one word: the whole word when it
+// looks like a key, a URL's user and password, a webhook URL's rest, and
+// each part of a path, a query string or a connection string that is a
+// secret or a secret's value (see redactSecrets).
+func redactParts(core string) string {
+	if isSecretToken(core) {
+		return redacted
+	}
+	if i := strings.Index(core, "://"); i >= 0 {
+		auth := core[i+3:]
+		if k := strings.IndexAny(auth, "/?#"); k >= 0 {
+			auth = auth[:k]
+		}
+		if at := strings.LastIndexByte(auth, '@'); at > 0 {
+			core = core[:i+3] + redacted + core[i+3+at:]
+		}
+	}
+	for _, h := range webhookPaths {
+		if j := strings.Index(core, h); j >= 0 && len(core) > j+len(h) {
+			return core[:j+len(h)] + redacted
+		}
+	}
+	var b strings.Builder
+	last := 0
+	for start := 0; start < len(core); {
+		end := start + strings.IndexAny(core[start:], "?&;/#")
+		if end < start {
+			end = len(core)
+		}
+		if red := redactPart(core[start:end]); red != core[start:end] {
+			b.WriteString(core[last:start])
+			b.WriteString(red)
+			last = end
+		}
+		start = end + 1
+	}
+	if last == 0 {
+		return core
+	}
+	b.WriteString(core[last:])
+	return b.String()
+}
+
+// redactPart redacts one part of a word: a secret, or the value of a
+// secret's name ("Password=…", ":_authToken=…", "key=…").
+func redactPart(p string) string {
+	k, eq := strings.IndexByte(p, '='), true
+	if k < 0 {
+		k, eq = strings.IndexByte(p, ':'), false
+	}
+	if k >= 0 {
+		name, value := p[:k], strings.TrimLeft(p[k+1:], "=:")
+		if value != "" && (isSecretName(name, eq) || isSecretToken(value)) {
+			return p[:len(p)-len(value)] + redacted
+		}
+	}
+	if isSecretToken(p) {
+		return redacted
+	}
+	return p
+}
+
+// isSecretName reports whether name marks a secret (secretNames), or, for
+// a parameter ("name=value"), one of secretParams.
+func isSecretName(name string, param bool) bool {
+	var b [64]byte
+	n := b[:0]
+	for i := 0; i < len(name) && len(n) < len(b); i++ {
+		c := name[i]
+		switch {
+		case 'A' <= c && c <= 'Z':
+			n = append(n, c+'a'-'A')
+		case 'a' <= c && c <= 'z' || '0' <= c && c <= '9':
+			n = append(n, c)
+		}
+	}
+	for _, s := range secretNames {
+		if strings.HasSuffix(string(n), s) {
 			return true
+		}
+	}
+	if param {
+		for _, s := range secretParams {
+			if string(n) == s {
+				return true
+			}
 		}
 	}
 	return false

@@ -221,8 +221,15 @@ func (t *Tracker) storeLocked(c Call, p *probe, g *grant, tool *toolState, ks *k
 	case g == nil:
 		return Decision{}, false
 	case g.err != nil:
+		// A store that does not answer is no loop of the model's: it is
+		// told the call did not run and why, and the turn goes on, unless
+		// the Policy aborts at the first firing of any rule.
+		v := Hint
+		if t.cfg.action == ActionAbort {
+			v = Abort
+		}
 		return Decision{
-			Verdict: Abort,
+			Verdict: v,
 			Reason:  ReasonToolLimit,
 			Message: storeDownMessage(c.Tool),
 			Err:     g.err,

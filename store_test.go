@@ -87,7 +87,7 @@ func TestStoreFaults(t *testing.T) {
 		var evs []Event
 		tr := NewTracker(Policy{Quotas: Quotas{Store: &brokenStore{}, SharedQuotas: q}, OnEvent: func(e Event) { evs = append(evs, e) }})
 		d := tr.ShouldSkip(call("t", `{}`))
-		require.Equal(t, Abort, d.Verdict)
+		require.Equal(t, Hint, d.Verdict)
 		require.ErrorIs(t, d.Err, ErrStoreUnavailable)
 		assert.Contains(t, d.Err.Error(), "connection refused")
 		assert.Contains(t, d.Message, "not executed")

@@ -374,12 +374,22 @@ func (t *Tracker) check(ctx context.Context, c Call, round uint64) Decision {
 	now := t.cfg.now()
 	var g *grant
 	t.mu.Lock()
+	// Sessions.Release sets released under the lock: a call tested
+	// before the lock or waiting for the Store may find it set here.
+	if t.released.Load() {
+		t.mu.Unlock()
+		return releasedDecision()
+	}
 	d, ask := t.decideLocked(c, &p, names, now, g, &evs)
 	if ask {
 		t.mu.Unlock()
 		g = t.reserve(ctx, []Call{c}, []*toolRule{p.rule}, &evs)[0]
 		t.mu.Lock()
-		d, _ = t.decideLocked(c, &p, names, now, g, &evs)
+		if t.released.Load() {
+			d = releasedDecision()
+		} else {
+			d, _ = t.decideLocked(c, &p, names, now, g, &evs)
+		}
 	}
 	orphans := t.takeOrphansLocked()
 	t.mu.Unlock()
@@ -413,6 +423,11 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64) []
 		p, names := t.inspect(c, nil)
 		p.round = round
 		t.mu.Lock()
+		if t.released.Load() { // see check
+			t.mu.Unlock()
+			ds[i] = releasedDecision()
+			continue
+		}
 		d, ask := t.decideLocked(c, &p, names, now, nil, &evs)
 		orphans = append(orphans, t.takeOrphansLocked()...)
 		t.mu.Unlock()
@@ -439,7 +454,11 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64) []
 				g = t.reserve(ctx, asked[k:k+1], rules[k:k+1], &evs)[0]
 			}
 			t.mu.Lock()
-			ds[w.i], _ = t.decideLocked(calls[w.i], &w.p, w.names, now, g, &evs)
+			if t.released.Load() {
+				ds[w.i] = releasedDecision()
+			} else {
+				ds[w.i], _ = t.decideLocked(calls[w.i], &w.p, w.names, now, g, &evs)
+			}
 			orphans = append(orphans, t.takeOrphansLocked()...)
 			t.mu.Unlock()
 			if g.id != "" && ds[w.i].Verdict != Allow {

@@ -215,14 +215,25 @@ func (pc *pendingCall) held() held {
 }
 
 // findPending returns the index of the pending call that a Record of (id,
-// key) completes: the one with that id, else, when byKey is set, the
+// key) completes: the one with that id (of those, when a harness reused
+// the id, the one with that key first), else, when byKey is set, the
 // oldest with that key and no other id.
 func findPending(ps []pendingCall, id, tool string, key callKey, byKey bool) int {
 	if id != "" {
+		// A reused id: the call with the id and the key first.
+		first := -1
 		for i := range ps {
 			if ps[i].id == id && ps[i].tool.rule.name == tool {
-				return i
+				if ps[i].key == key {
+					return i
+				}
+				if first < 0 {
+					first = i
+				}
 			}
+		}
+		if first >= 0 {
+			return first
 		}
 	}
 	if byKey {

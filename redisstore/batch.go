@@ -25,6 +25,8 @@ type group struct {
 	args  []any          // the operations, as luaBatch reads them
 	parts []part         // its reserve operations, in order
 	ok    []bool         // after parse: whether each part was granted
+
+	policy string // after parse: the maxmemory-policy the script found
 }
 
 // part is the counters of one reservation that live in one slot.
@@ -149,6 +151,15 @@ func (g *group) parse(v any, gs []store.Grant) error {
 		return bad()
 	}
 	i := 0
+	if len(g.parts) > 0 { // the policy the script found
+		if len(vs) == 0 {
+			return bad()
+		}
+		if g.policy, ok = vs[0].(string); !ok {
+			return bad()
+		}
+		i = 1
+	}
 	for _, p := range g.parts {
 		n := len(p.m)
 		if i+2+n > len(vs) {
@@ -232,10 +243,11 @@ func (s *Store) run(ctx context.Context, groups []*group) ([]any, []error) {
 		cmds := make([]*redis.Cmd, len(todo))
 		for i, gi := range todo {
 			g := groups[gi]
+			args := append([]any{s.guard(g)}, g.args...)
 			if whole {
-				cmds[i] = s.batch.Eval(ctx, pipe, g.keys, g.args...)
+				cmds[i] = s.batch.Eval(ctx, pipe, g.keys, args...)
 			} else {
-				cmds[i] = s.batch.EvalSha(ctx, pipe, g.keys, g.args...)
+				cmds[i] = s.batch.EvalSha(ctx, pipe, g.keys, args...)
 			}
 		}
 		_, _ = pipe.Exec(ctx) // each command holds its own error

@@ -1,166 +1,115 @@
 package redisstore
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
+	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// ErrEvictionPolicy is matched by the error of an operation refused
-// because a server's maxmemory-policy is not noeviction: such a server
-// may evict the counter keys under memory pressure, and every evicted
-// total starts again from zero, so quotas stop holding. The Store reads
-// the policy (INFO memory) of every server it writes to (every master of
-// a cluster) before its first operation and again after the client dials
-// a new connection (a reconnect, a failover). Configure the servers with
-// maxmemory-policy noeviction, or accept the risk with AllowEviction.
+// ErrEvictionPolicy is matched by the error of a Reserve refused because
+// a server's maxmemory-policy is not noeviction: such a server may evict
+// the counter keys under memory pressure, and every evicted total starts
+// again from zero, so quotas stop holding. The reserve script itself
+// reads the policy (INFO memory) on the server, in the same atomic step
+// as the reservation: a policy changed on a live server, a failover to a
+// server configured otherwise and a policy set right again are all seen
+// by the next Reserve. Configure the servers with maxmemory-policy
+// noeviction, or accept the risk with AllowEviction.
 var ErrEvictionPolicy = errors.New("redisstore: the server may evict quota keys")
 
-type policyError struct{ addr, policy string }
+// ErrMemoryFull is matched by the error of a Reserve refused because the
+// server (under noeviction) is at its maxmemory: the reservation would
+// grow the memory past it, and the commit that follows could not be
+// written. The reserve script reads the memory (INFO memory) as Redis
+// does before a write that needs memory: used_memory less
+// mem_not_counted_for_evict, against maxmemory.
+var ErrMemoryFull = errors.New("redisstore: the server is at its maxmemory")
+
+type policyError struct{ key, policy string }
 
 func (e *policyError) Error() string {
-	return fmt.Sprintf("redisstore: the server %s has maxmemory-policy %s: it may evict quota keys, and an evicted total starts again from zero; set maxmemory-policy noeviction", e.addr, e.policy)
+	return fmt.Sprintf("redisstore: the server holding %s has maxmemory-policy %s: it may evict quota keys, and an evicted total starts again from zero; set maxmemory-policy noeviction", e.key, e.policy)
 }
 
 func (e *policyError) Is(target error) bool { return target == ErrEvictionPolicy }
 
+type memoryError struct {
+	key         string
+	used, limit int64
+}
+
+func (e *memoryError) Error() string {
+	return fmt.Sprintf("redisstore: the server holding %s is at its maxmemory (%d of %d bytes used): no reservation until memory is freed or maxmemory raised", e.key, e.used, e.limit)
+}
+
+func (e *memoryError) Is(target error) bool { return target == ErrMemoryFull }
+
 // AllowEviction lets the Store work on a server whose maxmemory-policy may
 // evict keys, where quotas hold only while the server has memory to
 // spare. warn, when not nil, receives an error matching ErrEvictionPolicy
-// when the Store finds such a policy (it checks before its first operation
-// and after each new connection), and again when the policy it finds
-// changes. Without this option such a server refuses every operation.
+// the first time a Reserve finds such a policy, and again each time the
+// policy it finds changes. Without this option a Reserve on such a server
+// fails.
 func AllowEviction(warn func(error)) Option {
 	return func(s *Store) { s.allowEviction, s.warn = true, warn }
 }
 
-// eviction is the state of the maxmemory-policy check.
+// eviction remembers the last policy reported to AllowEviction's warn.
 type eviction struct {
-	recheck  atomic.Bool                 // a connection was dialled since the last check
-	checking chan struct{}               // one check at a time
-	evicting atomic.Pointer[policyError] // the last check's finding; nil: safe
-	hooked   sync.Map                    // *redis.Client of a cluster node → struct{}: dialHook added
+	mu     sync.Mutex
+	warned string
 }
 
-// dialHook marks the policy for a new check whenever the client dials.
-type dialHook struct{ s *Store }
-
-func (h dialHook) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := next(ctx, network, addr)
-		if err == nil {
-			h.s.ev.recheck.Store(true)
-		}
-		return conn, err
+// guard is the first argument of a batch's script: "-" when it holds no
+// reservation (commits and releases settle what a reservation took and
+// run whatever the policy), else whether an evicting policy is allowed.
+func (s *Store) guard(g *group) string {
+	switch {
+	case len(g.parts) == 0:
+		return "-"
+	case s.allowEviction:
+		return "allow"
 	}
+	return "check"
 }
 
-func (dialHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-
-func (dialHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-// watchDials adds the dial hook to client, or, for a cluster, to each of
-// its nodes: a ClusterClient dials through its nodes' clients only.
-func (s *Store) watchDials() {
-	s.ev.checking = make(chan struct{}, 1)
-	s.ev.recheck.Store(true)
-	if c, ok := s.client.(*redis.ClusterClient); ok {
-		c.OnNewNode(s.hookNode)
+// seen reports the policy a reserve script found, to AllowEviction's warn.
+func (s *Store) seen(key, policy string) {
+	if policy == "noeviction" || s.warn == nil {
 		return
 	}
-	s.client.AddHook(dialHook{s})
-}
-
-func (s *Store) hookNode(c *redis.Client) {
-	if _, done := s.ev.hooked.LoadOrStore(c, struct{}{}); !done {
-		c.AddHook(dialHook{s})
+	s.ev.mu.Lock()
+	changed := s.ev.warned != policy
+	s.ev.warned = policy
+	s.ev.mu.Unlock()
+	if changed {
+		s.warn(fmt.Errorf("%w (allowed by AllowEviction)", &policyError{key: key, policy: policy}))
 	}
 }
 
-// ready checks the servers' maxmemory-policy when a connection was dialled
-// since the last check, and returns an error matching ErrEvictionPolicy
-// while one may evict (unless AllowEviction).
-func (s *Store) ready(ctx context.Context, op string) error {
-	if s.ev.recheck.Load() {
-		select {
-		case s.ev.checking <- struct{}{}:
-		case <-ctx.Done():
-			return fmt.Errorf("redisstore: %s: %w", op, ctx.Err())
-		}
-		err := s.checkPolicy(ctx)
-		<-s.ev.checking
-		if err != nil {
-			return fmt.Errorf("redisstore: %s: reading maxmemory-policy: %w", op, err)
-		}
-	}
-	return s.evictionErr(op)
-}
-
-// evictionErr returns the last check's finding as an operation's error.
-func (s *Store) evictionErr(op string) error {
-	if e := s.ev.evicting.Load(); e != nil && !s.allowEviction {
-		return fmt.Errorf("redisstore: %s: %w", op, e)
-	}
-	return nil
-}
-
-// checkPolicy reads the maxmemory-policy of every server the client
-// writes to. On a cluster, a master that cannot be reached is skipped:
-// the operations on its slots fail on their own, and the client dials it
-// (so the Store checks it) when it is back.
-func (s *Store) checkPolicy(ctx context.Context) error {
-	if !s.ev.recheck.Swap(false) {
-		return nil // another operation checked meanwhile
-	}
-	var found atomic.Pointer[policyError]
-	check := func(ctx context.Context, c *redis.Client) error {
-		info, err := c.Info(ctx, "memory").Result()
-		if err != nil {
-			return err
-		}
-		policy := "unknown"
-		for _, line := range strings.Split(info, "\n") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "maxmemory_policy:"); ok {
-				policy = v
-			}
-		}
-		if policy != "noeviction" {
-			found.Store(&policyError{addr: c.Options().Addr, policy: policy})
-		}
-		return nil
-	}
-	var err error
-	switch c := s.client.(type) {
-	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-			s.hookNode(n)
-			var rerr redis.Error
-			if err := check(ctx, n); err != nil && (errors.As(err, &rerr) || ctx.Err() != nil) {
-				return err // a refusal (an ACL without +info), or out of time
-			}
-			return nil
-		})
-	case *redis.Client:
-		err = check(ctx, c)
-	default:
-		// A Ring spreads keys over servers this Store does not support.
-		err = fmt.Errorf("unsupported client %T", s.client)
-	}
-	if err != nil {
-		s.ev.recheck.Store(true)
+// guardErr turns a reserve script's refusal (a policy that may evict, or
+// memory full) into its typed error, naming a key of the group; other
+// errors are returned as they are.
+func guardErr(g *group, err error) error {
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
 		return err
 	}
-	e := found.Load()
-	if old := s.ev.evicting.Swap(e); e != nil && s.warn != nil && (old == nil || *old != *e) {
-		s.warn(fmt.Errorf("%w (allowed by AllowEviction)", e))
+	msg := rerr.Error()
+	if p, ok := strings.CutPrefix(msg, "TOOLGUARD-EVICTION "); ok {
+		return &policyError{key: g.keys[0], policy: p}
 	}
-	return nil
+	if f, ok := strings.CutPrefix(msg, "TOOLGUARD-FULL "); ok {
+		e := &memoryError{key: g.keys[0]}
+		if used, max, ok := strings.Cut(f, " "); ok {
+			e.used, _ = strconv.ParseInt(used, 10, 64)
+			e.limit, _ = strconv.ParseInt(max, 10, 64)
+		}
+		return e
+	}
+	return err
 }

@@ -107,7 +107,7 @@ func TestMalformedKeyThroughTracker(t *testing.T) {
 	tr := toolguard.NewTracker(fleetPolicy(s, 5))
 	ok, d := runCall(tr, callN("t", 1))
 	require.False(t, ok)
-	assert.Equal(t, toolguard.Abort, d.Verdict)
+	assert.Equal(t, toolguard.Hint, d.Verdict)
 	require.ErrorIs(t, d.Err, toolguard.ErrStoreUnavailable)
 	require.ErrorIs(t, d.Err, redisstore.ErrMalformed)
 

@@ -234,40 +234,36 @@ func (s *Store) sendSettles(ops []settle) ([]settle, error) {
 	}
 	what := fmt.Sprintf("background send of %d commits and %d releases", commits, len(ops)-commits)
 	var failed map[*group]bool
-	var first, err error
-	if err = s.ready(ctx, what); err != nil {
-		first = err
-	} else {
-		b := s.newBatch()
-		touched := make([][]*group, len(ops))
-		for i, o := range ops {
-			touched[i] = b.settle(o)
-		}
-		_, errs := s.run(ctx, b.groups)
-		for gi, err := range errs {
-			if err != nil {
-				if failed == nil {
-					failed = map[*group]bool{}
-				}
-				failed[b.groups[gi]] = true
-				first = cmp(first, err)
-			}
-		}
-		if first == nil {
-			return nil, nil
-		}
-		var kept []settle
-		for i, o := range ops {
-			for _, g := range touched[i] {
-				if failed[g] {
-					kept = append(kept, o)
-					break
-				}
-			}
-		}
-		ops = kept
-		err = s.wrap(what, first)
+	var first error
+	b := s.newBatch()
+	touched := make([][]*group, len(ops))
+	for i, o := range ops {
+		touched[i] = b.settle(o)
 	}
+	_, errs := s.run(ctx, b.groups)
+	for gi, err := range errs {
+		if err != nil {
+			if failed == nil {
+				failed = map[*group]bool{}
+			}
+			failed[b.groups[gi]] = true
+			first = cmp(first, err)
+		}
+	}
+	if first == nil {
+		return nil, nil
+	}
+	var kept []settle
+	for i, o := range ops {
+		for _, g := range touched[i] {
+			if failed[g] {
+				kept = append(kept, o)
+				break
+			}
+		}
+	}
+	ops = kept
+	err := s.wrap(what, first)
 	if !transient(first) {
 		return nil, err
 	}
@@ -289,7 +285,9 @@ func (s *Store) sendSettles(ops []settle) ([]settle, error) {
 
 // transient reports whether a failed send may succeed later: the network
 // or the server did not answer, or the cluster was moving (a failover, a
-// migration, a node loading its data). A malformed key, an evicting
+// migration, a node loading its data), or a full server refused it (OOM:
+// memory may be freed, and a commit dropped would give its unit back after
+// the reservation's TTL, an over-admission). A malformed key, an evicting
 // server, a closed client or any other refusal by the server is not.
 func transient(err error) bool {
 	if errors.Is(err, ErrMalformed) || errors.Is(err, ErrEvictionPolicy) || errors.Is(err, redis.ErrClosed) {
@@ -299,7 +297,7 @@ func transient(err error) bool {
 	if !errors.As(err, &rerr) {
 		return true
 	}
-	for _, p := range []string{"TRYAGAIN", "CLUSTERDOWN", "LOADING", "READONLY", "MASTERDOWN", "MOVED", "ASK", "NOREPLICAS"} {
+	for _, p := range []string{"TRYAGAIN", "CLUSTERDOWN", "LOADING", "READONLY", "MASTERDOWN", "MOVED", "ASK", "NOREPLICAS", "OOM"} {
 		if strings.HasPrefix(rerr.Error(), p) {
 			return true
 		}

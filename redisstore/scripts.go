@@ -51,7 +51,13 @@ local function num(x) return string.format('%.0f', x) end
 // KEYS[2k-1] and KEYS[2k] are counter k's committed total (a string) and
 // its live reservations (a sorted set: member "{id}/{m}", score = expiry
 // in ms, where m is the counter's 1-based position in its reservation).
-// ARGV is a list of operations:
+// ARGV[1] is the guard: "-" for a batch without reservations; else the
+// script first reads INFO memory and refuses the whole batch when the
+// server's maxmemory-policy is not noeviction (unless the guard is
+// "allow") with an error reply "TOOLGUARD-EVICTION {policy}", or when,
+// under noeviction, the memory is at maxmemory, with "TOOLGUARD-FULL
+// {used} {max}"; the reply then starts with the policy. The rest of ARGV
+// is a list of operations:
 //
 //	R id ttl n  (k m limit window) × n   reserve one unit of each counter, or none
 //	C id n      (k m) × n                commit: the held units become committed
@@ -76,6 +82,26 @@ for k = 1, nk do
   if err then return err end
 end
 
+local reply = {}
+if ARGV[1] ~= '-' then
+  -- Read the policy and the memory in the step that writes: no
+  -- reservation is granted on a server that may evict or is full.
+  local info = redis.call('INFO', 'memory')
+  local policy = string.match(info, 'maxmemory_policy:([%w-]+)') or 'unknown'
+  if policy ~= 'noeviction' and ARGV[1] ~= 'allow' then
+    return redis.error_reply('TOOLGUARD-EVICTION ' .. policy)
+  end
+  local max = tonumber(string.match(info, 'maxmemory:(%d+)') or '0')
+  if policy == 'noeviction' and max > 0 then
+    local used = tonumber(string.match(info, 'used_memory:(%d+)') or '0')
+      - tonumber(string.match(info, 'mem_not_counted_for_evict:(%d+)') or '0')
+    if used >= max then
+      return redis.error_reply('TOOLGUARD-FULL ' .. num(used) .. ' ' .. num(max))
+    end
+  end
+  reply[1] = policy
+end
+
 -- Nothing below can fail.
 local now = nowms()
 local live = {}
@@ -88,8 +114,7 @@ local function total(k)
   return cval[k] + live[k]
 end
 
-local reply = {}
-local i = 1
+local i = 2
 while i <= #ARGV do
   local op, id = ARGV[i], ARGV[i + 1]
   if op == 'R' then

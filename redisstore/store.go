@@ -84,26 +84,34 @@
 //
 // The servers must run with maxmemory-policy noeviction. Under any other
 // policy a server at its maxmemory may evict the counter keys, and an
-// evicted total starts again from zero: quotas stop holding. The Store
-// reads the policy (INFO memory) of every master before its first
-// operation and again after the client dials a new connection, and
-// refuses every operation on such a server with an error matching
-// ErrEvictionPolicy, unless it was made with AllowEviction.
+// evicted total starts again from zero: quotas stop holding. The reserve
+// script reads the policy and the memory (INFO memory) in the atomic step
+// that takes the units, and refuses the reservation on such a server with
+// an error matching ErrEvictionPolicy (unless the Store was made with
+// AllowEviction), and on a noeviction server at its maxmemory with one
+// matching ErrMemoryFull. What the server holds now is what a Reserve
+// sees: a policy changed or set right on a live server, a failover to a
+// server configured otherwise.
 //
 // # Faults
 //
 // Every Reserve is bounded by its context; the Tracker passes one bounded
-// by Policy.StoreTimeout. go-redis honours a context's deadline while it
-// waits for the server only with Options.ContextTimeoutEnabled; without
-// it a hung server holds a call for ReadTimeout. When a server does not
-// answer, Reserve returns an error (after releasing, in the background,
-// the parts that other shards granted) and the Tracker fails closed (the
-// call is refused with toolguard.ErrStoreUnavailable) or, with
-// Policy.FailOpen, counts the call locally and reports an EventStore; the
-// Tracker's toolguard.Breaker then leaves the store alone for a cooldown,
-// so an outage costs one timeout rather than one per call. On a cluster,
-// a call whose counters live on the shards that answer is not affected by
-// a shard that does not (with cluster-require-full-coverage no).
+// by Policy.StoreTimeout. The round trip itself runs on its own: when the
+// context ends first, Reserve returns its error at once and lets the late
+// reply arrive (for up to four times the caller's time left), releasing
+// what it granted, so that the connection goes back to the pool rather
+// than being closed half-read and the next call does not pay a new
+// connection's handshake. When a server does not answer, Reserve returns
+// an error (after releasing, in the background, the parts that other
+// shards granted) and the Tracker fails closed (the call is refused with
+// toolguard.ErrStoreUnavailable) or, with Policy.FailOpen, counts the call
+// locally and reports an EventStore. The Store then leaves that server
+// alone for a second (ErrServerDown; see BreaksPerServer): one breaker
+// per server, shared by every Tracker that uses the Store, so an outage
+// costs the process one timeout rather than one per call, and on a
+// cluster a call whose counters live on the shards that answer is not
+// affected by a shard that does not (with cluster-require-full-coverage
+// no).
 //
 // A restarted server resumes from what it persisted: without persistence
 // (no AOF, no RDB) every total starts again from zero. Whether quotas
@@ -119,6 +127,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -150,6 +159,7 @@ type Store struct {
 	allowEviction bool
 	warn          func(error) // AllowEviction's callback; may be nil
 	ev            eviction
+	brk           breakers // per server: see BreaksPerServer
 
 	q queue
 }
@@ -186,7 +196,6 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 			o(s)
 		}
 	}
-	s.watchDials()
 	return s
 }
 
@@ -210,14 +219,122 @@ func (s *Store) Reserve(ctx context.Context, rs []store.Reservation) ([]store.Gr
 	if !some {
 		return gs, nil
 	}
-	if err := s.ready(ctx, "reserve"); err != nil {
-		return nil, err
+
+	// The round trip runs on its own, bounded by sendTimeout: a caller
+	// whose context ends first gets its error at once, and the late reply
+	// still arrives, so the connection goes back to the pool instead of
+	// being closed half-read. A new connection costs three or four round
+	// trips (TCP, HELLO, CLIENT SETINFO) before the script's: a Redis
+	// 80 ms away could then never answer within a 250 ms StoreTimeout
+	// again after one slow reply. What a late reply granted is released.
+	// The reply has four times the caller's time left, at most
+	// sendTimeout: long enough for a new connection's handshake.
+	wait := sendTimeout
+	if d, ok := ctx.Deadline(); ok {
+		wait = min(wait, 4*time.Until(d))
 	}
+	var (
+		mu                  sync.Mutex
+		finished, abandoned bool
+		res                 []store.Grant
+		resErr              error
+		asked               []string // the servers asked
+	)
+	done := make(chan struct{})
+	go func() {
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
+		gs, err := s.reserve(bctx, rs, gs, func(servers []string) {
+			mu.Lock()
+			asked = servers
+			mu.Unlock()
+		})
+		cancel()
+		mu.Lock()
+		if abandoned {
+			mu.Unlock()
+			if err == nil {
+				s.q.push(s, releases(rs))
+			}
+			return
+		}
+		finished, res, resErr = true, gs, err
+		mu.Unlock()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return res, resErr
+	case <-ctx.Done():
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if finished {
+		return res, resErr
+	}
+	abandoned = true
+	// A server that does not answer in the caller's time is down for its
+	// cooldown, unless its late reply comes first (see breakers).
+	s.brk.report(time.Now(), nil, asked)
+	return nil, fmt.Errorf("redisstore: reserve: %w (the reply, when it comes, is released)", ctx.Err())
+}
+
+// releases returns a release of every reservation of rs: releasing one
+// that holds nothing does nothing.
+func releases(rs []store.Reservation) []settle {
+	var out []settle
+	for _, r := range rs {
+		if len(r.Counters) == 0 {
+			continue
+		}
+		m := make([]int, len(r.Counters))
+		for j := range m {
+			m[j] = j + 1
+		}
+		out = append(out, settle{id: r.ID, counters: r.Counters, m: m})
+	}
+	return out
+}
+
+// reserve is Reserve's round trip, gs its grants before the reply; it
+// tells asking which servers it sends to. A server whose breaker is open
+// is not asked: its groups fail with ErrServerDown.
+func (s *Store) reserve(ctx context.Context, rs []store.Reservation, gs []store.Grant, asking func([]string)) ([]store.Grant, error) {
 	b := s.newBatch()
 	for i, r := range rs {
 		b.reserve(i, r)
 	}
-	replies, errs := s.run(ctx, b.groups)
+	replies := make([]any, len(b.groups))
+	errs := make([]error, len(b.groups))
+	servers := make([]string, len(b.groups))
+	var send []*group
+	var sent []int
+	now := time.Now()
+	for gi, g := range b.groups {
+		servers[gi] = s.server(ctx, g)
+		if !s.brk.allow(servers[gi], now) {
+			errs[gi] = serverDown(servers[gi])
+			continue
+		}
+		send, sent = append(send, g), append(sent, gi)
+	}
+	if len(send) > 0 {
+		var asked []string
+		for _, gi := range sent {
+			asked = append(asked, servers[gi])
+		}
+		asking(asked)
+		vals, sendErrs := s.run(ctx, send)
+		var up, failed []string
+		for k, gi := range sent {
+			replies[gi], errs[gi] = vals[k], sendErrs[k]
+			if failedServer(errs[gi]) {
+				failed = append(failed, servers[gi])
+			} else {
+				up = append(up, servers[gi])
+			}
+		}
+		s.brk.report(time.Now(), up, failed)
+	}
 
 	// Parts that were granted but must not hold: every part when a group
 	// failed, the other parts of a reservation refused somewhere.
@@ -225,12 +342,14 @@ func (s *Store) Reserve(ctx context.Context, rs []store.Reservation) ([]store.Gr
 	var failed error
 	for gi, g := range b.groups {
 		if errs[gi] != nil {
-			failed = cmp(failed, errs[gi])
+			failed = cmp(failed, guardErr(g, errs[gi]))
 			continue
 		}
 		if err := g.parse(replies[gi], gs); err != nil {
 			failed = cmp(failed, err)
+			continue
 		}
+		s.seen(g.keys[0], g.policy)
 	}
 	if failed != nil {
 		for gi, g := range b.groups {
@@ -282,19 +401,9 @@ func (s *Store) enqueue(ctx context.Context, op string, rs []store.Reservation, 
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisstore: %s: %w", op, err)
 	}
-	if err := s.evictionErr(op); err != nil {
-		return err
-	}
-	ops := make([]settle, 0, len(rs))
-	for _, r := range rs {
-		if len(r.Counters) == 0 {
-			continue
-		}
-		m := make([]int, len(r.Counters))
-		for j := range m {
-			m[j] = j + 1
-		}
-		ops = append(ops, settle{commit: commit, id: r.ID, counters: r.Counters, m: m})
+	ops := releases(rs)
+	for i := range ops {
+		ops[i].commit = commit
 	}
 	if err := s.q.add(ctx, s, ops); err != nil {
 		return fmt.Errorf("redisstore: %s: the queue is full (%d operations): %w", op, s.q.limit, err)
@@ -307,7 +416,8 @@ func (s *Store) enqueue(ctx context.Context, op string, rs []store.Reservation, 
 // toolguard.SharedQuota.Key returns it: "quota:tenant:acme" for the
 // SharedQuota named "tenant:acme". Count first waits until the commits
 // and releases this Store queued were sent. It does not check the
-// eviction policy.
+// eviction policy, and it is not held back by the Store's breaker: an
+// answer closes the breaker of its server.
 func (s *Store) Count(ctx context.Context, key string) (int, error) {
 	if err := s.q.drain(ctx); err != nil {
 		return 0, fmt.Errorf("redisstore: count: %w", err)
@@ -317,6 +427,8 @@ func (s *Store) Count(ctx context.Context, key string) (int, error) {
 	if err != nil {
 		return 0, s.wrap("count", err)
 	}
+	// The server answered: its breaker, if open, closes.
+	s.brk.report(time.Now(), []string{s.server(ctx, &group{keys: []string{ck}})}, nil)
 	return int(n), nil
 }
 

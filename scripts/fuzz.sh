@@ -2,21 +2,38 @@
 # Runs every fuzz target of every module for a while each (default 30s),
 # minimizing a failing input for at most 5s so that a run is not spent on
 # one input. Failing inputs land in the package's testdata/fuzz, where
-# `go test` replays them.
+# `go test` replays them. Each module is built in a workspace of its own,
+# as scripts/test.sh does (scripts/release.sh work-for): the module and
+# the modules of this repository it requires, as they are in the tree.
+#
+# It fails when a module's packages cannot be listed or built, when a
+# target fails, and when no target at all was found.
 #
 #   bash scripts/fuzz.sh          # 30s per target
 #   bash scripts/fuzz.sh 2m       # longer
+#   bash scripts/fuzz.sh -list    # only list the targets (each package built)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 time=${1:-30s}
-for mod in $(find . -name go.mod -not -path './.git/*' -not -path '*/testdata/*' | xargs -n1 dirname | sort); do
-  (
-    cd "$mod"
-    for pkg in $(GOWORK=off go list ./...); do
-      for target in $(GOWORK=off go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
-        echo "=== $pkg $target ($time)"
-        GOWORK=off go test -run '^$' -fuzz "^$target\$" -fuzztime "$time" -fuzzminimizetime 5s "$pkg"
-      done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+targets=0
+for mod in $(bash scripts/release.sh modules | awk '{ print $1 }'); do
+  work="$tmp/$(echo "$mod" | tr / _).work"
+  bash scripts/release.sh work-for "$mod" > "$work"
+  pkgs=$(cd "$mod" && GOWORK="$work" go list ./...)
+  for pkg in $pkgs; do
+    # go test -list builds the package's tests: a package that does not
+    # build fails here, fuzz targets or not.
+    list=$(cd "$mod" && GOWORK="$work" go test -list '^Fuzz' "$pkg")
+    for target in $(echo "$list" | grep '^Fuzz' || true); do
+      targets=$((targets + 1))
+      echo "=== $pkg $target ($time)"
+      [ "$time" = -list ] && continue
+      (cd "$mod" && GOWORK="$work" go test -run '^$' -fuzz "^$target\$" -fuzztime "$time" -fuzzminimizetime 5s "$pkg")
     done
-  )
+  done
 done
+echo "fuzz targets: $targets"
+[ "$targets" -gt 0 ]

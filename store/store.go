@@ -41,6 +41,20 @@ type Store interface {
 	Release(ctx context.Context, rs []Reservation) error
 }
 
+// ServerBreaker is implemented by a Store that keeps a breaker per server
+// of its own: after a server failed to answer, the operations that need
+// it fail at once for a cooldown, and those that need only the other
+// servers go on (redisstore: one per node, so per shard on a Redis
+// Cluster; the Store is shared by every Tracker of the process, and so is
+// its breaker). A Tracker puts no breaker of its own in front of such a
+// Store, unless its Policy names one: one breaker over every shard would
+// refuse the calls of the healthy shards during one shard's outage.
+type ServerBreaker interface {
+	Store
+	// BreaksPerServer marks the Store; it does nothing.
+	BreaksPerServer()
+}
+
 // Reservation asks a Store for one unit of each counter.
 type Reservation struct {
 	ID       string        // unique; chosen by the Tracker

@@ -86,6 +86,7 @@ func NewSessions(p toolguard.Policy, o SessionOptions) *Sessions {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	p = sessions.ShareBreaker(p) // one for the process: see sessions.New
 	return &Sessions{policy: p, opts: o, m: sessions.New[key](p, o.MaxSessions, o.IdleReset)}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard"
+	"github.com/toolguard/toolguard/store"
 )
 
 // DefaultMax is the number of trackers a Map keeps when New is given a
@@ -38,8 +39,12 @@ type entry[K comparable] struct {
 // toolguard.NewTracker(p). max is the number of trackers kept: 0 means
 // DefaultMax, negative means no limit. idle, when positive, resets
 // (Tracker.Reset) the tracker of a key whose previous use was at least
-// that long ago. The clock is p.Now (time.Now when nil).
+// that long ago. The clock is p.Now (time.Now when nil). With a Store and
+// no Policy.Breaker, its trackers share one Breaker, so that an outage
+// costs the process one timeout, not one per conversation (a Store that
+// breaks per server itself, such as redisstore, needs none).
 func New[K comparable](p toolguard.Policy, max int, idle time.Duration) *Map[K] {
+	p = ShareBreaker(p)
 	m := &Map[K]{
 		policy: p,
 		max:    max,
@@ -99,4 +104,13 @@ func (m *Map[K]) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.order.Len()
+}
+
+// ShareBreaker returns p with one Breaker for the Trackers made from it,
+// when it has a Store without a breaker of its own and names none.
+func ShareBreaker(p toolguard.Policy) toolguard.Policy {
+	if _, own := p.Store.(store.ServerBreaker); p.Store != nil && p.Breaker == nil && !own {
+		p.Breaker = &toolguard.Breaker{}
+	}
+	return p
 }

@@ -92,7 +92,8 @@ type Server struct {
 	port int
 	dir  string
 	args []string
-	own  bool // dir was made by start
+	conf string // a configuration file, the first argument (a Sentinel's)
+	own  bool   // dir was made by start
 
 	mu   sync.Mutex
 	proc *process // nil while killed
@@ -230,6 +231,9 @@ func (s *Server) launchLocked() error {
 		"--daemonize", "no", "--logfile", "",
 	}
 	args = append(args, s.args...)
+	if s.conf != "" {
+		args = append([]string{s.conf}, args...)
+	}
 	cmd := exec.Command(s.path, args...)
 	cmd.Dir = s.dir
 	log, err := os.OpenFile(filepath.Join(s.dir, "redis.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)

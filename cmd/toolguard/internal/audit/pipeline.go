@@ -117,7 +117,44 @@ type unit struct {
 	line int    // unitRecord: the line the chunk starts on
 	data []byte // the chunk, or the whole file
 	last bool   // unitRecord: the chunk ends the file
+	size int    // len(data) when sent: its share of the bytes in flight
 	err  error
+}
+
+// flight bounds the units in flight: at most units of them, and past the
+// first at most budget bytes, so that a few units near the size cap are
+// not decoded at once (each costs several times its size while it is).
+type flight struct {
+	mu               sync.Mutex
+	cond             sync.Cond
+	units, bytes     int
+	maxUnits, budget int
+}
+
+func newFlight(units, budget int) *flight {
+	f := &flight{maxUnits: units, budget: budget}
+	f.cond.L = &f.mu
+	return f
+}
+
+// acquire waits until a unit of n bytes may go.
+func (f *flight) acquire(n int) {
+	f.mu.Lock()
+	for f.units >= f.maxUnits || f.units > 0 && f.bytes+n > f.budget {
+		f.cond.Wait()
+	}
+	f.units++
+	f.bytes += n
+	f.mu.Unlock()
+}
+
+// release ends a unit of n bytes.
+func (f *flight) release(n int) {
+	f.mu.Lock()
+	f.units--
+	f.bytes -= n
+	f.mu.Unlock()
+	f.cond.Broadcast()
 }
 
 // chunkSize is the size of the chunks of a file read record by record.
@@ -143,14 +180,15 @@ type unitResult struct {
 // run audits the inputs into r: a reading goroutine (this one) cuts the
 // inputs into units, workers decode and replay them in parallel, and a
 // collector puts the results back in input order. At most 2×workers+2
-// units are in flight, so memory is bounded by that many of the largest
-// unit, whatever the size of the inputs. It returns false when some file
-// could not be read or parsed.
+// units are in flight, and past the first of them at most maxEpisode
+// bytes (the --max-episode-size cap): records near the cap are decoded
+// and replayed one at a time. It returns false when some file could not
+// be read or parsed.
 func run(ins []input, opts runOptions, env Env, r *Report) bool {
 	workers := max(opts.workers, 1)
 	units := make(chan unit, workers)
 	results := make(chan unitResult, workers)
-	slots := make(chan struct{}, 2*workers+2)
+	slots := newFlight(2*workers+2, opts.maxEpisode)
 	done := make(chan bool)
 
 	var wg sync.WaitGroup
@@ -179,7 +217,8 @@ func run(ins []input, opts runOptions, env Env, r *Report) bool {
 	}
 	seq := 0
 	send := func(u unit) {
-		slots <- struct{}{}
+		u.size = len(u.data)
+		slots.acquire(u.size)
 		u.seq = seq
 		seq++
 		units <- u
@@ -523,7 +562,7 @@ func charCosts(ep *Episode) {
 
 // collect puts the results back in input order, reports each file's
 // problem on standard error as its turn comes, and fills r.
-func collect(results <-chan unitResult, slots <-chan struct{}, opts runOptions, env Env, r *Report) bool {
+func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env, r *Report) bool {
 	ok := true
 	pending := map[int]unitResult{}
 	next := 0
@@ -572,7 +611,7 @@ func collect(results <-chan unitResult, slots <-chan struct{}, opts runOptions, 
 			}
 			delete(pending, next)
 			next++
-			<-slots
+			slots.release(u.size)
 			if u.file != cur {
 				cur, fr, eps, seen, failed = u.file, FileResult{File: u.file.in.display}, nil, nil, false
 			}

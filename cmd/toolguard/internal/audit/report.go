@@ -354,6 +354,11 @@ func replayEpisode(p toolguard.Policy, ep *Episode, keep bool) EpisodeResult {
 	}
 	if keep {
 		res.Decisions = ds
+	} else if f := res.Stats.First; f != nil {
+		// The text report prints the first firing's call, tool, reason
+		// and verdict: its message (the model's text, hundreds of bytes)
+		// and call id are not kept for every episode.
+		f.Message, f.CallID = "", ""
 	}
 	return res
 }

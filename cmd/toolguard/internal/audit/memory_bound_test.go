@@ -1,0 +1,123 @@
+package audit
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/toolguard/toolguard"
+)
+
+// firingEpisodeLine is one record of the episode format whose calls repeat, so
+// that a hint fires (the text report keeps the first firing).
+func firingEpisodeLine(name string, calls int, result string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"source":"s","episode":%q,"label":"failure","calls":[`, name)
+	for i := 0; i < calls; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"turn":%d,"id":"c%d","tool":"search","args":{"query":"the same query"},"result":%q}`, i, i, result)
+	}
+	b.WriteString("]}\n")
+	return b.String()
+}
+
+// auditFile runs the audit's pipeline on path, as the text report does,
+// and returns the report.
+func auditFile(t *testing.T, path string, maxEpisode int) *Report {
+	t.Helper()
+	r := &Report{Lines: "all"}
+	ins, errs := expandInputs([]string{path})
+	require.Empty(t, errs)
+	opts := runOptions{policy: toolguard.Policy{}, maxEpisode: maxEpisode, workers: 2}
+	require.True(t, run(ins, opts, Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard}, r))
+	return r
+}
+
+func heapBytes() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// TestAuditMemoryPerEpisode pins issue 29 item 10: the text report keeps
+// each episode's aggregate; it kept about 1.2 KB per episode (the first
+// firing's whole message among it). Now the first firing keeps what the
+// line prints.
+func TestAuditMemoryPerEpisode(t *testing.T) {
+	const episodes = 20_000
+	path := filepath.Join(t.TempDir(), "eps.jsonl")
+	var b bytes.Buffer
+	for i := 0; i < episodes; i++ {
+		b.WriteString(firingEpisodeLine(fmt.Sprintf("episode-%06d", i), 4, "r"))
+	}
+	require.NoError(t, os.WriteFile(path, b.Bytes(), 0o600))
+	runtime.GC()
+	before := heapBytes()
+	r := auditFile(t, path, DefaultMaxEpisode)
+	runtime.GC()
+	per := float64(heapBytes()-before) / episodes
+	require.Len(t, r.Episodes, episodes)
+	require.True(t, r.Episodes[0].Reached(toolguard.Hint))
+	runtime.KeepAlive(r)
+	t.Logf("text report: %.0f bytes kept per episode (%d episodes)", per, episodes)
+	assert.Less(t, per, 550.0)
+}
+
+// TestAuditMemoryLargeRecords pins issue 29 item 10: up to 2 × workers + 2
+// units were in flight whatever their size, so records near the
+// --max-episode-size cap were decoded and replayed several at once (one
+// 1 GiB record took 6.2 GB). Now the bytes in flight past the first unit
+// stay under the cap: one such record at a time.
+func TestAuditMemoryLargeRecords(t *testing.T) {
+	const records, size = 6, 16 << 20
+	path := filepath.Join(t.TempDir(), "big.jsonl")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	result := strings.Repeat("x", 1900)
+	for i := 0; i < records; i++ {
+		_, err := f.WriteString(firingEpisodeLine(fmt.Sprint("big-", i), size/2000, result))
+		require.NoError(t, err)
+	}
+	require.NoError(t, f.Close())
+	// A small GC target, so that the peak measures what is live rather
+	// than the collector's slack.
+	defer debug.SetGCPercent(debug.SetGCPercent(20))
+	runtime.GC()
+	base := heapBytes()
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if h := heapBytes(); h > peak.Load() {
+				peak.Store(h)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	r := auditFile(t, path, size+(1<<20))
+	close(stop)
+	<-done
+	require.Len(t, r.Episodes, records)
+	grew := float64(peak.Load()-base) / float64(size)
+	t.Logf("%d records of %d MiB, cap %d MiB, 2 workers: peak heap %.1f times one record", records, size>>20, (size>>20)+1, grew)
+	assert.Less(t, grew, 6.0)
+}
