@@ -16,8 +16,9 @@
 #   scripts/release.sh tags vX.Y.Z       # the tag names: vX.Y.Z, <folder>/vX.Y.Z
 #   scripts/release.sh tag vX.Y.Z        # create those tags on HEAD
 #   scripts/release.sh toolchain         # the Go toolchain release binaries use
-#   scripts/release.sh build-cli OUTDIR  # the CLI's release binaries, built from
-#       the tree with that toolchain: OUTDIR/toolguard-<os>-<arch>[.exe]
+#   scripts/release.sh build-cli OUTDIR [os/arch...]
+#       the CLI's release binaries, built from the tree with that toolchain:
+#       OUTDIR/toolguard-<os>-<arch>[.exe] (default: every release platform)
 #
 # A module whose go.mod holds the line
 #   // toolguard:not-in-workspace <reason>
@@ -239,12 +240,14 @@ cmd_tag() {
 # cmd/toolguard and the in-repository modules it needs) with the release
 # toolchain, reproducibly (-trimpath, no VCS stamp).
 cmd_build_cli() {
-  local out=$1 p os arch bin work
+  local out=$1 p os arch bin work platforms
+  shift
+  platforms=${*:-$release_platforms}
   mkdir -p "$out"
   out=$(cd "$out" && pwd)
   work=$(mktemp)
   cmd_work_for cmd/toolguard > "$work"
-  for p in $release_platforms; do
+  for p in $platforms; do
     os=${p%/*} arch=${p#*/}
     bin="$out/toolguard-$os-$arch"
     [ "$os" = windows ] && bin="$bin.exe"
@@ -266,6 +269,6 @@ case "${1:-}" in
   tags) [ $# -eq 2 ] || die "usage: tags vX.Y.Z"; tag_names "$2" ;;
   tag) [ $# -eq 2 ] || die "usage: tag vX.Y.Z"; cmd_tag "$2" ;;
   toolchain) echo "$release_toolchain" ;;
-  build-cli) [ $# -eq 2 ] || die "usage: build-cli OUTDIR"; cmd_build_cli "$2" ;;
-  *) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  build-cli) [ $# -ge 2 ] || die "usage: build-cli OUTDIR [os/arch...]"; shift; cmd_build_cli "$@" ;;
+  *) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
