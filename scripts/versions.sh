@@ -2,7 +2,7 @@
 # Reports, for each adapter, the framework version its go.mod requires and the
 # newest release on the Go module proxy, one line per framework module:
 #
-#   <module path> <required> <newest> <adapter dir> [behind]
+#   <module path> <required> <newest> <adapter dir> [behind | held: <reason>]
 #
 # where <newest> is a version of the same path, or <path>@<version> when a
 # later major version path (/v2, /v3, ...) has a release.
@@ -14,7 +14,8 @@
 # /vN+1 in place of its /vN suffix, or /v2 added) from vN+1.0.0, and so on.
 # A version counts only when the proxy serves its source archive (some
 # versions are listed with an .info but their .zip is refused). Exits 1 when
-# an adapter is behind. Needs curl.
+# an adapter is behind, unless scripts/versions.txt holds that pin back with a
+# reason (a third column). Needs curl.
 #
 #   bash scripts/versions.sh
 set -uo pipefail
@@ -102,7 +103,7 @@ newest_any() { # module known-version
 }
 
 status=0
-while read -r dir mod; do
+while read -r dir mod hold; do
   [ -z "$dir" ] && continue
   have=$(awk -v m="$mod" '$1 == m { print $2; exit } $1 == "require" && $2 == m { print $3; exit }' "$dir/go.mod")
   if [ -z "$have" ]; then
@@ -112,7 +113,9 @@ while read -r dir mod; do
   fi
   top=$(newest_any "$mod" "$have")
   line="$mod $have $top $dir"
-  if [ "$top" != "$have" ]; then
+  if [ "$top" != "$have" ] && [ -n "$hold" ]; then
+    line="$line held: $hold"
+  elif [ "$top" != "$have" ]; then
     line="$line behind"
     status=1
   fi
