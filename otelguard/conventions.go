@@ -3,21 +3,23 @@ package otelguard
 import "go.opentelemetry.io/otel/attribute"
 
 // The names below are those of the OpenTelemetry semantic conventions for
-// generative AI, defined here because the GenAI conventions left the core
-// semantic conventions (the last Go bindings that carry them are
-// go.opentelemetry.io/otel/semconv/v1.41.0) and have no Go bindings of
-// their own yet. They follow the GenAI conventions as published with
-// semantic conventions v1.41.0 (execute_tool spans, gen_ai.tool.*,
-// gen_ai.agent.name, error.type); the histogram
+// generative AI, which left the core semantic conventions for a registry of
+// their own (the open-telemetry/semantic-conventions-genai repository); core
+// has deprecated its copies of them, and neither has Go bindings of these
+// names, so they are defined here. They follow the GenAI conventions'
+// registry as published under its own schema URL (execute_tool spans,
+// gen_ai.tool.*, gen_ai.agent.name, error.type); the histogram
 // gen_ai.execute_tool.duration follows the pattern of their
 // gen_ai.client.operation.duration (a histogram in seconds with
-// gen_ai.operation.name and error.type). All of them are in development
-// upstream and may change: GenAIConventionsVersion says which version they
-// follow.
-const GenAIConventionsVersion = "1.41.0"
+// gen_ai.operation.name and error.type). The GenAI conventions are in
+// development and have no tagged release yet: GenAIConventionsVersion is the
+// version their registry's manifest publishes, and SchemaURL its schema URL.
+const GenAIConventionsVersion = "1.42.0-dev"
 
-// SchemaURL is the schema of the conventions the Observer follows.
-const SchemaURL = "https://opentelemetry.io/schemas/" + GenAIConventionsVersion
+// SchemaURL is the schema of the conventions the Observer follows: the
+// GenAI conventions' own schema (a development schema, hence gen-ai-dev),
+// not a core semantic conventions schema.
+const SchemaURL = "https://opentelemetry.io/schemas/gen-ai-dev/" + GenAIConventionsVersion
 
 // Attribute keys of the GenAI conventions that the Observer sets.
 const (

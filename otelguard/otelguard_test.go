@@ -74,7 +74,7 @@ func (e *env) sums(t *testing.T, name string) map[string]int64 {
 			for _, dp := range sum.DataPoints {
 				var parts []string
 				for _, kv := range dp.Attributes.ToSlice() {
-					parts = append(parts, fmt.Sprintf("%s=%s", kv.Key, kv.Value.Emit()))
+					parts = append(parts, fmt.Sprintf("%s=%s", kv.Key, kv.Value.String()))
 				}
 				sort.Strings(parts)
 				out[strings.Join(parts, ",")] = dp.Value
@@ -106,7 +106,7 @@ func (e *env) histogram(t *testing.T) map[string]uint64 {
 			for _, dp := range h.DataPoints {
 				var parts []string
 				for _, kv := range dp.Attributes.ToSlice() {
-					parts = append(parts, fmt.Sprintf("%s=%s", kv.Key, kv.Value.Emit()))
+					parts = append(parts, fmt.Sprintf("%s=%s", kv.Key, kv.Value.String()))
 				}
 				sort.Strings(parts)
 				out[strings.Join(parts, ",")] = dp.Count
@@ -176,6 +176,27 @@ func TestSpansOfALoop(t *testing.T) {
 		"gen_ai.operation.name=execute_tool,gen_ai.tool.name=get_weather,gen_ai.tool.type=function": 2,
 	}, e.histogram(t), "only the calls that ran have a duration")
 	assert.Empty(t, e.sums(t, "toolguard.phase_transitions"))
+}
+
+// Spans and metrics carry the GenAI conventions' own schema URL, not a
+// core semantic conventions schema (whose GenAI attributes are deprecated).
+func TestSchemaURL(t *testing.T) {
+	assert.Equal(t, "https://opentelemetry.io/schemas/gen-ai-dev/1.42.0-dev", otelguard.SchemaURL)
+	e := newEnv(t)
+	tr := toolguard.NewTracker(toolguard.Policy{OnEvent: e.obs.OnEvent})
+	c := call("call_1", "get_weather", `{"city":"Paris"}`)
+	require.False(t, tr.ShouldSkip(c).Skip())
+	tr.Record(c, toolguard.Outcome{Result: "sunny"})
+
+	spans := e.spans.GetSpans()
+	require.Len(t, spans, 1)
+	assert.Equal(t, otelguard.SchemaURL, spans[0].InstrumentationScope.SchemaURL)
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, e.reader.Collect(context.Background(), &rm))
+	require.NotEmpty(t, rm.ScopeMetrics)
+	for _, sm := range rm.ScopeMetrics {
+		assert.Equal(t, otelguard.SchemaURL, sm.Scope.SchemaURL)
+	}
 }
 
 func TestSpansHangUnderTheCallsContext(t *testing.T) {
@@ -308,8 +329,8 @@ func TestFailedCall(t *testing.T) {
 	assert.Equal(t, "tool_error", a["error.type"])
 	assert.Equal(t, codes.Error, spans[0].Status.Code)
 	for _, kv := range spans[0].Attributes {
-		assert.NotContains(t, kv.Value.Emit(), "exit status", "no results or errors in spans")
-		assert.NotContains(t, kv.Value.Emit(), "make")
+		assert.NotContains(t, kv.Value.String(), "exit status", "no results or errors in spans")
+		assert.NotContains(t, kv.Value.String(), "make")
 	}
 	assert.Equal(t, map[string]uint64{
 		"error.type=tool_error,gen_ai.operation.name=execute_tool,gen_ai.tool.name=bash,gen_ai.tool.type=function": 1,

@@ -15,7 +15,10 @@
 #     `go mod init`, `go get module@version`, and builds a program importing
 #     every public package of the module, and every package of the module
 #     (its examples among them);
-#  4. `go install`s the CLI at the version and at @latest and runs it;
+#  4. `go install`s the CLI at the version and at @latest and runs it; builds
+#     the CLI's release binary for this machine (scripts/release.sh
+#     build-cli, with the release toolchain) in the clone, checks that it
+#     names that toolchain and that it writes the HTML report;
 #  5. runs the README's first command, and the core's quickstart at the
 #     version, with the Go version the root go.mod states as the minimum.
 #
@@ -119,6 +122,22 @@ if [ -x "$work/bin/toolguard" ]; then
   else
     echo "  FAIL  toolguard audit"; tail -20 "$work/audit.out"; failed=1
   fi
+fi
+
+step "the release binary with the release toolchain"
+toolchain=$(bash scripts/release.sh toolchain)
+# the toolchain comes from the module proxy (or the local module cache)
+if (cd "$work/src" && GOPROXY="$proxy" GOFLAGS=-modcacherw bash scripts/release.sh build-cli "$work/dist" "$(go env GOHOSTOS)/$(go env GOHOSTARCH)") > "$work/dist.log" 2> "$work/dist.err"; then
+  host="$work/dist/toolguard-$(go env GOHOSTOS)-$(go env GOHOSTARCH)"
+  if ! grep -q ": $toolchain\$" "$work/dist.log" || grep -v ": $toolchain\$" "$work/dist.log" | grep -q .; then
+    echo "  FAIL  not every binary was built with $toolchain:"; sed 's/^/      /' "$work/dist.log"; failed=1
+  elif "$host" audit --format html "$root"/testdata/traces/*.jsonl > "$work/report.html" 2> "$work/report.err"; then
+    echo "  ok    $(basename "$host") built with $toolchain writes the HTML report ($(wc -c < "$work/report.html") bytes)"
+  else
+    echo "  FAIL  $host audit --format html"; tail -20 "$work/report.err"; failed=1
+  fi
+else
+  echo "  FAIL  scripts/release.sh build-cli"; tail -20 "$work/dist.err"; failed=1
 fi
 
 step "the core with the minimum Go version"

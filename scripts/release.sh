@@ -15,6 +15,10 @@
 #   scripts/release.sh version           # the version the nested modules require
 #   scripts/release.sh tags vX.Y.Z       # the tag names: vX.Y.Z, <folder>/vX.Y.Z
 #   scripts/release.sh tag vX.Y.Z        # create those tags on HEAD
+#   scripts/release.sh toolchain         # the Go toolchain release binaries use
+#   scripts/release.sh build-cli OUTDIR [os/arch...]
+#       the CLI's release binaries, built from the tree with that toolchain:
+#       OUTDIR/toolguard-<os>-<arch>[.exe] (default: every release platform)
 #
 # A module whose go.mod holds the line
 #   // toolguard:not-in-workspace <reason>
@@ -28,6 +32,18 @@ root_path=github.com/toolguard/toolguard
 exclude_marker='// toolguard:not-in-workspace'
 
 die() { echo "release.sh: $*" >&2; exit 1; }
+
+# The Go toolchain the CLI's release binaries are built with. The modules'
+# go lines stay at what their code needs (go1.24 for the core); a binary
+# carries the standard library of the toolchain that built it, and the CLI's
+# HTML report goes through html/template, whose escaping fixes GO-2026-6599
+# and GO-2026-6600 are in go1.26.9 and go1.27.2 but not in go1.26.8.
+# go1.27.3 is the newest toolchain the module proxy serves (GOTOOLCHAIN
+# downloads it from there). docs/releasing.md says why.
+release_toolchain=go1.27.3
+
+# the platforms of the CLI's release binaries
+release_platforms="linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64"
 
 # module folders, "." first, then the nested ones sorted
 module_dirs() {
@@ -220,6 +236,29 @@ cmd_tag() {
   done
 }
 
+# The CLI's release binaries, built from the tree (the workspace of
+# cmd/toolguard and the in-repository modules it needs) with the release
+# toolchain, reproducibly (-trimpath, no VCS stamp).
+cmd_build_cli() {
+  local out=$1 p os arch bin work platforms
+  shift
+  platforms=${*:-$release_platforms}
+  mkdir -p "$out"
+  out=$(cd "$out" && pwd)
+  work=$(mktemp)
+  cmd_work_for cmd/toolguard > "$work"
+  for p in $platforms; do
+    os=${p%/*} arch=${p#*/}
+    bin="$out/toolguard-$os-$arch"
+    [ "$os" = windows ] && bin="$bin.exe"
+    (cd cmd/toolguard && GOWORK="$work" GOFLAGS= GOTOOLCHAIN=$release_toolchain \
+      CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -buildvcs=false -o "$bin" .) ||
+      { rm -f "$work"; die "build $p failed"; }
+  done
+  rm -f "$work"
+  GOTOOLCHAIN=$release_toolchain go version "$out"/toolguard-*
+}
+
 case "${1:-}" in
   modules) cmd_modules ;;
   set-version) [ $# -eq 2 ] || die "usage: set-version vX.Y.Z"; cmd_set_version "$2" ;;
@@ -229,5 +268,7 @@ case "${1:-}" in
   version) cmd_check >/dev/null && lockstep_version ;;
   tags) [ $# -eq 2 ] || die "usage: tags vX.Y.Z"; tag_names "$2" ;;
   tag) [ $# -eq 2 ] || die "usage: tag vX.Y.Z"; cmd_tag "$2" ;;
-  *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  toolchain) echo "$release_toolchain" ;;
+  build-cli) [ $# -ge 2 ] || die "usage: build-cli OUTDIR [os/arch...]"; shift; cmd_build_cli "$@" ;;
+  *) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

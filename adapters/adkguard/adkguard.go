@@ -1,5 +1,5 @@
 // Package adkguard guards the tool calls of an ADK Go agent
-// (google.golang.org/adk) with toolguard: a runner plugin that checks every
+// (google.golang.org/adk/v2) with toolguard: a runner plugin that checks every
 // tool call of every agent the runner runs, one toolguard.Tracker per
 // session.
 //
@@ -21,9 +21,9 @@
 //     request (function responses, such as a tool confirmation) continues
 //     the turn.
 //   - Before a tool runs (BeforeToolCallback) the call is checked as
-//     toolguard.Call{ID: ToolContext.FunctionCallID(), Tool: the tool's
-//     name, Args: the arguments as JSON}, with the tool context as the
-//     call's context.
+//     toolguard.Call{ID: agent.Context.FunctionCallID(), Tool: the tool's
+//     name, Args: the arguments as JSON}, with the callback's agent.Context
+//     as the call's context.
 //   - Allow: the tool runs, and AfterToolCallback records its result (as
 //     JSON) or its error.
 //   - Hint: the tool does not run; its function response is
@@ -60,10 +60,10 @@ import (
 	"fmt"
 	"sync"
 
-	"google.golang.org/adk/agent"
-	"google.golang.org/adk/model"
-	"google.golang.org/adk/plugin"
-	"google.golang.org/adk/tool"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/plugin"
+	"google.golang.org/adk/v2/tool"
 	"google.golang.org/genai"
 
 	"github.com/toolguard/toolguard"
@@ -187,7 +187,7 @@ func onlyFunctionResponses(msg *genai.Content) bool {
 
 // beforeModel tells the model the budget's phase and strips the tool
 // declarations from the wind-down on.
-func (g *Guard) beforeModel(cc agent.CallbackContext, req *model.LLMRequest) (*model.LLMResponse, error) {
+func (g *Guard) beforeModel(cc agent.Context, req *model.LLMRequest) (*model.LLMResponse, error) {
 	gd := g.session(sessionOf(cc)).tracker.Guidance()
 	if gd.Message == "" || req == nil {
 		return nil, nil
@@ -203,7 +203,7 @@ func (g *Guard) beforeModel(cc agent.CallbackContext, req *model.LLMRequest) (*m
 }
 
 // beforeTool checks a call; a non-nil result replaces the tool's run.
-func (g *Guard) beforeTool(tc agent.ToolContext, t tool.Tool, args map[string]any) (map[string]any, error) {
+func (g *Guard) beforeTool(tc agent.Context, t tool.Tool, args map[string]any) (map[string]any, error) {
 	c, err := callOf(tc, t, args)
 	if err != nil {
 		return map[string]any{"error": err.Error()}, nil
@@ -241,7 +241,7 @@ func (g *Guard) beforeTool(tc agent.ToolContext, t tool.Tool, args map[string]an
 }
 
 // afterTool records the outcome of an allowed call.
-func (g *Guard) afterTool(tc agent.ToolContext, t tool.Tool, args, result map[string]any, err error) (map[string]any, error) {
+func (g *Guard) afterTool(tc agent.Context, t tool.Tool, args, result map[string]any, err error) (map[string]any, error) {
 	s := g.session(sessionOf(tc))
 	id := tc.FunctionCallID()
 	s.mu.Lock()
@@ -281,7 +281,7 @@ func isSkipResult(result map[string]any) bool {
 }
 
 // callOf is the toolguard.Call of a tool call.
-func callOf(tc agent.ToolContext, t tool.Tool, args map[string]any) (toolguard.Call, error) {
+func callOf(tc agent.Context, t tool.Tool, args map[string]any) (toolguard.Call, error) {
 	c := toolguard.Call{ID: tc.FunctionCallID()}
 	if t != nil {
 		c.Tool = t.Name()

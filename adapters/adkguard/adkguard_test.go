@@ -12,14 +12,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/adk/agent"
-	"google.golang.org/adk/agent/llmagent"
-	"google.golang.org/adk/model"
-	"google.golang.org/adk/plugin"
-	"google.golang.org/adk/runner"
-	"google.golang.org/adk/session"
-	"google.golang.org/adk/tool"
-	"google.golang.org/adk/tool/functiontool"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/plugin"
+	"google.golang.org/adk/v2/runner"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/functiontool"
 	"google.golang.org/genai"
 
 	"github.com/toolguard/toolguard"
@@ -87,7 +87,7 @@ func newFixture(t *testing.T, p toolguard.Policy, script func(int, *model.LLMReq
 	t.Helper()
 	f := &fixture{guard: adkguard.New(p), model: &scriptedModel{next: script}}
 	search, err := functiontool.New(functiontool.Config{Name: "search", Description: "Searches the docs."},
-		func(_ agent.ToolContext, in searchArgs) (string, error) {
+		func(_ agent.Context, in searchArgs) (string, error) {
 			f.ran.Add(1)
 			return "results for " + in.Query, nil
 		})

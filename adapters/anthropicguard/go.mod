@@ -3,7 +3,7 @@ module github.com/toolguard/toolguard/adapters/anthropicguard
 go 1.26.0
 
 require (
-	github.com/anthropics/anthropic-sdk-go/v2 v2.14.0
+	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	github.com/stretchr/testify v1.12.1
 	github.com/toolguard/toolguard v0.1.0
 	github.com/toolguard/toolguard/otelguard v0.1.0

@@ -32,6 +32,7 @@
 package genkitguard
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -83,8 +84,9 @@ func WithHintOutput[Out any](fn func(message string) Out) Option {
 }
 
 // Guard returns a tool function that checks each call of fn with t before
-// it runs and records its outcome after. name must be the tool's name. A
-// nil t or fn is returned as it is.
+// it runs and records its outcome after, both with the call's tool context
+// (so a Store, the events and a toolguard.WithRound round see it). name must
+// be the tool's name. A nil t or fn is returned as it is.
 func Guard[In, Out any](t *toolguard.Tracker, name string, fn ai.ToolFunc[In, Out], opts ...Option) ai.ToolFunc[In, Out] {
 	if t == nil || fn == nil {
 		return fn
@@ -102,8 +104,9 @@ func Guard[In, Out any](t *toolguard.Tracker, name string, fn ai.ToolFunc[In, Ou
 		if err != nil {
 			return zero, fmt.Errorf("toolguard/genkitguard: tool %q: encode input: %w", name, err)
 		}
+		cctx := callContext(ctx)
 		c := toolguard.Call{Tool: name, Args: args}
-		d := t.ShouldSkip(c)
+		d := t.ShouldSkipContext(cctx, c)
 		if d.Skip() {
 			if d.Verdict == toolguard.Abort && !o.abortAsResult {
 				if d.Err != nil {
@@ -118,7 +121,7 @@ func Guard[In, Out any](t *toolguard.Tracker, name string, fn ai.ToolFunc[In, Ou
 				name, d.Message)
 		}
 		out, err := fn(ctx, in)
-		phase := t.Record(c, toolguard.Outcome{Result: resultText(out), Err: err})
+		phase := t.RecordContext(cctx, c, toolguard.Outcome{Result: resultText(out), Err: err})
 		if err != nil || o.noGuidance || phase == d.Phase ||
 			(phase != toolguard.PhaseNudge && phase != toolguard.PhaseWindDown) {
 			return out, err
@@ -141,7 +144,7 @@ func Guard[In, Out any](t *toolguard.Tracker, name string, fn ai.ToolFunc[In, Ou
 // genkit.DefineTool with Guard yourself.
 func DefineGuardedTool[In, Out any](g *genkit.Genkit, t *toolguard.Tracker, name, description string,
 	fn ai.ToolFunc[In, Out], opts ...Option,
-) *ai.ToolDef[In, Out] {
+) *ai.ToolAction[In, Out] {
 	return genkit.DefineTool(g, name, description, Guard(t, name, fn, opts...))
 }
 
@@ -149,8 +152,19 @@ func DefineGuardedTool[In, Out any](g *genkit.Genkit, t *toolguard.Tracker, name
 // is not registered in g, to pass to genkit.Generate with ai.WithTools.
 func NewGuardedTool[In, Out any](t *toolguard.Tracker, name, description string,
 	fn ai.ToolFunc[In, Out], opts ...Option,
-) *ai.ToolDef[In, Out] {
+) *ai.ToolAction[In, Out] {
 	return ai.NewTool(name, description, Guard(t, name, fn, opts...))
+}
+
+// callContext is the context a tool call is checked and recorded with:
+// the tool context Genkit passes (its trace, deadline and cancellation, and
+// a round from toolguard.WithRound), or context.Background for a function
+// called with none.
+func callContext(tc *ai.ToolContext) context.Context {
+	if tc == nil || tc.Context == nil {
+		return context.Background()
+	}
+	return tc
 }
 
 // textSetter returns how a message becomes an Out, if it can.

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/firebase/genkit/go/ai"
-	"github.com/firebase/genkit/go/core"
+	"github.com/firebase/genkit/go/core/status"
 	"github.com/firebase/genkit/go/genkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,7 +38,7 @@ type loopModel struct {
 	outputs  []any // the tool outputs of the last request
 }
 
-func (m *loopModel) generate(_ context.Context, req *ai.ModelRequest, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
+func (m *loopModel) generate(_ context.Context, req *ai.ModelRequest, _ any, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.requests++
@@ -66,7 +66,7 @@ func newGenkit(t *testing.T, m *loopModel) (*genkit.Genkit, ai.Model) {
 	t.Helper()
 	t.Setenv("GENKIT_ENV", "prod") // no reflection server
 	g := genkit.Init(context.Background(), genkit.WithPromptDir(t.TempDir()))
-	model := genkit.DefineModel(g, "test/loop", &ai.ModelOptions{
+	model := genkit.DefineModelAction(g, "test/loop", &ai.ModelOptions{
 		Supports: &ai.ModelSupports{Tools: true, Multiturn: true},
 	}, m.generate)
 	return g, model
@@ -100,6 +100,47 @@ func TestGenerateLoopIsStopped(t *testing.T) {
 	last := ledger[3]
 	assert.Equal(t, toolguard.Abort, last.Verdict)
 	assert.Equal(t, toolguard.ReasonDuplicate, last.Reason)
+}
+
+type ctxKey struct{}
+
+// The guarded tool checks and records each call with the tool context
+// Genkit passes: the events of the calls carry the Generate caller's
+// context values.
+func TestGuardPassesContext(t *testing.T) {
+	m := &loopModel{tool: "lookup", giveUp: true}
+	g, model := newGenkit(t, m)
+	var mu sync.Mutex
+	var seen []any
+	tracker := toolguard.NewTracker(toolguard.Policy{OnEvent: func(e toolguard.Event) {
+		if e.Kind != toolguard.EventDecision && e.Kind != toolguard.EventRecord {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, e.Context.Value(ctxKey{}))
+	}})
+	lookup := genkitguard.DefineGuardedTool(g, tracker, "lookup", "Looks a record up by id.",
+		func(_ *ai.ToolContext, in lookupIn) (string, error) { return fmt.Sprintf("record %d: Ada", in.ID), nil })
+
+	ctx := context.WithValue(context.Background(), ctxKey{}, "request-7")
+	_, err := genkit.Generate(ctx, g,
+		ai.WithModel(model), ai.WithPrompt("Find record 1."), ai.WithTools(lookup), ai.WithMaxTurns(20))
+	require.NoError(t, err)
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, seen)
+	for i, v := range seen {
+		assert.Equal(t, "request-7", v, "event %d", i)
+	}
+
+	// A function called directly with no tool context still runs.
+	fn := genkitguard.Guard(toolguard.NewTracker(toolguard.Policy{}), "step",
+		func(_ *ai.ToolContext, in lookupIn) (string, error) { return "ok", nil })
+	out, err := fn(nil, lookupIn{ID: 1})
+	require.NoError(t, err)
+	assert.Equal(t, "ok", out)
 }
 
 func TestGenerateFinishesAfterHint(t *testing.T) {
@@ -163,8 +204,8 @@ func TestStructOutputWithoutHintOutput(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "toolguard/genkitguard: tool \"fetch\" was not executed")
 	assert.Contains(t, err.Error(), toolguard.HintMarker)
-	var ge *core.GenkitError
-	assert.ErrorAs(t, err, &ge)
+	var se *status.Error
+	assert.ErrorAs(t, err, &se)
 	assert.Equal(t, 3, m.requests)
 }
 
@@ -278,8 +319,8 @@ func TestParallelToolRequests(t *testing.T) {
 		})
 	var turn atomic.Int64
 	var seen []any
-	model := genkit.DefineModel(g, "test/parallel", &ai.ModelOptions{Supports: &ai.ModelSupports{Tools: true, Multiturn: true}},
-		func(_ context.Context, req *ai.ModelRequest, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
+	model := genkit.DefineModelAction(g, "test/parallel", &ai.ModelOptions{Supports: &ai.ModelSupports{Tools: true, Multiturn: true}},
+		func(_ context.Context, req *ai.ModelRequest, _ any, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
 			if turn.Add(1) > 1 {
 				last := req.Messages[len(req.Messages)-1]
 				for _, p := range last.Content {

@@ -18,7 +18,7 @@ import (
 
 // defineLookup defines an unguarded lookup tool whose output is a struct:
 // the middleware must hint it all the same.
-func defineLookup(g *genkit.Genkit, runs *atomic.Int64) *ai.ToolDef[lookupIn, record] {
+func defineLookup(g *genkit.Genkit, runs *atomic.Int64) *ai.ToolAction[lookupIn, record] {
 	return genkit.DefineTool(g, "lookup", "Looks a record up by id.",
 		func(_ *ai.ToolContext, in lookupIn) (record, error) {
 			runs.Add(1)
@@ -83,7 +83,7 @@ type budgetModel struct {
 	last  []string
 }
 
-func (b *budgetModel) generate(_ context.Context, req *ai.ModelRequest, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
+func (b *budgetModel) generate(_ context.Context, req *ai.ModelRequest, _ any, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var names []string
@@ -106,7 +106,7 @@ func TestMiddlewareWindDownDropsTools(t *testing.T) {
 	t.Setenv("GENKIT_ENV", "prod")
 	g := genkit.Init(context.Background(), genkit.WithPromptDir(t.TempDir()))
 	b := &budgetModel{}
-	model := genkit.DefineModel(g, "test/budget", &ai.ModelOptions{
+	model := genkit.DefineModelAction(g, "test/budget", &ai.ModelOptions{
 		Supports: &ai.ModelSupports{Tools: true, Multiturn: true},
 	}, b.generate)
 	var runs atomic.Int64

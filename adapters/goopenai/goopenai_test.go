@@ -55,7 +55,7 @@ func (s *chatServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
-		"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion", "created": 0, "model": "gpt-4o-mini",
+		"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion", "created": 0, "model": "gpt-5.4-mini",
 		"choices": []any{map[string]any{"index": 0, "finish_reason": finish, "message": message}},
 	})
 }
@@ -80,7 +80,7 @@ var weatherTool = openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.F
 // chat runs one user turn and returns the model's answer.
 func chat(ctx context.Context, client *openai.Client, tracker *toolguard.Tracker, exec toolguard.Executor, log func(string)) (string, error) {
 	req := openai.ChatCompletionRequest{
-		Model:    openai.GPT4oMini,
+		Model:    openai.GPT5Dot4Mini,
 		Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: "What is the weather in Paris?"}},
 		Tools:    []openai.Tool{weatherTool},
 	}

@@ -3,7 +3,7 @@ module github.com/toolguard/toolguard/adapters/openaiguard
 go 1.26.0
 
 require (
-	github.com/openai/openai-go/v3 v3.96.0
+	github.com/openai/openai-go/v3 v3.99.0
 	github.com/stretchr/testify v1.12.1
 	github.com/toolguard/toolguard v0.1.0
 )

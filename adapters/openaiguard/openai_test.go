@@ -180,7 +180,7 @@ func TestGuidanceMessage(t *testing.T) {
 
 func TestStripTools(t *testing.T) {
 	p := openai.ChatCompletionNewParams{
-		Model:             openai.ChatModelGPT4oMini,
+		Model:             openai.ChatModelGPT5_4Mini,
 		Messages:          []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
 		Tools:             []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{Name: "f"})},
 		ToolChoice:        openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")},

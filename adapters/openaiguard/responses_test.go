@@ -60,7 +60,7 @@ func (s *responsesServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"id": fmt.Sprintf("resp_%d", n), "object": "response", "created_at": 0, "status": "completed",
-		"model": "gpt-4o-mini", "output": output, "parallel_tool_calls": true, "tool_choice": "auto", "tools": []any{},
+		"model": "gpt-5.4-mini", "output": output, "parallel_tool_calls": true, "tool_choice": "auto", "tools": []any{},
 	})
 }
 
@@ -74,7 +74,7 @@ func (s *responsesServer) Requests() []map[string]any {
 // requests with previous_response_id, and returns the model's answer.
 func respond(ctx context.Context, client openai.Client, tracker *toolguard.Tracker, exec toolguard.Executor, log func(string)) (string, error) {
 	params := responses.ResponseNewParams{
-		Model: openai.ChatModelGPT4oMini,
+		Model: openai.ChatModelGPT5_4Mini,
 		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("What is the weather in Paris?")},
 		Tools: []responses.ToolUnionParam{{OfFunction: &responses.FunctionToolParam{
 			Name:       "get_weather",
@@ -242,7 +242,7 @@ func TestResponseCalls(t *testing.T) {
 
 func TestStripResponseTools(t *testing.T) {
 	p := responses.ResponseNewParams{
-		Model:             openai.ChatModelGPT4oMini,
+		Model:             openai.ChatModelGPT5_4Mini,
 		Tools:             []responses.ToolUnionParam{{OfFunction: &responses.FunctionToolParam{Name: "f"}}},
 		ToolChoice:        responses.ResponseNewParamsToolChoiceUnion{OfToolChoiceMode: openai.Opt(responses.ToolChoiceOptionsRequired)},
 		ParallelToolCalls: openai.Bool(false),

@@ -42,7 +42,7 @@ func run(w io.Writer) error {
 			tracker.Reset() // a new user input starts a new turn
 		}
 		m := &scriptedModel{w: w, stubborn: stubborn}
-		model := genkit.DefineModel(g, fmt.Sprint("example/scripted-", i),
+		model := genkit.DefineModelAction(g, fmt.Sprint("example/scripted-", i),
 			&ai.ModelOptions{Supports: &ai.ModelSupports{Tools: true, Multiturn: true}}, m.generate)
 		if stubborn {
 			fmt.Fprintln(w, "== a model that ignores the hint")
@@ -74,7 +74,7 @@ type scriptedModel struct {
 	stubborn bool
 }
 
-func (m *scriptedModel) generate(_ context.Context, req *ai.ModelRequest, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
+func (m *scriptedModel) generate(_ context.Context, req *ai.ModelRequest, _ any, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
 	last := req.Messages[len(req.Messages)-1]
 	hinted := false
 	for _, p := range last.Content {

@@ -120,7 +120,7 @@ func chat(ctx context.Context, client openai.Client, tracker *toolguard.Tracker,
 	for step := 0; step < maxSteps; step++ {
 		g := tracker.Guidance()
 		params := openai.ChatCompletionNewParams{
-			Model:    openai.ChatModelGPT4oMini,
+			Model:    openai.ChatModelGPT5_4Mini,
 			Messages: messages,
 			Tools:    []openai.ChatCompletionToolUnionParam{weatherTool},
 		}
