@@ -38,7 +38,7 @@ import (
 
 // record is one line of a session log.
 type record struct {
-	K    string          `json:"k"`              // "pre", "post" or "reset"
+	K    string          `json:"k"`              // "pre", "post", "reset" or "turn" (the first turn's id)
 	T    int64           `json:"t"`              // unix nanoseconds
 	R    uint64          `json:"r,omitempty"`    // pre: the round
 	ID   string          `json:"id,omitempty"`   // the model's call id
@@ -252,6 +252,8 @@ func (e *Engine) replay(s *session, r record) toolguard.Decision {
 		s.t.Reset()
 		s.turn, s.aborts, s.pending = r.Turn, 0, nil
 		s.phase = toolguard.PhaseNormal
+	case "turn":
+		s.turn = r.Turn
 	case "pre":
 		if r.R != s.round || s.roundCx == nil {
 			s.round, s.roundCx = r.R, s.t.WithRound(context.Background())
@@ -320,7 +322,7 @@ func (e *Engine) apply(s *session, ev Event) (Answer, []byte) {
 		if s.recs > 0 || ev.Kind == KindPrompt {
 			add(record{K: "reset", Turn: ev.TurnID})
 		} else {
-			s.turn = ev.TurnID
+			add(record{K: "turn", Turn: ev.TurnID}) // the first turn's id
 		}
 	} else if ev.Kind == KindPrompt && (s.recs > 0 && s.last.K != "reset") {
 		add(record{K: "reset", Turn: ev.TurnID})
