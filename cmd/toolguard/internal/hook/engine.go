@@ -311,6 +311,7 @@ func (e *Engine) apply(s *session, ev Event) (Answer, []byte) {
 			if d.Verdict != toolguard.Allow {
 				r.Msg = d.Message
 			}
+			s.last = r // with its decision, as the next load reads it
 		}
 		line, err := json.Marshal(r)
 		if err == nil {
