@@ -3,6 +3,7 @@ package hook
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -95,7 +96,7 @@ func TestSameAsAudit(t *testing.T) {
 			ep := &eps[k]
 			want := audit.Replay(p, ep)
 			session := fmt.Sprintf("%s-%d", filepath.Base(f), k)
-			got := hookReplay(t, e, &clock, session, ep)
+			got := append([]string{}, hookReplay(t, e, &clock, session, ep)...)
 			// A new process reads the log and decides as the resident
 			// engine did.
 			require.Equal(t, got, logDecisions(t, e, session), "%s episode %q", f, ep.Name)
@@ -122,12 +123,15 @@ func TestSameAsAudit(t *testing.T) {
 // does, and returns the decision of each checked call.
 func logDecisions(t testing.TB, e *Engine, session string) []string {
 	f, err := os.Open(filepath.Join(e.sessionDir(session), "log"))
+	if errors.Is(err, os.ErrNotExist) {
+		return []string{} // an episode without calls
+	}
 	require.NoError(t, err)
 	defer f.Close()
 	data, err := io.ReadAll(f)
 	require.NoError(t, err)
 	s := e.newSession()
-	var out []string
+	out := []string{}
 	for _, line := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
 		var r record
 		require.NoError(t, json.Unmarshal(line, &r))
