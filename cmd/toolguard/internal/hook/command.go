@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -155,6 +156,11 @@ func runMain(args []string, env Env) (code int) {
 			code = ExitOK
 		}
 	}()
+	// A hook process lives for one event and allocates a few MiB replaying
+	// a long session: collecting garbage would only cost time. The memory
+	// limit turns the collector back on should a session be huge.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(256 << 20))
 	out, err := decide(&env, *name, *event, *policyFile)
 	if err != nil {
 		logFailure(&env, *name, err)

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	segjson "github.com/segmentio/encoding/json"
 	"github.com/toolguard/toolguard"
 )
 
@@ -224,7 +225,7 @@ func (e *Engine) load(f *os.File) (*session, int64, error) {
 		line := data[:i]
 		data = data[i+1:]
 		var r record
-		if json.Unmarshal(line, &r) != nil {
+		if segjson.Unmarshal(line, &r) != nil {
 			continue // not ours; never written whole by a hook
 		}
 		e.replay(s, r)
@@ -273,7 +274,9 @@ func (e *Engine) replay(s *session, r record) toolguard.Decision {
 		if r.ID != "" {
 			s.posted[r.ID] = true
 		}
-		s.take(r)
+		if p, ok := s.take(r); ok && r.A == nil {
+			r.Tool, r.A = p.Tool, p.A // a line with a call id leaves them to its pre line
+		}
 		o := toolguard.Outcome{Result: r.O}
 		if r.F {
 			o.Err = errors.New(r.O)
@@ -286,13 +289,27 @@ func (e *Engine) replay(s *session, r record) toolguard.Decision {
 
 // take removes the pending call a post line records: by call id, or else
 // the oldest one with the same tool and arguments.
-func (s *session) take(r record) {
+func (s *session) take(r record) (record, bool) {
 	for i, p := range s.pending {
 		if r.ID != "" && p.ID == r.ID || r.ID == "" && p.Tool == r.Tool && bytes.Equal(p.A, r.A) {
 			s.pending = append(s.pending[:i:i], s.pending[i+1:]...)
-			return
+			return p, true
 		}
 	}
+	return record{}, false
+}
+
+// hasPending reports whether a call id names a pending call.
+func (s *session) hasPending(id string) bool {
+	if id == "" {
+		return false
+	}
+	for _, p := range s.pending {
+		if p.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // apply decides ev against the replayed session and returns the answer and
@@ -361,7 +378,11 @@ func (e *Engine) apply(s *session, ev Event) (Answer, []byte) {
 		if ev.Failed {
 			o = errorToken(ev.Result)
 		}
-		add(record{K: "post", ID: ev.CallID, Tool: ev.Tool, A: standIn(ev.Args), O: o, F: ev.Failed})
+		r := record{K: "post", ID: ev.CallID, O: o, F: ev.Failed}
+		if !s.hasPending(ev.CallID) {
+			r.Tool, r.A = ev.Tool, standIn(ev.Args)
+		}
+		add(r)
 	case KindStop:
 		if s.aborts > 0 {
 			return Answer{Verdict: toolguard.Abort, Stop: true, Message: e.stopText()}, out
