@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,10 +20,13 @@ func testEnv(t testing.TB) *Env {
 	dir := t.TempDir()
 	vars := map[string]string{"HOME": dir + "/home", "XDG_STATE_HOME": dir + "/state"}
 	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var mu sync.Mutex
 	return &Env{
 		Getenv:     func(k string) string { return vars[k] },
 		Executable: "/opt/toolguard/bin/toolguard",
 		Now: func() time.Time {
+			mu.Lock()
+			defer mu.Unlock()
 			clock = clock.Add(time.Second)
 			return clock
 		},

@@ -237,7 +237,9 @@ const maxErrorLog = 1 << 20
 func logFailure(env *Env, agentName string, err error) {
 	msg := fmt.Sprintf("%s toolguard hook run --agent %s: %v (the call was let through)\n",
 		time.Now().UTC().Format(time.RFC3339), agentName, err)
-	fmt.Fprint(env.Stderr, msg)
+	if env.Stderr != nil {
+		fmt.Fprint(env.Stderr, msg)
+	}
 	dir := stateDir(env)
 	if os.MkdirAll(dir, 0o700) != nil {
 		return
