@@ -192,7 +192,9 @@ var contracts = []contract{
 		post: func(i int, cmd, res string) string {
 			return js(map[string]any{"conversation_id": "S", "hook_event_name": "afterShellExecution", "command": cmd, "output": res, "exit_code": 0})
 		},
-		denied:  func(code int, out string) bool { return jsonField(out, "permission") == "deny" && jsonField(out, "agent_message") != nil },
+		denied: func(code int, out string) bool {
+			return jsonField(out, "permission") == "deny" && jsonField(out, "agent_message") != nil
+		},
 		stopped: func(int, string) bool { return false },
 	},
 }
