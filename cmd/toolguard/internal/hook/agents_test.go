@@ -449,3 +449,34 @@ func TestClaudeFailure(t *testing.T) {
 	ev, _ = codexAgent.parse(p, "")
 	require.True(t, ev.Failed)
 }
+
+// TestAgentNoise: what an agent writes into every result and changes each
+// time (Gemini's process group id, Copilot's shell number) is not a new
+// result: the third identical command is still refused.
+func TestAgentNoise(t *testing.T) {
+	results := map[string]func(i int) string{
+		"gemini":  func(i int) string { return fmt.Sprintf("Output: hi\nProcess Group PGID: %d", 31000+i*77) },
+		"copilot": func(i int) string { return fmt.Sprintf("hi\n<shellId: %d completed with exit code 0>", i) },
+	}
+	for _, c := range contracts {
+		res, ok := results[c.agent]
+		if !ok {
+			continue
+		}
+		t.Run(c.agent, func(t *testing.T) {
+			env := testEnv(t)
+			for i := 1; i <= 3; i++ {
+				code, out, _ := invoke(t, env, c.pre(i, "echo hi"), runArgs(c, c.preEvent)...)
+				if i == 3 {
+					require.True(t, c.denied(code, out), "call 3: %s", out)
+					return
+				}
+				invoke(t, env, c.post(i, "echo hi", res(i)), runArgs(c, c.postEvent)...)
+			}
+		})
+	}
+	p, _ := parsePayload([]byte(js(map[string]any{"sessionId": "S", "toolName": "bash", "toolArgs": `{"command":"false"}`,
+		"toolResult": map[string]any{"resultType": "success", "textResultForLlm": "<shellId: 4 completed with exit code 1>"}})))
+	ev, _ := copilotAgent.parse(p, "postToolUse")
+	require.True(t, ev.Failed)
+}

@@ -418,9 +418,10 @@ func (e *Engine) apply(s *session, ev Event) (Answer, []byte) {
 		if ev.CallID != "" && (s.posted[ev.CallID] || s.refused[ev.CallID]) {
 			return Answer{}, out // delivered twice, or the call was refused
 		}
-		o := resultToken(ev.Result)
+		res := e.agent.maskAgentNoise(ev.Result)
+		o := resultToken(res)
 		if ev.Failed {
-			o = errorToken(ev.Result)
+			o = errorToken(res)
 		}
 		r := record{K: "post", ID: ev.CallID, O: o, F: ev.Failed}
 		if !s.hasPending(ev.CallID) {

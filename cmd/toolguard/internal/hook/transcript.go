@@ -78,9 +78,10 @@ func (e *Engine) fromTranscript(ev Event, at time.Time) ([]record, error) {
 		}
 		a := standIn(ev.Args)
 		out = append(out, record{K: "pre", T: tick(), R: uint64(round), ID: c.ID, Tool: ev.Tool, A: a})
-		o := resultToken(c.Result)
+		res := e.agent.maskAgentNoise(c.Result)
+		o := resultToken(res)
 		if c.Failed {
-			o = errorToken(c.Result)
+			o = errorToken(res)
 		}
 		post := record{K: "post", T: tick(), ID: c.ID, O: o, F: c.Failed}
 		if c.ID == "" {
