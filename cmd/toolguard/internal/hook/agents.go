@@ -170,6 +170,11 @@ var codexAgent = &agent{
 					ev.Failed = true
 				}
 			}
+			// The hook's tool_response is the command's output alone; the
+			// exit status is in the rollout, written before the hook runs.
+			if failed, ok := codexRolloutFailed(ev.Transcript, ev.CallID); ok {
+				ev.Failed = failed
+			}
 		}
 		return ev, nil
 	},
@@ -182,6 +187,9 @@ var codexAgent = &agent{
 	},
 	readOnly: []string{"view_image", "read_file", "list_dir", "grep_files", "web_search", "update_plan"},
 }
+
+// geminiExitRe reads the exit status run_shell_command reports.
+var geminiExitRe = regexp.MustCompile(`(?m)^Exit Code: (-?\d+)`)
 
 var geminiKinds = map[string]Kind{
 	"BeforeTool":          KindPre,
@@ -211,6 +219,9 @@ var geminiAgent = &agent{
 			if r != nil {
 				if _, ok := r["llmContent"]; ok {
 					ev.Result = r.text("llmContent")
+				}
+				if m := geminiExitRe.FindStringSubmatch(ev.Result); m != nil && m[1] != "0" {
+					ev.Failed = true
 				}
 				if e, ok := r["error"]; ok && string(e) != "null" {
 					ev.Failed = true
@@ -438,7 +449,14 @@ var clineAgent = &agent{
 				if ev.CallID == "" {
 					ev.CallID = tr.str("id")
 				}
+				if n := tr.str("name"); n != "" {
+					ev.Tool = n
+				}
+				if in := tr.args("input"); in != nil {
+					ev.Args = in
+				}
 				ev.Result = tr.text("output")
+				ev.Failed = clineFailed(tr)
 			}
 			if post := p.obj("postToolUse"); post != nil {
 				if ev.Result == "" {
@@ -446,6 +464,9 @@ var clineAgent = &agent{
 				}
 				if ok, has := post.boolean("success"); has && !ok {
 					ev.Failed = true
+				}
+				if ev.Result == "" {
+					ev.Result = post.text("result")
 				}
 			}
 		}
@@ -476,6 +497,27 @@ var clineAgent = &agent{
 		return jsonOut(map[string]any{"cancel": false, "contextModification": a.Message})
 	},
 	readOnly: []string{"read_file", "list_files", "search_files", "list_code_definition_names", "web_fetch", "focus_chain"},
+}
+
+// clineFailed reports whether a Cline tool result failed: an error, or a
+// command among its outputs that did not succeed. (postToolUse.success says
+// whether the tool ran, not whether the command succeeded.)
+func clineFailed(tr payload) bool {
+	if e := tr.str("error"); e != "" {
+		return true
+	}
+	var outs []struct {
+		Success *bool  `json:"success"`
+		Error   string `json:"error"`
+	}
+	if raw, ok := tr["output"]; ok && json.Unmarshal(raw, &outs) == nil {
+		for _, o := range outs {
+			if o.Error != "" || o.Success != nil && !*o.Success {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // shellQuote quotes s for a POSIX shell.
