@@ -462,7 +462,8 @@ func (e *Engine) cleanup(current string) {
 	if err != nil {
 		return
 	}
-	cut := e.now().Add(-e.keep)
+	// Modification times come from the system clock: so does the cut.
+	cut := time.Now().Add(-e.keep)
 	for _, de := range ents {
 		p := filepath.Join(e.dir, de.Name())
 		if p == current || !de.IsDir() {

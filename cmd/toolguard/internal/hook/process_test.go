@@ -191,3 +191,20 @@ func TestKilledProcesses(t *testing.T) {
 
 // mu guards the counters of the tests' goroutines.
 var mu sync.Mutex
+
+// TestCleanup: a new session removes the state of sessions untouched for
+// longer than DefaultKeep, and keeps the others.
+func TestCleanup(t *testing.T) {
+	env := testEnv(t)
+	invoke(t, env, claudePre("old", "1", "ls"), "--agent", "claude")
+	invoke(t, env, claudePre("recent", "1", "ls"), "--agent", "claude")
+	e := NewEngine(claudeAgent, cliPolicy(claudeAgent, nil), stateDir(env), nil)
+	long := time.Now().Add(-DefaultKeep - time.Hour)
+	require.NoError(t, os.Chtimes(filepath.Join(e.sessionDir("old"), "log"), long, long))
+	require.NoError(t, os.Chtimes(e.sessionDir("old"), long, long))
+	invoke(t, env, claudePre("new", "1", "ls"), "--agent", "claude")
+	_, err := os.Stat(e.sessionDir("old"))
+	require.True(t, os.IsNotExist(err), "the old session is removed")
+	_, err = os.Stat(e.sessionDir("recent"))
+	require.NoError(t, err)
+}
