@@ -64,6 +64,8 @@ type Engine struct {
 	now    func() time.Time
 	// keep is how long a session untouched is kept.
 	keep time.Duration
+	// maxLog bounds the session log read (maxLog for a hook process).
+	maxLog int64
 
 	// resident engines (toolguard serve) keep each session's replayed
 	// state between events, under mu, and replay only when the log
@@ -89,9 +91,11 @@ const DefaultKeep = 7 * 24 * time.Hour
 // one response's calls together.
 const roundGap = 250 * time.Millisecond
 
-// maxLog bounds a session log; past it the oldest turns are not replayed
-// (see load).
-const maxLog = 64 << 20
+// maxLog bounds a session log: about 70,000 calls, which take about 350 ms
+// to replay. Past it the hook lets every call of the session run and says
+// why in errors.log; `toolguard serve`, which replays a log once, has no
+// such cost.
+const maxLog = 16 << 20
 
 // NewEngine returns an engine for agent a under state folder dir (the
 // toolguard folder in the user's state directory).
@@ -99,7 +103,7 @@ func NewEngine(a *agent, p toolguard.Policy, dir string, now func() time.Time) *
 	if now == nil {
 		now = time.Now
 	}
-	return &Engine{agent: a, policy: p, dir: filepath.Join(dir, "sessions"), now: now, keep: DefaultKeep}
+	return &Engine{agent: a, policy: p, dir: filepath.Join(dir, "sessions"), now: now, keep: DefaultKeep, maxLog: maxLog}
 }
 
 var safeID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,80}$`)
@@ -143,6 +147,9 @@ func (e *Engine) Handle(ev Event) (Answer, error) {
 	case KindPre, KindPost, KindPrompt, KindStop, KindTools:
 	default:
 		return Answer{}, nil
+	}
+	if ev.Kind == KindTools && e.policy.MaxCallsPerTurn < 0 {
+		return Answer{}, nil // no budget: the tools are always offered
 	}
 	if ev.Session == "" {
 		ev.Session = "no-session"
@@ -212,8 +219,8 @@ func (e *Engine) load(f *os.File) (*session, int64, error) {
 		return nil, 0, err
 	}
 	size := st.Size()
-	if size > maxLog {
-		return nil, 0, fmt.Errorf("the session log is over %d bytes", maxLog)
+	if size > e.maxLog {
+		return nil, 0, fmt.Errorf("the session log is over %d MiB: too long to replay at every call; the guard lets this session's calls run (toolguard serve keeps long sessions in memory)", e.maxLog>>20)
 	}
 	data := make([]byte, size)
 	if _, err := io.ReadFull(io.NewSectionReader(f, 0, size), data); err != nil {

@@ -208,3 +208,19 @@ func TestCleanup(t *testing.T) {
 	_, err = os.Stat(e.sessionDir("recent"))
 	require.NoError(t, err)
 }
+
+// TestLogTooLong: a session log past maxLog lets the calls run, and says
+// why in errors.log.
+func TestLogTooLong(t *testing.T) {
+	env := testEnv(t)
+	invoke(t, env, claudePre("L", "1", "ls"), "--agent", "claude")
+	e := NewEngine(claudeAgent, cliPolicy(claudeAgent, nil), stateDir(env), nil)
+	require.NoError(t, os.Truncate(filepath.Join(e.sessionDir("L"), "log"), maxLog+1))
+	code, out, errOut := invoke(t, env, claudePre("L", "2", "ls"), "--agent", "claude")
+	require.Equal(t, 0, code)
+	require.Empty(t, out)
+	require.Contains(t, errOut, "too long to replay")
+	b, err := os.ReadFile(filepath.Join(stateDir(env), "errors.log"))
+	require.NoError(t, err)
+	require.Contains(t, string(b), "too long to replay")
+}
