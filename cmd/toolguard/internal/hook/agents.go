@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/toolguard/toolguard"
 )
@@ -30,6 +31,9 @@ type agent struct {
 	// changes from call to call (a process id, a shell's serial number):
 	// without it, no two runs of one command would read alike.
 	noise []*regexp.Regexp
+	// idleTurn, when set, starts a new turn after that long without an
+	// event: for an agent whose events say nothing of turns or sessions.
+	idleTurn time.Duration
 }
 
 // maskAgentNoise masks the agent's own volatile text in a result.
@@ -50,6 +54,7 @@ var agents = map[string]*agent{
 	"cline":    clineAgent,
 	"crush":    crushAgent,
 	"cursor":   cursorAgent,
+	"gateway":  gatewayAgent,
 }
 
 // agentNames returns the supported agents' names, sorted, with mcphost
@@ -618,4 +623,41 @@ var cursorAgent = &agent{
 	},
 	readOnly: []string{"read_file", "Read", "list_dir", "codebase_search", "grep_search", "grep", "Grep",
 		"file_search", "glob_file_search", "web_search", "todo_write"},
+}
+
+// gatewayAgent is Docker MCP Gateway's interceptors: `--interceptor
+// before:http:http://127.0.0.1:7878/hook/gateway?event=before` (and
+// after:…?event=after) with toolguard serve, or before:exec:… with
+// `toolguard hook run --agent gateway --event before`. The before payload
+// is {"method":"tools/call","params":{"name","arguments"}}; an empty answer
+// lets the call through, a CallToolResult replaces it. The after payload is
+// the call's CallToolResult alone, so it is booked to the oldest call
+// waiting for its result. The payloads name no session or turn: a gateway
+// is one session, and an hour without a call starts a new turn.
+var gatewayAgent = &agent{
+	name: "gateway",
+	parse: func(p payload, event string) (Event, error) {
+		ev := Event{Name: event, Session: "gateway"}
+		switch event {
+		case "before":
+			ev.Kind = KindPre
+			if params := p.obj("params"); params != nil {
+				ev.Tool, ev.Args = params.str("name"), params.args("arguments")
+			}
+		case "after":
+			ev.Kind = KindPost
+			ev.Result = p.text("content")
+			if v, _ := p.boolean("isError"); v {
+				ev.Failed = true
+			}
+		}
+		return ev, nil
+	},
+	render: func(ev Event, a Answer) Output {
+		if ev.Kind != KindPre || a.Verdict == toolguard.Allow {
+			return Output{}
+		}
+		return jsonOut(map[string]any{"content": []any{map[string]any{"type": "text", "text": a.Message}}, "isError": true})
+	},
+	idleTurn: time.Hour,
 }

@@ -336,7 +336,8 @@ func (e *Engine) rebuild(s *session, ev Event) ([]byte, error) {
 // the oldest one with the same tool and arguments.
 func (s *session) take(r record) (record, bool) {
 	for i, p := range s.pending {
-		if r.ID != "" && p.ID == r.ID || r.ID == "" && p.Tool == r.Tool && bytes.Equal(p.A, r.A) {
+		// A result that names no call (the gateway's) is the oldest call's.
+		if r.ID != "" && p.ID == r.ID || r.ID == "" && (r.Tool == "" || p.Tool == r.Tool && bytes.Equal(p.A, r.A)) {
 			s.pending = append(s.pending[:i:i], s.pending[i+1:]...)
 			return p, true
 		}
@@ -380,6 +381,10 @@ func (e *Engine) apply(s *session, ev Event) (Answer, []byte) {
 			out = append(append(out, line...), '\n')
 		}
 		return d
+	}
+	if e.agent.idleTurn > 0 && s.recs > 0 && s.last.K != "reset" && ev.Kind == KindPre &&
+		now.Sub(time.Unix(0, s.last.T)) > e.agent.idleTurn {
+		add(record{K: "reset"})
 	}
 	if ev.TurnID != "" && ev.TurnID != s.turn && (ev.Kind == KindPre || ev.Kind == KindPrompt) {
 		if s.recs > 0 || ev.Kind == KindPrompt {
