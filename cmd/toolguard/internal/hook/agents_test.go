@@ -522,3 +522,30 @@ func TestFailures(t *testing.T) {
 	require.Equal(t, "call_1", ev.CallID)
 	require.JSONEq(t, `{"commands":["pytset -x"]}`, string(ev.Args))
 }
+
+func claudePre(session, id, cmd string) string {
+	return js(map[string]any{"session_id": session, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+		"tool_input": map[string]any{"command": cmd}, "tool_use_id": id})
+}
+
+func claudePost(session, id, cmd, res string) string {
+	return js(map[string]any{"session_id": session, "hook_event_name": "PostToolUse", "tool_name": "Bash",
+		"tool_input": map[string]any{"command": cmd}, "tool_use_id": id, "tool_response": map[string]any{"stdout": res}})
+}
+
+// readLog returns the records of a session log, failing on a line that is
+// not a whole record.
+func readLog(t testing.TB, path string) []record {
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var out []record
+	for _, line := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var r record
+		require.NoError(t, json.Unmarshal(line, &r), "line %q", line)
+		out = append(out, r)
+	}
+	return out
+}

@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	segjson "github.com/segmentio/encoding/json"
@@ -167,14 +166,18 @@ func (e *Engine) Handle(ev Event) (Answer, error) {
 		return Answer{}, err
 	}
 	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	if e.cache != nil {
+		// Resident (toolguard serve): one request at a time in here, and
+		// the file lock against hook processes where the system has one.
+		e.mu.Lock()
+		defer e.mu.Unlock()
+	}
+	if err := lockFile(f); err != nil && e.cache == nil {
 		return Answer{}, fmt.Errorf("locking the session: %w", err)
 	}
 	var s *session
 	var size int64
 	if e.cache != nil {
-		e.mu.Lock()
-		defer e.mu.Unlock()
 		if c := e.cache[dir]; c != nil {
 			if st, err := f.Stat(); err == nil && st.Size() == c.size {
 				s, size = c.s, c.size

@@ -1,8 +1,8 @@
+//go:build unix
+
 package hook
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"math/rand"
 	"os"
@@ -38,33 +38,6 @@ func hookProc(t testing.TB, state, payload string, args ...string) *exec.Cmd {
 		"TOOLGUARD_HOOK=", "TOOLGUARD_EXEMPT=")
 	cmd.Stdin = strings.NewReader(payload)
 	return cmd
-}
-
-func claudePre(session, id, cmd string) string {
-	return js(map[string]any{"session_id": session, "hook_event_name": "PreToolUse", "tool_name": "Bash",
-		"tool_input": map[string]any{"command": cmd}, "tool_use_id": id})
-}
-
-func claudePost(session, id, cmd, res string) string {
-	return js(map[string]any{"session_id": session, "hook_event_name": "PostToolUse", "tool_name": "Bash",
-		"tool_input": map[string]any{"command": cmd}, "tool_use_id": id, "tool_response": map[string]any{"stdout": res}})
-}
-
-// readLog returns the records of a session log, failing on a line that is
-// not a whole record.
-func readLog(t testing.TB, path string) []record {
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	var out []record
-	for _, line := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
-		if len(line) == 0 {
-			continue
-		}
-		var r record
-		require.NoError(t, json.Unmarshal(line, &r), "line %q", line)
-		out = append(out, r)
-	}
-	return out
 }
 
 // TestParallelProcesses: rounds of parallel calls, each hook a process of
