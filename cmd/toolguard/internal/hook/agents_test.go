@@ -549,3 +549,19 @@ func readLog(t testing.TB, path string) []record {
 	}
 	return out
 }
+
+// TestHugeArguments: a 20 MB write is checked and recorded; what is kept
+// of it is a few hundred bytes.
+func TestHugeArguments(t *testing.T) {
+	env := testEnv(t)
+	big := strings.Repeat("x = 1\n", 20<<20/6)
+	pre := js(map[string]any{"session_id": "B", "hook_event_name": "PreToolUse", "tool_name": "Write",
+		"tool_input": map[string]any{"file_path": "/w/a.py", "content": big}, "tool_use_id": "w1"})
+	code, out, errOut := invoke(t, env, pre, "--agent", "claude")
+	require.Equal(t, 0, code)
+	require.Empty(t, out, errOut)
+	e := NewEngine(claudeAgent, cliPolicy(claudeAgent, nil), stateDir(env), nil)
+	st, err := os.Stat(filepath.Join(e.sessionDir("B"), "log"))
+	require.NoError(t, err)
+	require.Less(t, st.Size(), int64(2048))
+}
