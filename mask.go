@@ -2,8 +2,6 @@ package toolguard
 
 import (
 	"encoding/binary"
-	"encoding/json"
-	"fmt"
 	"hash/maphash"
 	"math"
 	"math/bits"
@@ -936,22 +934,6 @@ func maskLower(c byte) byte {
 	return c
 }
 
-// argsShape returns a call's arguments with their particulars masked: the
-// names and the string values (and numbers) of the JSON arguments, written
-// out and masked by maskError, and cut to queryMaxBytes. "grep -n 'x'
-// ./a.py" and "grep -n 'y' ./b.py" have one shape. Arguments that are not
-// JSON, or larger than maxInspect, are masked as they are. The shape stays
-// in memory for the failure rule (tweaked retries): it is never logged.
-func argsShape(args []byte) string {
-	var v any
-	if len(args) > maxInspect || json.Unmarshal(args, &v) != nil {
-		return cutShape(maskError(string(args[:min(len(args), maxInspect)])))
-	}
-	var b strings.Builder
-	writeShape(&b, v)
-	return cutShape(maskError(b.String()))
-}
-
 // cutShape cuts s to at most queryMaxBytes bytes, on a rune boundary.
 func cutShape(s string) string {
 	if len(s) <= queryMaxBytes {
@@ -987,27 +969,4 @@ func tweaked(a, b string) bool {
 		}
 	}
 	return diff+len(x)+len(y) <= 2
-}
-
-// writeShape writes the names and values of a decoded JSON value, object
-// members in sorted order, separated by spaces.
-func writeShape(b *strings.Builder, v any) {
-	switch v := v.(type) {
-	case map[string]any:
-		for _, k := range sortedKeys(v) {
-			b.WriteString(k)
-			b.WriteString(": ")
-			writeShape(b, v[k])
-			b.WriteByte(' ')
-		}
-	case []any:
-		for _, x := range v {
-			writeShape(b, x)
-			b.WriteByte(' ')
-		}
-	case string:
-		b.WriteString(v)
-	default:
-		fmt.Fprint(b, v)
-	}
 }

@@ -1,7 +1,6 @@
 package toolguard
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -279,80 +278,67 @@ type probe struct {
 	sim     simKey // of query, computed before the lock is taken
 	scope   Hash   // of the arguments other than the query
 	url     string // host and path; calls whose arguments hold a URL
+	// scan is the one scan of the arguments, until the call is decided:
+	// the failure rule reads the call's shape from it when it needs it.
+	scan *argScan
 }
 
-// inspect derives the probe of a call and, when it has no query, appends
-// the call's purpose (its argument names) to buf. The purpose is returned
-// apart from the probe, whose strings outlive the call, so that buf can
-// stay on the caller's stack.
+// shape returns the shape of the call's arguments (see argScan.shape).
+func (p *probe) shape() string { return p.scan.shape() }
+
+// done releases the probe's scan.
+func (p *probe) done() {
+	if p.scan != nil {
+		p.scan.release()
+		p.scan = nil
+	}
+}
+
+// inspect derives the probe of a call from one scan of its arguments (kept
+// until p.done) and, when it has no query, appends the call's purpose (its
+// argument names) to buf. The purpose is returned apart from the probe, whose strings outlive
+// the call, so that buf can stay on the caller's stack.
 func (t *Tracker) inspect(c Call, buf []byte) (probe, []byte) {
 	p := probe{tool: t.tool(c.Tool)}
 	p.rule = p.tool.rule
-	// Small flat objects, most arguments, are parsed once for the key, the
-	// query and the argument names.
-	var info canonFlatInfo
-	args, flat := canonFlatHash(c.Args, p.rule.ignore, &info)
-	if !flat {
-		args = hashArgsGeneral(c.Args, p.rule.ignore)
-	}
-	p.key, p.args = keyOf(p.rule.id, args), args
+	s := canonPool.Get().(*argScan)
+	s.scan(c.Args)
+	p.scan = s
+	p.args = s.hash(p.rule.ignore)
+	p.key = keyOf(p.rule.id, p.args)
 	if p.rule.search {
-		for _, k := range queryKeys {
-			// The query is read as far as redactSecrets and
-			// normalizeQuery read it, not copied whole.
-			if s, ok := topLevelString(c.Args, []string{k}, redactMaxBytes); ok {
-				p.query = normalizeQuery(s)
-				if r := redactSecrets(s); r != s {
-					p.purpose = normalizeQuery(r)
-				}
-				p.sim = simKeyOf(p.query)
-				// The other arguments: page 2, another path, is a new question.
-				p.scope = hashArgs(c.Args, append(slices.Clip(p.rule.ignore), k))
-				break
+		// The query is read as far as redactSecrets and normalizeQuery
+		// read it, not copied whole.
+		if k, q, ok := s.stringArg(queryKeys, redactMaxBytes); ok {
+			p.query = normalizeQuery(q)
+			if r := redactSecrets(q); r != q {
+				p.purpose = normalizeQuery(r)
 			}
+			p.sim = simKeyOf(p.query)
+			// The other arguments: page 2, another path, is a new question.
+			p.scope = s.hash(append(slices.Clip(p.rule.ignore), k))
 		}
 	}
 	if p.query == "" {
 		if len(c.Args) > maxInspect {
-			// Too large to scan again after hashing: describe by size.
+			// Described by size: the ledger keeps no more of large arguments.
 			buf = strconv.AppendInt(append(buf, "arguments of "...), int64(len(c.Args)), 10)
 			return p, append(buf, " bytes"...)
 		}
-		if t.cfg.window > 0 && !p.rule.exempt && mayHoldURL(c.Args) {
-			if host, path, ok := argURL(c.Args); ok {
+		if t.cfg.window > 0 && !p.rule.exempt {
+			if host, path, ok := s.url(); ok {
 				p.url = host + path
 			}
 		}
-		if flat {
-			buf = info.appendNames(buf, c.Args)
-		} else {
-			buf = appendKeyNames(buf, c.Args)
-		}
+		buf = s.appendNames(buf)
 	}
 	return p, buf
 }
 
-// maxInspect is the size above which arguments are hashed but not scanned
-// for a URL or argument names: the ledger describes them by size, and the
+// maxInspect is the size above which arguments are hashed but not read for
+// a URL or argument names: the ledger describes them by size, and the
 // window's fetch rule does not see them.
 const maxInspect = 64 << 10
-
-// mayHoldURL is a cheap test that rules out arguments without a URL
-// before argURL parses them: every absolute URL holds "//" (written "\/\/"
-// when escaped).
-func mayHoldURL(args []byte) bool {
-	for i := 0; ; i++ {
-		k := bytes.IndexByte(args[i:], '/')
-		if k < 0 {
-			return false
-		}
-		i += k
-		if i+1 < len(args) && args[i+1] == '/' ||
-			i > 0 && i+2 < len(args) && args[i-1] == '\\' && args[i+1] == '\\' && args[i+2] == '/' {
-			return true
-		}
-	}
-}
 
 // queryKeys are the argument keys a search query is taken from, in order.
 var queryKeys = []string{"query", "search_query", "q", "text", "question", "prompt"}
@@ -383,6 +369,7 @@ func (t *Tracker) check(ctx context.Context, c Call, round uint64) Decision {
 	}
 	orphans := t.takeOrphansLocked()
 	t.mu.Unlock()
+	p.done()
 	if g != nil && g.id != "" && d.Verdict != Allow {
 		t.settle(ctx, c, []held{heldBy(g, p.tool)}, false, &evs)
 	}
@@ -418,6 +405,8 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64) []
 		t.mu.Unlock()
 		if ask {
 			wait = append(wait, asking{i, p, names})
+		} else {
+			p.done()
 		}
 		ds[i] = d
 	}
@@ -442,6 +431,7 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64) []
 			ds[w.i], _ = t.decideLocked(calls[w.i], &w.p, w.names, now, g, &evs)
 			orphans = append(orphans, t.takeOrphansLocked()...)
 			t.mu.Unlock()
+			w.p.done()
 			if g.id != "" && ds[w.i].Verdict != Allow {
 				refused = append(refused, heldBy(g, w.p.tool))
 			}
@@ -635,7 +625,7 @@ func (t *Tracker) rulesLocked(c Call, p *probe, round uint64, tool *toolState, s
 	}
 	if t.cfg.maxFailures > 0 && !r.exempt {
 		f := tool.fail()
-		retries := func() bool { return p.key == f.key || tweaked(argsShape(c.Args), f.shape) }
+		retries := func() bool { return p.key == f.key || tweaked(p.shape(), f.shape) }
 		if fire, insisted := f.check(t.cfg.maxFailures, retries); fire {
 			hinted := &f.hinted
 			if insisted {
@@ -757,13 +747,17 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	failed := o.Err != nil
 	var digest, sig Hash
 	var shape string
+	var s *argScan // a failure's arguments, scanned once for its shape and key
 	if failed {
 		msg := o.Err.Error()
 		if msg == "" {
 			msg = o.Result
 		}
 		sig = digestError(msg)
-		shape = argsShape(c.Args)
+		s = canonPool.Get().(*argScan)
+		defer s.release()
+		s.scan(c.Args)
+		shape = s.shape()
 	} else {
 		digest = digestResult(o.Result)
 	}
@@ -777,7 +771,11 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	if !ok {
 		t.mu.Unlock()
 		r := t.tool(c.Tool).rule
-		key = keyOf(r.id, hashArgs(c.Args, r.ignore))
+		if s != nil {
+			key = keyOf(r.id, s.hash(r.ignore))
+		} else {
+			key = keyOf(r.id, hashArgs(c.Args, r.ignore))
+		}
 		t.mu.Lock()
 	}
 	phase, pc := t.recordLocked(c, o, key, failed, digest, sig, shape, now, &evs)
@@ -809,6 +807,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		// Never checked: book it as allowed, so the turn stays exact.
 		var buf [128]byte
 		p, names := t.inspect(c, buf[:0])
+		p.done()
 		round := t.round.Add(1)
 		p.round = round
 		tool := t.turnTool(p.tool)

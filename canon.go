@@ -10,10 +10,8 @@ import (
 	"hash"
 	"math/big"
 	"math/bits"
-	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"unicode/utf8"
 )
@@ -107,49 +105,32 @@ const (
 // (v0.1.0 hashed payloads over 16 MiB raw; up to 16 MiB every hash is
 // unchanged.)
 //
-// The canonical form is compact JSON with sorted keys, minimally escaped
-// strings and canonical numbers. It is streamed into the hasher, never
-// built whole (see canonScratch): parts of the payload already in
-// canonical form are hashed in place. Scratch space is about a quarter of
-// the payload for the arguments tools send, and at most about 7 times it
-// for hostile ones (the values of duplicate keys are copied to be
-// compared, at every level of nesting); time is O(n) plus sorting members,
-// and duplicate keys nested d deep cost up to a factor of d more. Small
-// payloads do not allocate.
+// hashArgs is one scan (argScan.scan) and one hash (argScan.hash); a Tracker
+// keeps the scan to read the query, the URL and the argument names too.
 func hashArgs(args []byte, ignore []string) Hash {
-	if h, ok := canonFlatHash(args, ignore, nil); ok {
-		return h
-	}
-	return hashArgsGeneral(args, ignore)
-}
-
-// hashArgsGeneral is hashArgs without the flat fast path.
-func hashArgsGeneral(args []byte, ignore []string) Hash {
-	if len(args) > canonMaxBytes {
-		return canonRawHash(args)
-	}
-	c := canonPool.Get().(*canonScratch)
-	h, ok := c.hash(args, ignore)
+	c := canonPool.Get().(*argScan)
+	c.scan(args)
+	h := c.hash(ignore)
 	c.release()
-	if !ok {
-		return canonRawHash(args)
-	}
 	return h
 }
 
-// canonPool holds scratch space for hashArgs.
-var canonPool = sync.Pool{New: func() any { return new(canonScratch) }}
+// canonPool holds scratch space for argument scans.
+var canonPool = sync.Pool{New: func() any { return new(argScan) }}
 
 // canonRawHash hashes b as raw bytes, for payloads that are not canonicalized.
 func canonRawHash(b []byte) Hash {
 	return canonSum(canonPrefixRaw, b)
 }
 
+// canonSmall is the size up to which canonSum hashes from the stack.
+const canonSmall = 480
+
 // canonSum returns the first 16 bytes of SHA-256 over prefix followed by b.
 // Small inputs are hashed from a buffer on the stack in one call.
 func canonSum(prefix string, b []byte) Hash {
-	if len(b) <= canonFlatBytes {
-		var buf [16 + canonFlatBytes]byte
+	if len(b) <= canonSmall {
+		var buf [16 + canonSmall]byte
 		sum := sha256.Sum256(append(append(buf[:0], prefix...), b...))
 		return Hash(sum[:16])
 	}
@@ -158,94 +139,6 @@ func canonSum(prefix string, b []byte) Hash {
 	h.Write(b)
 	var sum [sha256.Size]byte
 	return Hash(h.Sum(sum[:0]))
-}
-
-// canonFlatInfo describes the members of a flat object, in document order,
-// ignored ones included, as canonFlat found them: the key content (no
-// escapes) and the value as written, quotes included for strings.
-type canonFlatInfo struct {
-	n       int
-	members [canonFlatMembers]canonFlatMember
-}
-
-type canonFlatMember struct {
-	klo, khi int32
-	vlo, vhi int32
-}
-
-// appendNames is appendKeyNames of the object the info describes.
-func (info *canonFlatInfo) appendNames(dst, args []byte) []byte {
-	// Keys of flat objects are distinct and unescaped: when they are also
-	// short, printable and few, the names are the keys in sorted order.
-	var order [canonNamesMax]uint8
-	plain := info.n <= canonNamesMax
-	for k := 0; plain && k < info.n; k++ {
-		m := &info.members[k]
-		key := args[m.klo:m.khi]
-		if len(key) > canonNameMax {
-			plain = false
-			break
-		}
-		for _, c := range key {
-			if c < 0x20 || c >= 0x7f || c == ',' {
-				plain = false
-				break
-			}
-		}
-		order[k] = uint8(k)
-		for b := k; b > 0; b-- {
-			x, y := &info.members[order[b-1]], &info.members[order[b]]
-			c := bytes.Compare(args[x.klo:x.khi], args[y.klo:y.khi])
-			if c == 0 {
-				plain = false // ignored keys may repeat: the set de-duplicates
-			}
-			if c <= 0 {
-				break
-			}
-			order[b-1], order[b] = order[b], order[b-1]
-		}
-	}
-	if plain {
-		for k, o := range order[:info.n] {
-			if k > 0 {
-				dst = append(dst, ',')
-			}
-			m := &info.members[o]
-			dst = append(dst, args[m.klo:m.khi]...)
-		}
-		return dst
-	}
-	var set canonNameSet
-	for _, m := range info.members[:info.n] {
-		set.add(args[m.klo:m.khi])
-	}
-	return set.appendTo(dst)
-}
-
-// canonFlatHash is hashArgs of a small flat object (see canonFlat),
-// canonicalized and hashed on the stack; it reports false for any other
-// payload. If info is not nil, it describes the object on success.
-func canonFlatHash(args []byte, ignore []string, info *canonFlatInfo) (Hash, bool) {
-	lo, hi := canonTrim(args)
-	if hi-lo > canonFlatBytes || lo == hi || args[lo] != '{' {
-		return Hash{}, false
-	}
-	var (
-		buf [16 + canonFlatBytes]byte
-		fs  canonFlatScratch
-	)
-	b, end, ok := canonFlat(append(buf[:0], canonPrefixJSON...), args[lo:hi], 0, canonFlatBytes, ignore, info, &fs)
-	if !ok || end != hi-lo {
-		return Hash{}, false
-	}
-	if info != nil && lo > 0 {
-		for k := range info.members[:info.n] {
-			m := &info.members[k]
-			m.klo, m.khi, m.vlo, m.vhi = m.klo+int32(lo), m.khi+int32(lo), m.vlo+int32(lo), m.vhi+int32(lo)
-		}
-	}
-	sum := sha256.Sum256(b)
-	return Hash(sum[:16]), true
 }
 
 // canonTrim returns the bounds of b without leading and trailing JSON
@@ -258,283 +151,115 @@ func canonTrim(b []byte) (lo, hi int) {
 	return lo, hi
 }
 
-// Bounds of the fast path for small flat objects (canonFlat).
-const (
-	canonFlatMembers = 16  // members
-	canonFlatBytes   = 480 // bytes of the payload and of its canonical form
-)
+// argScan is one scan of a call's arguments: scan validates them and lists
+// what the rest reads, in one pass; hash then streams the canonical form
+// into the hasher (as often as there are ignore lists to hash under), and
+// the top-level object's listed members give the query, the URL, the
+// argument names and the words a failed call is compared by (args.go).
+//
+// The canonical form is never held whole: scan lists, for each object whose
+// members are not written in canonical order, and for the top-level object
+// (whose ignored keys hash drops), its members in key order; form then
+// streams the canonical form, taking the members of those objects in that
+// order and everything else as it is written. Scratch space is 4 bytes per
+// member of each open object while scan runs, 12 bytes per listed object
+// and 4 per listed member (the top-level object's members are listed where
+// they are, unless a nested object is listed too), and the canonical values
+// of members with duplicate keys, which are ordered by comparing them. Time
+// is O(n) plus sorting members; duplicate keys nested d deep cost up to a
+// factor of d more.
+type argScan struct {
+	in       []byte
+	ok       bool        // valid JSON within canonMaxBytes and canonMaxDepth
+	topStart int32       // position of the top-level '{', -1 if not an object
+	objs     []canonObj  // the listed objects, by position once scan is done
+	keys     []int32     // their members' key positions, each object's in key order
+	open     []int32     // key positions of the members of the open objects
+	stack    []canonOpen // the open arrays and objects
 
-// canonFlat appends to dst the canonical form of the JSON object at
-// in[start], which must have at most canonFlatMembers members whose keys
-// have no escapes and are distinct, and whose values are strings, numbers,
-// true, false or null; end is the index after the object. It reports false,
-// having appended nothing of use, for any other object, and, if limit is
-// not negative, when the form is longer than limit: hashArgsGeneral
-// handles those. It produces exactly the bytes canonScratch.form does. Top-level members whose key is in ignore are dropped. fs is
-// scratch space, so that callers in a loop do not clear it every time.
-func canonFlat(dst, in []byte, start, limit int, ignore []string, info *canonFlatInfo, fs *canonFlatScratch) (out []byte, end int, ok bool) {
-	n, nv := 0, 0
-	mems, vals := &fs.mems, &fs.vals
-	if start >= len(in) || in[start] != '{' {
-		return dst, 0, false
-	}
-	i := canonSkipWS(in, start+1)
-	if i < len(in) && in[i] == '}' {
-		return append(dst, "{}"...), i + 1, limit < 0 || limit >= 2
-	}
-	size := 2
-	for {
-		if i >= len(in) || in[i] != '"' {
-			return dst, 0, false
-		}
-		ke, canon, esc := canonScanString(in, i)
-		if ke < 0 || !canon || esc {
-			return dst, 0, false
-		}
-		klo, khi := i+1, ke-1
-		if i = canonSkipWS(in, ke); i >= len(in) || in[i] != ':' {
-			return dst, 0, false
-		}
-		if i = canonSkipWS(in, i+1); i >= len(in) {
-			return dst, 0, false
-		}
-		// The value is kept as written (in[vlo:vhi]) unless it is a number
-		// to rewrite (vals[vlo:vhi]).
-		vstart, vlo, vhi, rewritten := i, i, 0, false
-		switch c := in[i]; {
-		case c == '"':
-			e, canon, _ := canonScanString(in, i)
-			if e < 0 || !canon {
-				return dst, 0, false
-			}
-			vhi = e
-		case c == 't' || c == 'f' || c == 'n':
-			if vhi = canonScanLiteral(in, i); vhi < 0 {
-				return dst, 0, false
-			}
-		case c == '-' || canonIsDigit(c):
-			e, simple := canonScanNumber(in, i)
-			if e < 0 {
-				return dst, 0, false
-			}
-			vhi, i = e, e
-			if num := in[vstart:e]; !simple || !canonNumberIsCanonical(num, true) {
-				// canonAppendNumber's form of an accepted number is at most
-				// a few bytes longer than the number (a sign, a point, an
-				// exponent): leave it room, then check.
-				if nv+len(num)+32 > len(vals) {
-					return dst, 0, false
-				}
-				form := canonAppendNumber(vals[nv:nv], num)
-				if len(form) > len(vals)-nv {
-					return dst, 0, false
-				}
-				vlo, vhi, rewritten = nv, nv+len(form), true
-				nv += len(form)
-			}
-		default:
-			return dst, 0, false // nested, or invalid
-		}
-		if !rewritten {
-			i = vhi
-		}
-		if info != nil {
-			if info.n == len(info.members) {
-				return dst, 0, false
-			}
-			info.members[info.n] = canonFlatMember{int32(klo), int32(khi), int32(vstart), int32(i)}
-			info.n++
-		}
-		key := in[klo:khi]
-		drop := false
-		for _, ig := range ignore {
-			if string(key) == ig {
-				drop = true
-				break
-			}
-		}
-		if !drop {
-			if n == len(mems) {
-				return dst, 0, false
-			}
-			// Field by field: a composite literal is built on the stack
-			// and copied, which stalls on the store just made.
-			m := &mems[n]
-			m.klo, m.khi, m.vlo, m.vhi, m.rewritten = int32(klo), int32(khi), int32(vlo), int32(vhi), rewritten
-			m.k0 = -1
-			if klo < khi {
-				m.k0 = int16(in[klo])
-			}
-			n++
-			size += len(key) + 4 + vhi - vlo // quotes, colon, comma
-		}
-		if i = canonSkipWS(in, i); i >= len(in) {
-			return dst, 0, false
-		}
-		switch in[i] {
-		case ',':
-			i = canonSkipWS(in, i+1)
-			continue
-		case '}':
-			end = i + 1
-		default:
-			return dst, 0, false
-		}
-		break
-	}
-	if limit >= 0 && size-1 > limit {
-		return dst, 0, false
-	}
-	// Insertion sort of the members' order by key; equal keys go to
-	// hashArgsGeneral, which orders them by value.
-	var order [canonFlatMembers]uint8
-	for a := 0; a < n; a++ {
-		order[a] = uint8(a)
-		for b := a; b > 0; b-- {
-			x, y := &mems[order[b-1]], &mems[order[b]]
-			c := int(x.k0) - int(y.k0) // the first key bytes decide most pairs
-			if c == 0 {
-				c = bytes.Compare(in[x.klo:x.khi], in[y.klo:y.khi])
-			}
-			if c == 0 {
-				return dst, 0, false
-			}
-			if c < 0 {
-				break
-			}
-			order[b-1], order[b] = order[b], order[b-1]
-		}
-	}
-	dst = append(dst, '{')
-	for k, o := range order[:n] {
-		m := &mems[o]
-		if k > 0 {
-			dst = append(dst, ',')
-		}
-		if !m.rewritten && m.vlo == m.khi+2 && in[m.khi+1] == ':' {
-			// Written compactly: `"key":value` is one piece of the input.
-			dst = append(dst, in[m.klo-1:m.vhi]...)
-			continue
-		}
-		dst = append(dst, '"')
-		dst = append(dst, in[m.klo:m.khi]...)
-		dst = append(dst, '"', ':')
-		if m.rewritten {
-			dst = append(dst, vals[m.vlo:m.vhi]...)
-		} else {
-			dst = append(dst, in[m.vlo:m.vhi]...)
-		}
-	}
-	return append(dst, '}'), end, true
-}
-
-// canonFlatScratch is the scratch space of canonFlat.
-type canonFlatScratch struct {
-	mems [canonFlatMembers]canonFlatSlot
-	vals [canonFlatBytes]byte // rewritten numbers
-}
-
-// canonFlatSlot is a member of an object being canonicalized by canonFlat.
-type canonFlatSlot struct {
-	klo, khi  int32 // key content in the input
-	vlo, vhi  int32 // the value in the input, or in vals if rewritten
-	k0        int16 // the first key byte, -1 for the empty key
-	rewritten bool
-}
-
-// canonScratch is the pooled state of one hashArgs call. The canonical form
-// is never held whole: index validates the payload and lists, for each
-// object whose members are not written in canonical order, its members in
-// key order; form then streams the canonical form into the hasher, taking
-// the members of those objects in that order and everything else as it is
-// written. Scratch space is 4 bytes per member of each open object while
-// index runs, 12 bytes per listed object and 4 per listed member, and the
-// canonical values of members with duplicate keys, which are ordered by
-// comparing them.
-type canonScratch struct {
-	in    []byte
-	objs  []canonObj  // the listed objects, by position once index is done
-	keys  []int32     // their members' key positions, each object's in key order
-	open  []int32     // key positions of the members of the open objects
-	stack []canonOpen // the open arrays and objects
-
-	// counting: index's first pass, which counts what the second stores.
+	// counting: scan's first pass, which counts what the second stores.
 	counting                     bool
 	nOpen, maxOpen, nKeys, nObjs int
 
+	ignore []string // top-level keys form drops
 	h      hash.Hash
 	sum    [sha256.Size]byte
-	buf    []byte // bytes written but not hashed yet
-	lo, hi int    // then in[lo:hi], written but not hashed yet
-	num    []byte // the canonical form of a number
-	mat    int    // > 0: write to vals instead, to order duplicate keys
-	vals   []byte
+	buf    []byte  // bytes written but not hashed yet
+	lo, hi int     // then in[lo:hi], written but not hashed yet
+	num    []byte  // the canonical form of a number
+	mat    int     // > 0: write to vals instead, to order duplicate keys
+	vals   []byte  // values of duplicate keys, each after its length
+	offs   []int32 // their offsets in vals, while they are ordered
 }
 
-// canonObj is an object whose members index listed: the position of its
+// canonObj is an object whose members scan listed: the position of its
 // '{', and its members' key positions, keys[off:off+n].
 type canonObj struct{ start, off, n int32 }
 
-// canonOpen is an array or object that index has not closed yet.
+// canonOpen is an array or object that scan has not closed yet.
 type canonOpen struct {
 	obj     bool
-	reorder bool  // members are not in increasing key order, or are ignored
+	reorder bool  // members are not in increasing key order, or it is the top level
 	start   int32 // position of the '{' or '['
 	base    int32 // open[base:] are its members
-	n       int32 // its members so far, ignored ones not counted
+	n       int32 // its members so far
 	prev    int32 // key position of its last member, -1 if none
 }
 
 // release clears c and returns it to the pool unless it grew large.
-func (c *canonScratch) release() {
-	c.in = nil
-	size := cap(c.buf) + cap(c.num) + cap(c.vals) + 12*cap(c.objs) + 4*cap(c.keys) + 4*cap(c.open) + 20*cap(c.stack)
+func (c *argScan) release() {
+	c.in, c.ignore = nil, nil
+	size := cap(c.buf) + cap(c.num) + cap(c.vals) + 4*cap(c.offs) +
+		12*cap(c.objs) + 4*cap(c.keys) + 4*cap(c.open) + 20*cap(c.stack)
 	if size > canonKeepSize {
 		return
 	}
 	canonPool.Put(c)
 }
 
-// hash canonicalizes in and hashes the result. It reports false if in is not
-// valid JSON or exceeds the depth bound.
-func (c *canonScratch) hash(in []byte, ignore []string) (Hash, bool) {
-	if !c.index(in, ignore) {
-		return Hash{}, false
+// scan validates the payload in and lists the objects to reorder: those
+// whose members are not in strictly increasing key order (duplicate keys
+// included), and the top-level object. c.ok reports whether in is valid
+// JSON within the bounds (white space only is valid: no arguments).
+func (c *argScan) scan(in []byte) {
+	c.in, c.ok, c.topStart = in, false, -1
+	if len(in) > canonMaxBytes {
+		return
+	}
+	// Two passes: the first counts what the second stores, which is then
+	// allocated once at its size (append allocates up to five times it).
+	c.counting = true
+	c.nOpen, c.maxOpen, c.nKeys, c.nObjs = 0, 0, 0, 0
+	if !c.pass() {
+		return
+	}
+	c.counting = false
+	c.open, c.keys, c.objs = canonReserve(c.open, c.maxOpen), canonReserve(c.keys, c.nKeys), canonReserve(c.objs, c.nObjs)
+	c.pass()
+	slices.SortFunc(c.objs, func(a, b canonObj) int { return cmp.Compare(a.start, b.start) })
+	c.ok = true
+}
+
+// hash returns the hash of the scanned payload (see hashArgs) with the
+// top-level members whose key is in ignore dropped.
+func (c *argScan) hash(ignore []string) Hash {
+	if !c.ok {
+		return canonRawHash(c.in)
 	}
 	if c.h == nil {
 		c.h = sha256.New()
 	}
 	c.h.Reset()
 	c.buf = append(c.buf[:0], canonPrefixJSON...)
-	c.lo, c.hi = 0, 0
+	c.lo, c.hi, c.ignore = 0, 0, ignore
 	c.form()
 	c.flush()
 	c.h.Write(c.buf)
-	return Hash(c.h.Sum(c.sum[:0])), true
+	return Hash(c.h.Sum(c.sum[:0]))
 }
 
-// index validates the payload in and lists the objects to reorder: those
-// whose members are not in strictly increasing key order (duplicate keys
-// included) or, at the top level, have ignored keys. It reports false if in
-// is not valid JSON or nests deeper than canonMaxDepth; white space only is
-// valid.
-func (c *canonScratch) index(in []byte, ignore []string) bool {
-	// Two passes: the first counts what the second stores, which is then
-	// allocated once at its size (append allocates up to five times it).
-	c.in, c.counting = in, true
-	c.nOpen, c.maxOpen, c.nKeys, c.nObjs = 0, 0, 0, 0
-	if !c.scan(ignore) {
-		return false
-	}
-	c.counting = false
-	c.open, c.keys, c.objs = canonReserve(c.open, c.maxOpen), canonReserve(c.keys, c.nKeys), canonReserve(c.objs, c.nObjs)
-	c.scan(ignore)
-	slices.SortFunc(c.objs, func(a, b canonObj) int { return cmp.Compare(a.start, b.start) })
-	return true
-}
-
-// scan is a pass of index over c.in.
-func (c *canonScratch) scan(ignore []string) bool {
+// pass is a pass of scan over c.in.
+func (c *argScan) pass() bool {
 	in := c.in
 	c.stack = c.stack[:0]
 	n := len(in)
@@ -556,6 +281,9 @@ value:
 			obj, closer := in[i] == '{', byte(']')
 			if obj {
 				closer = '}'
+				if len(c.stack) == 0 {
+					c.topStart = int32(i)
+				}
 			}
 			c.stack = append(c.stack, canonOpen{obj: obj, start: int32(i), base: int32(len(c.open)), prev: -1})
 			if i = canonSkipWS(in, i+1); i < n && in[i] == closer {
@@ -564,7 +292,7 @@ value:
 				break
 			}
 			if obj {
-				if i = c.key(i, ignore); i < 0 {
+				if i = c.key(i); i < 0 {
 					return false
 				}
 			}
@@ -594,7 +322,7 @@ value:
 			f := &c.stack[len(c.stack)-1]
 			switch {
 			case in[i] == ',' && f.obj:
-				if i = c.key(i+1, ignore); i < 0 {
+				if i = c.key(i + 1); i < 0 {
 					return false
 				}
 				continue value
@@ -615,8 +343,8 @@ value:
 }
 
 // key scans an object key and its colon at in[i:] (after optional white
-// space) for index. It returns the index after the colon, or -1.
-func (c *canonScratch) key(i int, ignore []string) int {
+// space) for pass. It returns the index after the colon, or -1.
+func (c *argScan) key(i int) int {
 	in := c.in
 	if i = canonSkipWS(in, i); i >= len(in) || in[i] != '"' {
 		return -1
@@ -626,20 +354,17 @@ func (c *canonScratch) key(i int, ignore []string) int {
 		return -1
 	}
 	f := &c.stack[len(c.stack)-1]
-	if len(c.stack) == 1 && slices.ContainsFunc(ignore, func(s string) bool { return canonKeyIs(in, i, s) }) {
-		f.reorder = true // dropped
+	top := len(c.stack) == 1
+	if top || f.prev >= 0 && canonCmpKeys(in, int(f.prev), i) >= 0 {
+		f.reorder = true
+	}
+	f.prev = int32(i)
+	f.n++
+	if c.counting {
+		c.nOpen++
+		c.maxOpen = max(c.maxOpen, c.nOpen)
 	} else {
-		if f.prev >= 0 && canonCmpKeys(in, int(f.prev), i) >= 0 {
-			f.reorder = true
-		}
-		f.prev = int32(i)
-		f.n++
-		if c.counting {
-			c.nOpen++
-			c.maxOpen = max(c.maxOpen, c.nOpen)
-		} else {
-			c.open = append(c.open, int32(i))
-		}
+		c.open = append(c.open, int32(i))
 	}
 	if i = canonSkipWS(in, e); i >= len(in) || in[i] != ':' {
 		return -1
@@ -647,9 +372,9 @@ func (c *canonScratch) key(i int, ignore []string) int {
 	return i + 1
 }
 
-// closeObject closes the innermost object for index, listing it if its
+// closeObject closes the innermost object for pass, listing it if its
 // members are to be reordered.
-func (c *canonScratch) closeObject() {
+func (c *argScan) closeObject() {
 	f := c.stack[len(c.stack)-1]
 	c.stack = c.stack[:len(c.stack)-1]
 	// The members of the payload, when no other object is listed, are
@@ -685,7 +410,7 @@ func (c *canonScratch) closeObject() {
 }
 
 // form writes the canonical form of the payload index accepted.
-func (c *canonScratch) form() {
+func (c *argScan) form() {
 	lo, hi := canonTrim(c.in)
 	if lo == hi || string(c.in[lo:hi]) == "null" {
 		c.small([]byte("{}")) // no arguments
@@ -696,7 +421,7 @@ func (c *canonScratch) form() {
 
 // value writes the canonical form of the value at in[i] and returns the
 // index after it.
-func (c *canonScratch) value(i int) int {
+func (c *argScan) value(i int) int {
 	in := c.in
 	switch in[i] {
 	case '{':
@@ -733,9 +458,9 @@ func (c *canonScratch) value(i int) int {
 // object writes the canonical form of the object at in[i] and returns the
 // index after it. (For a top-level object whose last member is ignored,
 // the index returned is wrong; it is not used.)
-func (c *canonScratch) object(i int) int {
+func (c *argScan) object(i int) int {
 	in := c.in
-	k, listed := slices.BinarySearchFunc(c.objs, int32(i), func(o canonObj, start int32) int { return cmp.Compare(o.start, start) })
+	o, listed := c.listed(i)
 	c.byte('{')
 	if !listed {
 		// The members are in canonical order as written.
@@ -748,17 +473,22 @@ func (c *canonScratch) object(i int) int {
 		c.byte('}')
 		return i + 1
 	}
-	o := c.objs[k]
 	ks := c.keys[o.off : o.off+o.n]
-	end := i + 1 // of the last member's value in the payload
+	drop := i == int(c.topStart) && len(c.ignore) > 0
+	end, wrote := i+1, false // end: of the last member's value in the payload
 	for a := 0; a < len(ks); {
 		b := a + 1
 		for b < len(ks) && canonCmpKeys(in, int(ks[a]), int(ks[b])) == 0 {
 			b++
 		}
-		if a > 0 {
+		if drop && slices.ContainsFunc(c.ignore, func(s string) bool { return canonKeyIs(in, int(ks[a]), s) }) {
+			a = b
+			continue
+		}
+		if wrote {
 			c.byte(',')
 		}
+		wrote = true
 		if b == a+1 {
 			end = max(end, c.member(int(ks[a])))
 		} else {
@@ -770,9 +500,18 @@ func (c *canonScratch) object(i int) int {
 	return canonSkipWS(in, end) + 1
 }
 
+// listed returns the listing of the object at in[i], if scan listed it.
+func (c *argScan) listed(i int) (canonObj, bool) {
+	k, ok := slices.BinarySearchFunc(c.objs, int32(i), func(o canonObj, start int32) int { return cmp.Compare(o.start, start) })
+	if !ok {
+		return canonObj{}, false
+	}
+	return c.objs[k], true
+}
+
 // member writes the member whose key is at in[i], `"key":value`, and
 // returns the index after its value.
-func (c *canonScratch) member(i int) int {
+func (c *argScan) member(i int) int {
 	i = canonSkipWS(c.in, c.str(i))
 	c.byte(':')
 	return c.value(canonSkipWS(c.in, i+1))
@@ -781,27 +520,29 @@ func (c *canonScratch) member(i int) int {
 // duplicates writes the members whose keys, at the positions ks, are equal,
 // ordered by their canonical values, and returns the index after the value
 // that ends last in the payload. The values are written to vals first, each
-// after its length, to be compared; ks is overwritten with their offsets.
-func (c *canonScratch) duplicates(ks []int32) int {
+// after its length, to be compared, their offsets to offs; both are
+// truncated back when done, so nested duplicates share them.
+func (c *argScan) duplicates(ks []int32) int {
 	in := c.in
-	key, v0, end := int(ks[0]), len(c.vals), 0
+	key, v0, o0, end := int(ks[0]), len(c.vals), len(c.offs), 0
 	c.mat++
-	for n, k := range ks {
+	for _, k := range ks {
 		i, _, _ := canonScanString(in, int(k))
 		i = canonSkipWS(in, canonSkipWS(in, i)+1)
 		lo := len(c.vals)
 		c.vals = append(canonGrow(c.vals, 4), 0, 0, 0, 0)
 		end = max(end, c.value(i))
 		binary.LittleEndian.PutUint32(c.vals[lo:], uint32(len(c.vals)-lo-4))
-		ks[n] = int32(lo)
+		c.offs = append(canonGrow(c.offs, 1), int32(lo))
 	}
 	c.mat--
 	val := func(lo int32) []byte {
 		return c.vals[lo+4 : lo+4+int32(binary.LittleEndian.Uint32(c.vals[lo:]))]
 	}
-	slices.SortFunc(ks, func(a, b int32) int { return bytes.Compare(val(a), val(b)) })
+	offs := c.offs[o0:]
+	slices.SortFunc(offs, func(a, b int32) int { return bytes.Compare(val(a), val(b)) })
 	v1 := len(c.vals)
-	for n, lo := range ks {
+	for n, lo := range offs {
 		if n > 0 {
 			c.byte(',')
 		}
@@ -809,6 +550,7 @@ func (c *canonScratch) duplicates(ks []int32) int {
 		c.byte(':')
 		c.write(val(lo))
 	}
+	c.offs = c.offs[:o0]
 	if c.mat > 0 {
 		// Written to vals too: move the members over the values.
 		c.vals = append(c.vals[:v0], c.vals[v1:]...)
@@ -820,7 +562,7 @@ func (c *canonScratch) duplicates(ks []int32) int {
 
 // str writes the canonical encoding of the string at in[i] and returns the
 // index after it.
-func (c *canonScratch) str(i int) int {
+func (c *argScan) str(i int) int {
 	e, canon, _ := canonScanString(c.in, i)
 	if canon {
 		c.span(i, e)
@@ -865,7 +607,7 @@ func (c *canonScratch) str(i int) int {
 }
 
 // span writes in[lo:hi]. Consecutive bytes of in are hashed in one piece.
-func (c *canonScratch) span(lo, hi int) {
+func (c *argScan) span(lo, hi int) {
 	if c.mat > 0 {
 		c.vals = append(canonGrow(c.vals, hi-lo), c.in[lo:hi]...)
 		return
@@ -878,7 +620,7 @@ func (c *canonScratch) span(lo, hi int) {
 }
 
 // byte writes b.
-func (c *canonScratch) byte(b byte) {
+func (c *argScan) byte(b byte) {
 	if c.mat == 0 && c.hi < len(c.in) && c.in[c.hi] == b {
 		c.hi++ // the payload goes on with b
 		return
@@ -887,7 +629,7 @@ func (c *canonScratch) byte(b byte) {
 }
 
 // small writes b, a few bytes.
-func (c *canonScratch) small(b []byte) {
+func (c *argScan) small(b []byte) {
 	if c.mat > 0 {
 		c.vals = append(canonGrow(c.vals, len(b)), b...)
 		return
@@ -900,7 +642,7 @@ func (c *canonScratch) small(b []byte) {
 }
 
 // write writes b, which may be long.
-func (c *canonScratch) write(b []byte) {
+func (c *argScan) write(b []byte) {
 	if c.mat > 0 {
 		c.vals = append(canonGrow(c.vals, len(b)), b...)
 		return
@@ -910,7 +652,7 @@ func (c *canonScratch) write(b []byte) {
 }
 
 // flush hashes in[lo:hi].
-func (c *canonScratch) flush() {
+func (c *argScan) flush() {
 	if c.lo < c.hi {
 		b := c.in[c.lo:c.hi]
 		c.lo = c.hi
@@ -920,7 +662,7 @@ func (c *canonScratch) flush() {
 
 // out hashes b after buf: in place if it is long; else appended to buf,
 // which is hashed when it is long, as each Write has a cost of its own.
-func (c *canonScratch) out(b []byte) {
+func (c *argScan) out(b []byte) {
 	if len(b) < canonDirectMin {
 		if c.buf = append(c.buf, b...); len(c.buf) < canonGatherMax {
 			return
@@ -1416,369 +1158,4 @@ func canonScanString(in []byte, i int) (end int, canon, esc bool) {
 			j++
 		}
 	}
-}
-
-// canonSkipValue validates the JSON value at in[i] (after optional
-// whitespace) and returns the index after it, or -1 if it is invalid or
-// nested deeper than canonMaxDepth.
-func canonSkipValue(in []byte, i int) int {
-	var objs [canonMaxDepth / 64]uint64 // bit d set: level d is an object
-	depth := 0
-	n := len(in)
-value:
-	for {
-		i = canonSkipWS(in, i)
-		if i >= n {
-			return -1
-		}
-		switch in[i] {
-		case '{', '[':
-			if depth == canonMaxDepth {
-				return -1
-			}
-			obj := in[i] == '{'
-			closer := byte(']')
-			if obj {
-				objs[depth/64] |= 1 << (depth % 64)
-				closer = '}'
-			} else {
-				objs[depth/64] &^= 1 << (depth % 64)
-			}
-			depth++
-			if i = canonSkipWS(in, i+1); i < n && in[i] == closer {
-				i++
-				depth--
-				break
-			}
-			if obj {
-				if i = canonSkipKey(in, i); i < 0 {
-					return -1
-				}
-			}
-			continue value
-		case '"':
-			if i, _, _ = canonScanString(in, i); i < 0 {
-				return -1
-			}
-		case 't', 'f', 'n':
-			if i = canonScanLiteral(in, i); i < 0 {
-				return -1
-			}
-		default:
-			if i, _ = canonScanNumber(in, i); i < 0 {
-				return -1
-			}
-		}
-		for {
-			if depth == 0 {
-				return i
-			}
-			i = canonSkipWS(in, i)
-			if i >= n {
-				return -1
-			}
-			obj := objs[(depth-1)/64]&(1<<((depth-1)%64)) != 0
-			switch {
-			case in[i] == ',':
-				i++
-				if obj {
-					if i = canonSkipKey(in, i); i < 0 {
-						return -1
-					}
-				}
-				continue value
-			case obj && in[i] == '}', !obj && in[i] == ']':
-				i++
-				depth--
-			default:
-				return -1
-			}
-		}
-	}
-}
-
-// canonSkipKey validates an object key and its colon at in[i:] (after
-// optional whitespace) and returns the index after the colon, or -1.
-func canonSkipKey(in []byte, i int) int {
-	if i = canonSkipWS(in, i); i >= len(in) || in[i] != '"' {
-		return -1
-	}
-	if i, _, _ = canonScanString(in, i); i < 0 {
-		return -1
-	}
-	if i = canonSkipWS(in, i); i >= len(in) || in[i] != ':' {
-		return -1
-	}
-	return i + 1
-}
-
-// canonTop iterates over the members of a top-level JSON object, validating
-// the whole payload. After next returns false, bad reports whether the
-// payload was not a valid JSON object.
-type canonTop struct {
-	in      []byte
-	i       int
-	started bool
-	done    bool
-	bad     bool
-}
-
-// canonTopOf starts iterating over the object in.
-func canonTopOf(in []byte) canonTop {
-	i := canonSkipWS(in, 0)
-	if i >= len(in) || in[i] != '{' {
-		return canonTop{done: true, bad: true}
-	}
-	return canonTop{in: in, i: i + 1}
-}
-
-// next returns the next member: the key's raw content (between the quotes,
-// escapes not decoded) and the value's span in.
-func (t *canonTop) next() (key []byte, vlo, vhi int, ok bool) {
-	if t.done {
-		return nil, 0, 0, false
-	}
-	in := t.in
-	i := canonSkipWS(in, t.i)
-	if i < len(in) && in[i] == '}' {
-		t.done = true
-		t.bad = canonSkipWS(in, i+1) != len(in)
-		return nil, 0, 0, false
-	}
-	if t.started {
-		if i >= len(in) || in[i] != ',' {
-			t.done, t.bad = true, true
-			return nil, 0, 0, false
-		}
-		i = canonSkipWS(in, i+1)
-	}
-	t.started = true
-	if i >= len(in) || in[i] != '"' {
-		t.done, t.bad = true, true
-		return nil, 0, 0, false
-	}
-	ke, _, _ := canonScanString(in, i)
-	if ke < 0 {
-		t.done, t.bad = true, true
-		return nil, 0, 0, false
-	}
-	key = in[i+1 : ke-1]
-	if i = canonSkipWS(in, ke); i >= len(in) || in[i] != ':' {
-		t.done, t.bad = true, true
-		return nil, 0, 0, false
-	}
-	vlo = canonSkipWS(in, i+1)
-	if vhi = canonSkipValue(in, vlo); vhi < 0 {
-		t.done, t.bad = true, true
-		return nil, 0, 0, false
-	}
-	t.i = vhi
-	return key, vlo, vhi, true
-}
-
-// canonRawPiece decodes the next piece of the validated raw JSON string
-// content raw at j: a run of unescaped bytes, or the UTF-8 bytes of one
-// escape (lone surrogates become U+FFFD) written to tmp. It returns the piece
-// and the index after it.
-func canonRawPiece(raw []byte, j int, tmp *[utf8.UTFMax]byte) ([]byte, int) {
-	if raw[j] != '\\' {
-		k := bytes.IndexByte(raw[j:], '\\')
-		if k < 0 {
-			k = len(raw) - j
-		}
-		return raw[j : j+k], j + k
-	}
-	r, j := canonDecodeEscape(raw, j)
-	return utf8.AppendRune(tmp[:0], r), j
-}
-
-// canonRawEqual reports whether the raw JSON string content raw decodes to s.
-func canonRawEqual(raw []byte, s string) bool {
-	var tmp [utf8.UTFMax]byte
-	for j := 0; j < len(raw); {
-		var p []byte
-		p, j = canonRawPiece(raw, j, &tmp)
-		if len(p) > len(s) || string(p) != s[:len(p)] {
-			return false
-		}
-		s = s[len(p):]
-	}
-	return s == ""
-}
-
-// canonRawString returns the decoded raw JSON string content raw, cut to
-// at most max bytes.
-func canonRawString(raw []byte, max int) string {
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw[:min(len(raw), max)])
-	}
-	var b strings.Builder
-	b.Grow(min(len(raw), max)) // escapes decode to fewer bytes
-	var tmp [utf8.UTFMax]byte
-	for j := 0; j < len(raw) && b.Len() < max; {
-		var p []byte
-		p, j = canonRawPiece(raw, j, &tmp)
-		b.Write(p[:min(len(p), max-b.Len())])
-	}
-	return b.String()
-}
-
-// canonRawPrefix decodes at most len(dst) bytes of the raw JSON string
-// content raw into dst and returns how many it wrote.
-func canonRawPrefix(dst []byte, raw []byte) int {
-	var tmp [utf8.UTFMax]byte
-	n := 0
-	for j := 0; j < len(raw) && n < len(dst); {
-		var p []byte
-		p, j = canonRawPiece(raw, j, &tmp)
-		n += copy(dst[n:], p)
-	}
-	return n
-}
-
-// topLevelString returns the decoded value, cut to at most max bytes, of the
-// first key, in the order of keys, whose value in the top-level JSON object
-// args is a string. As with
-// encoding/json, the last of duplicate keys counts. It returns ("", false)
-// if args is not a valid JSON object (nesting deeper than canonMaxDepth
-// included), has none of the keys, or their values are not strings. Nested
-// values are skipped without decoding; only the result is allocated.
-func topLevelString(args []byte, keys []string, max int) (string, bool) {
-	for _, k := range keys {
-		var val []byte
-		t := canonTopOf(args)
-		for {
-			key, vlo, vhi, ok := t.next()
-			if !ok {
-				break
-			}
-			if canonRawEqual(key, k) {
-				val = args[vlo:vhi]
-			}
-		}
-		if t.bad {
-			return "", false
-		}
-		if len(val) > 0 && val[0] == '"' {
-			return canonRawString(val[1:len(val)-1], max), true
-		}
-	}
-	return "", false
-}
-
-// argURL returns the lower-cased host (port kept, user information dropped)
-// and the path ("/" if empty) of the first top-level string value, in
-// document order, of the JSON object args that is an absolute http or https
-// URL with a host; query and fragment are ignored. ok is false if there is
-// none or args is not a valid JSON object.
-func argURL(args []byte) (host, path string, ok bool) {
-	t := canonTopOf(args)
-	for {
-		_, vlo, vhi, more := t.next()
-		if !more {
-			break
-		}
-		if ok || args[vlo] != '"' {
-			continue
-		}
-		raw := args[vlo+1 : vhi-1]
-		var pre [8]byte
-		p := pre[:canonRawPrefix(pre[:], raw)]
-		for k, c := range p {
-			p[k] = maskLower(c)
-		}
-		if !bytes.HasPrefix(p, []byte("http://")) && !bytes.HasPrefix(p, []byte("https://")) {
-			continue
-		}
-		u, err := url.Parse(canonRawString(raw, len(raw)))
-		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-			continue
-		}
-		host, path, ok = strings.ToLower(u.Host), u.Path, true
-		if path == "" {
-			path = "/"
-		}
-	}
-	if t.bad || !ok {
-		return "", "", false
-	}
-	return host, path, true
-}
-
-// Limits of appendKeyNames.
-const (
-	canonNameMax  = 32 // bytes kept of each key
-	canonNamesMax = 8  // keys listed
-)
-
-// appendKeyNames appends to dst the sorted, de-duplicated top-level key names
-// of the JSON object args, comma-separated (for example "command,timeout"),
-// for a redacted description of a call: names only, never values. Each name
-// is the decoded key cut to 32 bytes, with bytes that are not printable
-// ASCII, and commas, replaced by '?'; names are de-duplicated and sorted after
-// that. At most 8 names are listed, followed by ",…" if there are more. If
-// args is not a valid JSON object or has no keys, dst is returned unchanged.
-// It allocates only to grow dst.
-func appendKeyNames(dst, args []byte) []byte {
-	var set canonNameSet
-	t := canonTopOf(args)
-	for {
-		key, _, _, ok := t.next()
-		if !ok {
-			break
-		}
-		set.add(key)
-	}
-	if t.bad {
-		return dst
-	}
-	return set.appendTo(dst)
-}
-
-// canonNameSet collects key names for appendKeyNames: the sorted,
-// de-duplicated smallest canonNamesMax+1 of them.
-type canonNameSet struct {
-	names [canonNamesMax + 1][canonNameMax]byte
-	lens  [canonNamesMax + 1]int
-	count int
-}
-
-// add adds the name of the raw (possibly escaped) key content.
-func (s *canonNameSet) add(key []byte) {
-	var name [canonNameMax]byte
-	n := canonRawPrefix(name[:], key)
-	for i, c := range name[:n] {
-		if c < 0x20 || c >= 0x7f || c == ',' {
-			name[i] = '?'
-		}
-	}
-	// Insert into the sorted set of the smallest names.
-	pos := 0
-	for pos < s.count && bytes.Compare(s.names[pos][:s.lens[pos]], name[:n]) < 0 {
-		pos++
-	}
-	if pos < s.count && bytes.Equal(s.names[pos][:s.lens[pos]], name[:n]) || pos == len(s.names) {
-		return
-	}
-	if s.count < len(s.names) {
-		s.count++
-	}
-	copy(s.names[pos+1:s.count], s.names[pos:s.count-1])
-	copy(s.lens[pos+1:s.count], s.lens[pos:s.count-1])
-	s.names[pos], s.lens[pos] = name, n
-}
-
-// appendTo appends the names, comma-separated, with ",…" if there are more
-// than canonNamesMax.
-func (s *canonNameSet) appendTo(dst []byte) []byte {
-	for i := range min(s.count, canonNamesMax) {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, s.names[i][:s.lens[i]]...)
-	}
-	if s.count > canonNamesMax {
-		dst = append(dst, ",…"...)
-	}
-	return dst
 }
