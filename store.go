@@ -236,8 +236,8 @@ func (t *Tracker) storeLocked(c Call, p *probe, g *grant, tool *toolState, ks *k
 		if i < len(g.g.Counts) {
 			n = g.g.Counts[i]
 		}
-		return t.fire(c, p, ks, ReasonToolLimit, &tool.hints().quotaHinted, n, limit,
-			quotaMessage(c.Tool, p.rule.counterOf[i], limit, n, t.turn.used, t.cfg.maxCalls, t.cfg.unit)), true
+		return t.escalate(c, p, tool, firing{reason: ReasonToolLimit, scope: hintScope{rule: ruleQuota, tool: p.tool}, count: n, limit: limit,
+			msg: quotaMessage(c.Tool, p.rule.counterOf[i], limit, n, t.turn.used, t.cfg.maxCalls, t.cfg.unit)})
 	}
 	return Decision{}, false
 }

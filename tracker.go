@@ -512,7 +512,7 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g 
 		ts.skipped++
 		p.tool.skip(d.Reason)
 	}
-	if slot >= 0 || ks.count > 0 || ks.hinted != 0 || ks.seen {
+	if slot >= 0 || ks.count > 0 || ks.seen {
 		slot = ts.storeKey(p.key, slot, ks)
 	}
 	if !fired {
@@ -594,91 +594,100 @@ func (t *Tracker) budgetDecision(used int) Decision {
 	}
 }
 
-// rulesLocked runs the loop rules in order: per-turn limit, session quota,
-// identical call, similar query, repeated failure, cycle, window.
+// rulesLocked runs the loop rules in order: the hinted call again, per-turn
+// limit, session quota, identical call, similar query, repeated failure,
+// the same failure across turns, cycle, window. Each reports a firing; the
+// escalation decides its verdict.
 func (t *Tracker) rulesLocked(c Call, p *probe, round uint64, tool *toolState, st *toolStats, ks *keyState) (Decision, bool) {
 	ts := &t.turn
 	r := p.rule
-
-	if ks.hinted != 0 && ks.hinted != p.round && Reason(ks.hintBy) != ReasonRepeatedFailure {
-		// The hinted call again, with nothing changed since (progress
-		// clears the hint): one escalation per call, whichever rule gave
-		// the hint. After a failure hint one attempt runs (below).
-		return t.fire(c, p, ks, Reason(ks.hintBy), &ks.hinted, int(ks.count), r.maxRepeats, insistMessage(c.Tool)), true
+	if f, ok := ts.esc.insisted(p, ts.changes); ok {
+		f.count, f.limit = int(ks.count), r.maxRepeats
+		return t.escalate(c, p, tool, f)
 	}
 	if r.limit > 0 && int(tool.stats.reserved) >= r.limit {
-		return t.fire(c, p, ks, ReasonToolLimit, &tool.hints().limitHinted, int(tool.stats.reserved), r.limit,
-			turnLimitMessage(c.Tool, r.limit)), true
+		f := firing{reason: ReasonToolLimit, scope: hintScope{rule: ruleLimit, tool: p.tool},
+			count: int(tool.stats.reserved), limit: r.limit, msg: turnLimitMessage(c.Tool, r.limit)}
+		if d, ok := t.escalate(c, p, tool, f); ok {
+			return d, true
+		}
 	}
 	if n := int(st.reserved); r.quota > 0 && n >= r.quota {
-		return t.fire(c, p, ks, ReasonToolLimit, &tool.hints().quotaHinted, n, r.quota,
-			quotaMessage(c.Tool, r.quotaFrom, r.quota, n, ts.used, t.cfg.maxCalls, t.cfg.unit)), true
+		f := firing{reason: ReasonToolLimit, scope: hintScope{rule: ruleQuota, tool: p.tool}, count: n, limit: r.quota,
+			msg: quotaMessage(c.Tool, r.quotaFrom, r.quota, n, ts.used, t.cfg.maxCalls, t.cfg.unit)}
+		if d, ok := t.escalate(c, p, tool, f); ok {
+			return d, true
+		}
 	}
 	if n := int(ks.count); r.maxRepeats > 0 && n >= r.maxRepeats {
-		return t.fire(c, p, ks, ReasonDuplicate, &ks.hinted, n, r.maxRepeats,
-			duplicateMessage(c.Tool, n)), true
+		f := firing{reason: ReasonDuplicate, scope: hintScope{rule: ruleRepeat, key: p.key}, count: n, limit: r.maxRepeats,
+			msg: duplicateMessage(c.Tool, n)}
+		if d, ok := t.escalate(c, p, tool, f); ok {
+			return d, true
+		}
 	}
 	if t.cfg.similarOn && p.query != "" && !ks.seen && ks.count == 0 && tool.queries != nil &&
 		tool.queries.similarKey(p.query, &p.sim, p.scope, round, t.cfg.threshold, t.cfg.similarBlind) {
-		return t.fire(c, p, ks, ReasonSimilarQuery, &tool.hints().similarHinted, 1, 1,
-			similarMessage(c.Tool)), true
-	}
-	if t.cfg.maxFailures > 0 && !r.exempt {
-		f := tool.fail()
-		retries := func() bool { return p.key == f.key || tweaked(p.shape(), f.shape) }
-		if fire, insisted := f.check(t.cfg.maxFailures, retries); fire {
-			hinted := &f.hinted
-			if insisted {
-				always := ^uint64(0) // the attempt failed the same way: abort
-				hinted = &always
-			}
-			d := t.fire(c, p, ks, ReasonRepeatedFailure, hinted, f.count, t.cfg.maxFailures,
-				failureMessage(c.Tool, f.count))
-			if d.Verdict == Hint {
-				f.stage = failHinted
-			}
+		f := firing{reason: ReasonSimilarQuery, scope: hintScope{rule: ruleSimilar, tool: p.tool}, count: 1, limit: 1,
+			msg: similarMessage(c.Tool)}
+		if d, ok := t.escalate(c, p, tool, f); ok {
 			return d, true
 		}
 	}
 	if t.cfg.maxFailures > 0 && !r.exempt {
+		fs := tool.fail()
+		retries := func() bool { return p.key == fs.key || tweaked(p.shape(), fs.shape) }
+		if fire, insisted := fs.check(t.cfg.maxFailures, retries); fire {
+			f := firing{reason: ReasonRepeatedFailure, scope: hintScope{rule: ruleFailure, tool: p.tool, chain: fs.chain},
+				count: fs.count, limit: t.cfg.maxFailures, msg: failureMessage(c.Tool, fs.count), abort: insisted}
+			if d, ok := t.escalate(c, p, tool, f); ok {
+				return d, true
+			}
+		}
+		// Not escalated: the new user message may carry a change the
+		// Tracker cannot see, so the call runs if the model sends it again.
 		if n := t.across.check(p.key, t.turnNo, t.cfg.maxFailures); n > 0 {
-			// Not escalated: the new user message may carry a change the
-			// Tracker cannot see, so the call runs if the model sends it again.
-			var once uint64
-			return t.fire(c, p, &keyState{}, ReasonRepeatedFailure, &once, n, t.cfg.maxFailures,
-				acrossMessage(c.Tool, n)), true
+			f := firing{reason: ReasonRepeatedFailure, scope: hintScope{rule: ruleAcross, key: p.key}, count: n,
+				limit: t.cfg.maxFailures, msg: acrossMessage(c.Tool, n), once: true}
+			if d, ok := t.escalate(c, p, tool, f); ok {
+				return d, true
+			}
 		}
 	}
 	if !r.exempt {
 		if period, ok := t.ledger.continues(p.key, t.turnNo, t.cfg.cyclePeriod, t.cfg.cycleRepeats); ok {
-			return t.fire(c, p, ks, ReasonCycle, &ts.cycleHinted, t.cfg.cycleRepeats, t.cfg.cycleRepeats,
-				cycleMessage(c.Tool, period, t.cfg.cycleRepeats)), true
+			f := firing{reason: ReasonCycle, scope: hintScope{rule: ruleCycle}, count: t.cfg.cycleRepeats,
+				limit: t.cfg.cycleRepeats, msg: cycleMessage(c.Tool, period, t.cfg.cycleRepeats)}
+			if d, ok := t.escalate(c, p, tool, f); ok {
+				return d, true
+			}
 		}
 		if n := ts.window.count(p, round, t.cfg.threshold); n >= t.cfg.windowLimit {
-			return t.fire(c, p, ks, ReasonChurn, &tool.hints().churnHinted, n, t.cfg.windowLimit,
-				churnMessage(c.Tool, p.query != "", n, t.cfg.window)), true
+			f := firing{reason: ReasonChurn, scope: hintScope{rule: ruleChurn, tool: p.tool}, count: n,
+				limit: t.cfg.windowLimit, msg: churnMessage(c.Tool, p.query != "", n, t.cfg.window)}
+			if d, ok := t.escalate(c, p, tool, f); ok {
+				return d, true
+			}
 		}
 	}
 	return Decision{}, false
 }
 
-// fire builds the decision of a rule that fired: a Hint the first time
-// (with ActionHint), an Abort when the model insists or with ActionAbort.
-// The model insists when the rule hinted before (hinted holds the round of
-// its hint, 0: none) or when this very call was hinted before, by any rule
-// (ks.hinted): one escalation per call, whichever rule sees it next. Calls
-// of the round that got a hint were sent before the model could read it,
-// so they get the hint too.
-func (t *Tracker) fire(c Call, p *probe, ks *keyState, reason Reason, hinted *uint64, count, limit int, msg string) Decision {
-	d := Decision{Verdict: Abort, Reason: reason, Message: msg}
-	insists := func(h uint64) bool { return h != 0 && h != p.round }
-	if t.cfg.action == ActionHint && !insists(*hinted) && !insists(ks.hinted) {
-		*hinted, ks.hinted, ks.hintBy = p.round, p.round, uint8(reason)
-		d.Verdict = Hint
-		return d
+// escalate turns a firing into a decision (see escalation.decide); ok is
+// false when the firing is passed over. After a failure hint, the failure
+// chain lets one attempt run.
+func (t *Tracker) escalate(c Call, p *probe, tool *toolState, f firing) (d Decision, ok bool) {
+	v, ok := t.turn.esc.decide(p, f, t.cfg.action, t.turn.changes)
+	if !ok {
+		return Decision{}, false
 	}
-	d.Err = &LoopError{Tool: c.Tool, Reason: reason, Count: count, Limit: limit, Key: p.args}
-	return d
+	d = Decision{Verdict: v, Reason: f.reason, Message: f.msg}
+	if v == Abort {
+		d.Err = &LoopError{Tool: c.Tool, Reason: f.reason, Count: f.count, Limit: f.limit, Key: p.args}
+	} else if f.scope.rule == ruleFailure {
+		tool.fail().stage = failHinted
+	}
+	return d, true
 }
 
 // reserveLocked books an allowed call: budget slot, counters, queries.
@@ -697,6 +706,7 @@ func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Ti
 	}
 	tool.stats.reserved++
 	st.reserved++
+	tool.fail().allowed()
 	ks.count++
 	ks.pending++
 	var sim *simKey // the query's key, kept once for the index and the window
@@ -836,7 +846,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 	progress := !ks.seen || ks.last != res.short() || ks.failed != failed
 	if progress {
 		ks.count = 1 + ks.pending
-		ks.hinted = 0
+		ts.esc.forget(key)
 	}
 	ks.seen, ks.last, ks.failed = true, res.short(), failed
 	if progress && !failed && !r.readOnly {

@@ -30,11 +30,9 @@ func nameHash(name string) Hash {
 type keyState struct {
 	key     callKey
 	last    uint64 // digest of the last result or error output (noise masked; see Hash.short)
-	hinted  uint64 // the round of a Hint for this key (0: none); a later firing aborts
 	count   int32  // identical calls since the key last made progress, pending included
 	pending int32  // allowed, not yet recorded (at most maxPending)
 	changes uint32 // turnState.changes when the key last ran
-	hintBy  uint8  // the Reason of the rule that gave the hint
 	seen    bool   // a result was recorded
 	failed  bool   // the last result was a failure
 	used    bool   // stored again since the eviction hand last passed it
@@ -45,7 +43,7 @@ type keyState struct {
 // after an edit, a check after a setting changed, is not a repeat.
 func (ks *keyState) refresh(changes uint32) {
 	if ks.changes != changes {
-		ks.count, ks.hinted, ks.changes = ks.pending, 0, changes
+		ks.count, ks.changes = ks.pending, changes
 	}
 }
 
@@ -53,35 +51,12 @@ func (ks *keyState) refresh(changes uint32) {
 type toolState struct {
 	turn    int32       // the turn it is of (wraps past 2³¹ turns)
 	stats   toolStats   // stats.reserved: the calls allowed this turn
-	more    *toolMore   // allocated at the tool's first failure or hint in the turn
+	more    *failState  // allocated at the tool's first failure in the turn
 	queries *queryIndex // search tools only
 }
 
-// toolMore is what the turn knows of a tool that failed or was hinted at:
-// most tools never are.
-type toolMore struct {
-	fail          failState
-	limitHinted   uint64 // rounds of the hints given, 0: none
-	quotaHinted   uint64
-	similarHinted uint64
-	churnHinted   uint64
-}
-
-// hints returns the tool's toolMore, allocating it.
-func (s *toolState) hints() *toolMore {
-	if s.more == nil {
-		s.more = &toolMore{}
-	}
-	return s.more
-}
-
 // fail returns the tool's failures in the turn, or nil before its first.
-func (s *toolState) fail() *failState {
-	if s.more == nil {
-		return nil
-	}
-	return &s.more.fail
-}
+func (s *toolState) fail() *failState { return s.more }
 
 // failStage walks a tool through MaxFailures: count equivalent failures,
 // hint, let one evidence-backed attempt run, abort if it fails the same way.
@@ -95,13 +70,13 @@ const (
 )
 
 type failState struct {
+	chain   uint32  // counts the chains of the turn: the scope of a hint
 	count   int     // equivalent failures in a row
 	sig     Hash    // masked error text of the last failure
 	shape   string  // argsShape of the last failure
 	key     callKey // the call of the last failure
 	changes uint32  // turnState.changes at the last failure
 	stage   failStage
-	hinted  uint64
 }
 
 // check tells whether the rule fires for the tool's next call, and whether
@@ -110,26 +85,33 @@ type failState struct {
 // (retries reports it): a call of the tool with other arguments is another
 // approach and runs.
 func (f *failState) check(max int, retries func() bool) (fire, insisted bool) {
-	if f == nil {
+	switch {
+	case f == nil:
 		return false, false // no failure yet
-	}
-	switch f.stage {
-	case failCounting:
+	case f.stage == failCounting:
 		return f.count >= max && retries(), false
-	case failHinted:
-		f.stage = failAttempt // the one evidence-backed attempt runs
-	case failAttempt:
-	case failAbortNext:
+	case f.stage == failAbortNext:
 		return retries(), true
 	}
 	return false, false
 }
 
+// allowed books that a call of the tool will run: after the hint, it is
+// the one evidence-backed attempt.
+func (f *failState) allowed() {
+	if f != nil && f.stage == failHinted {
+		f.stage = failAttempt
+	}
+}
+
+// restart starts a new chain (or none).
+func (f *failState) restart(count int) { *f = failState{chain: f.chain + 1, count: count} }
+
 // refresh starts over when another call may have changed the world since
 // the last failure: an edit or an install makes the next attempt new.
 func (f *failState) refresh(changes uint32) {
 	if f != nil && f.count > 0 && f.changes != changes {
-		*f = failState{}
+		f.restart(0)
 	}
 }
 
@@ -141,7 +123,7 @@ func (f *failState) refresh(changes uint32) {
 // its arguments.
 func (f *failState) record(failed bool, sig Hash, shape string, key callKey, changes uint32) {
 	if !failed {
-		*f = failState{}
+		f.restart(0)
 		return
 	}
 	if f.count > 0 && f.changes == changes && (key == f.key || sig == f.sig && (f.stage == failAttempt || tweaked(shape, f.shape))) {
@@ -151,7 +133,7 @@ func (f *failState) record(failed bool, sig Hash, shape string, key callKey, cha
 			return // the retries it watches stay those before the attempt
 		}
 	} else {
-		*f = failState{count: 1}
+		f.restart(1)
 	}
 	f.sig, f.shape, f.key, f.changes = sig, shape, key, changes
 }
@@ -162,7 +144,10 @@ func (s *toolState) recordFailure(failed bool, sig Hash, shape string, key callK
 	if s.more == nil && !failed {
 		return
 	}
-	s.hints().fail.record(failed, sig, shape, key, changes)
+	if s.more == nil {
+		s.more = &failState{}
+	}
+	s.more.record(failed, sig, shape, key, changes)
 }
 
 // toolStats are the counters behind the escalation summary.
@@ -277,15 +262,14 @@ type turnState struct {
 	// world, so every call before it may now answer differently. Only
 	// equality with what keys and failures remember of it matters: it may
 	// wrap.
-	changes     uint32
-	cycleHinted uint64 // the round of the turn's cycle hint (0: none)
-	reserved    int    // budget units held by allowed calls
-	used        int    // budget units used by recorded calls
-	skipped     int
-	failed      int
-	newResults  int
-	queries     int32 // search queries remembered (at most maxTurnQueries)
-	hand        int32 // the slot the eviction looks at next (see evict)
+	changes    uint32
+	reserved   int // budget units held by allowed calls
+	used       int // budget units used by recorded calls
+	skipped    int
+	failed     int
+	newResults int
+	queries    int32 // search queries remembered (at most maxTurnQueries)
+	hand       int32 // the slot the eviction looks at next (see evict)
 	// slab holds the state of the turn's keys, grown as they come; keys
 	// finds a key's slot once the turn has more than maxKeyScan of them
 	// (nil before: the slab is scanned).
@@ -296,6 +280,7 @@ type turnState struct {
 	pending    []pendingCall
 	window     window
 	stop       stop // the first Abort of the turn, or the wind-down
+	esc        escalation
 }
 
 // stop is what stopped a turn: the rule and the tool of its first Abort.
@@ -316,7 +301,8 @@ func (ts *turnState) init(c *config) {
 }
 
 func (ts *turnState) reset() {
-	ts.phase, ts.changes, ts.cycleHinted = PhaseNormal, 0, 0
+	ts.phase, ts.changes = PhaseNormal, 0
+	ts.esc.reset()
 	ts.stop = stop{}
 	ts.reserved, ts.used, ts.skipped, ts.failed, ts.newResults, ts.queries = 0, 0, 0, 0, 0, 0
 	clear(ts.keys) // kept, like the slab, for the next turn
@@ -552,10 +538,9 @@ type acrossTurns struct {
 }
 
 type acrossCall struct {
-	sig    uint64 // Hash.short of the masked error text
-	turns  int    // consecutive turns, ending with turn, in which it failed with sig
-	turn   int
-	hinted int // the turn of the last hint
+	sig   uint64 // Hash.short of the masked error text
+	turns int    // consecutive turns, ending with turn, in which it failed with sig
+	turn  int
 }
 
 // maxAcross bounds the calls remembered; past it the map starts over.
@@ -587,13 +572,12 @@ func (a *acrossTurns) record(key callKey, failed bool, sig uint64, turn int) {
 }
 
 // check returns the number of consecutive earlier turns in which the call
-// failed the same way when it reaches min and the call was not hinted yet
-// in this turn, and 0 otherwise.
+// failed the same way when it reaches min, and 0 otherwise. (The
+// escalation gives its hint once per turn.)
 func (a *acrossTurns) check(key callKey, turn, min int) int {
 	c := a.calls[key]
-	if c == nil || c.turn != turn-1 || c.turns < min || c.hinted == turn {
+	if c == nil || c.turn != turn-1 || c.turns < min {
 		return 0
 	}
-	c.hinted = turn
 	return c.turns
 }
