@@ -12,30 +12,34 @@ import (
 // The readers of one scan, as the tests call them on a payload.
 
 func topLevelString(args []byte, keys []string, max int) (string, bool) {
-	s := canonPool.Get().(*argScan)
-	defer s.release()
+	sc := getScratch()
+	defer sc.release()
+	s := &sc.scan
 	s.scan(args)
 	_, v, ok := s.stringArg(keys, max)
 	return v, ok
 }
 
 func argURL(args []byte) (host, path string, ok bool) {
-	s := canonPool.Get().(*argScan)
-	defer s.release()
+	sc := getScratch()
+	defer sc.release()
+	s := &sc.scan
 	s.scan(args)
 	return s.url()
 }
 
 func appendKeyNames(dst, args []byte) []byte {
-	s := canonPool.Get().(*argScan)
-	defer s.release()
+	sc := getScratch()
+	defer sc.release()
+	s := &sc.scan
 	s.scan(args)
 	return s.appendNames(dst)
 }
 
 func argsShape(args []byte) string {
-	s := canonPool.Get().(*argScan)
-	defer s.release()
+	sc := getScratch()
+	defer sc.release()
+	s := &sc.scan
 	s.scan(args)
 	return s.shape()
 }

@@ -72,7 +72,15 @@ type Tracker struct {
 	turn         turnState
 	ledger       ledger
 	stale        []pendingCall // calls allowed in earlier turns, not yet recorded
-	across       acrossTurns   // identical failures over consecutive turns
+
+	// The loop rules, in the order they run (see rules).
+	limits   limits
+	repeats  repeats
+	similar  similar
+	failures failures
+	cycles   cycles
+	churn    churn
+
 	// orphans are pending calls dropped past maxPending or maxStale that
 	// hold a Store reservation: it is committed after the lock is released.
 	orphans []pendingCall
@@ -99,9 +107,33 @@ const (
 // resolved once for all of them, not once per session.
 func NewTracker(p Policy) *Tracker {
 	cfg := newConfig(p)
-	t := &Tracker{cfg: &cfg, turnNo: 1}
-	t.turn.init(&cfg)
+	return newTracker(&cfg)
+}
+
+func newTracker(cfg *config) *Tracker {
+	t := &Tracker{cfg: cfg, turnNo: 1}
+	t.turn.init(cfg)
+	t.initRules()
 	return t
+}
+
+// initRules starts the loop rules with no state.
+func (t *Tracker) initRules() {
+	cfg := t.cfg
+	t.limits = limits{cfg: cfg}
+	t.repeats = repeats{}
+	t.similar = similar{cfg: cfg}
+	t.failures = failures{cfg: cfg}
+	t.cycles = cycles{cfg: cfg, ledger: &t.ledger}
+	t.churn = churn{cfg: cfg}
+	t.churn.window.init(cfg.window)
+}
+
+// rules returns the loop rules in the order they run: per-turn limit and
+// session quota, identical calls, similar queries, repeated failures,
+// cycles, the window.
+func (t *Tracker) rules() [6]detector {
+	return [...]detector{&t.limits, &t.repeats, &t.similar, &t.failures, &t.cycles, &t.churn}
 }
 
 // toolEntry is what the Tracker knows of one tool name: its resolved policy,
@@ -278,32 +310,38 @@ type probe struct {
 	sim     simKey // of query, computed before the lock is taken
 	scope   Hash   // of the arguments other than the query
 	url     string // host and path; calls whose arguments hold a URL
-	// scan is the one scan of the arguments, until the call is decided:
-	// the failure rule reads the call's shape from it when it needs it.
-	scan *argScan
+
+	// Set under the lock for the rules (see probeLocked).
+	turn    *toolState // the tool's state in the turn
+	ks      *keyState  // the key's state in the turn
+	turnNo  int
+	changes uint32  // turnState.changes
+	used    int     // budget units used in the turn
+	seq     uint64  // the call's ledger entry, once allowed
+	held    *simKey // the query's key the similar rule keeps, once allowed
+	// s holds the probe, and the one scan of the arguments until the call
+	// is decided: the failure rule reads the call's shape from it when it
+	// needs it.
+	s *scratch
 }
 
 // shape returns the shape of the call's arguments (see argScan.shape).
-func (p *probe) shape() string { return p.scan.shape() }
+func (p *probe) shape() string { return p.s.scan.shape() }
 
-// done releases the probe's scan.
-func (p *probe) done() {
-	if p.scan != nil {
-		p.scan.release()
-		p.scan = nil
-	}
-}
+// done releases the probe: it must not be used after.
+func (p *probe) done() { p.s.release() }
 
 // inspect derives the probe of a call from one scan of its arguments (kept
 // until p.done) and, when it has no query, appends the call's purpose (its
 // argument names) to buf. The purpose is returned apart from the probe, whose strings outlive
 // the call, so that buf can stay on the caller's stack.
-func (t *Tracker) inspect(c Call, buf []byte) (probe, []byte) {
-	p := probe{tool: t.tool(c.Tool)}
+func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
+	sc := getScratch()
+	p := &sc.p
+	*p = probe{tool: t.tool(c.Tool), s: sc}
 	p.rule = p.tool.rule
-	s := canonPool.Get().(*argScan)
+	s := &sc.scan
 	s.scan(c.Args)
-	p.scan = s
 	p.args = s.hash(p.rule.ignore)
 	p.key = keyOf(p.rule.id, p.args)
 	if p.rule.search {
@@ -360,18 +398,19 @@ func (t *Tracker) check(ctx context.Context, c Call, round uint64) Decision {
 	now := t.cfg.now()
 	var g *grant
 	t.mu.Lock()
-	d, ask := t.decideLocked(c, &p, names, now, g, &evs)
+	d, ask := t.decideLocked(c, p, names, now, g, &evs)
 	if ask {
 		t.mu.Unlock()
 		g = t.reserve(ctx, []Call{c}, []*toolRule{p.rule}, &evs)[0]
 		t.mu.Lock()
-		d, _ = t.decideLocked(c, &p, names, now, g, &evs)
+		d, _ = t.decideLocked(c, p, names, now, g, &evs)
 	}
 	orphans := t.takeOrphansLocked()
 	t.mu.Unlock()
+	tool := p.tool
 	p.done()
 	if g != nil && g.id != "" && d.Verdict != Allow {
-		t.settle(ctx, c, []held{heldBy(g, p.tool)}, false, &evs)
+		t.settle(ctx, c, []held{heldBy(g, tool)}, false, &evs)
 	}
 	t.settleOrphans(ctx, orphans, &evs)
 	t.emit(ctx, &evs)
@@ -385,7 +424,7 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64) []
 	ds := make([]Decision, len(calls))
 	type asking struct {
 		i     int
-		p     probe
+		p     *probe
 		names []byte
 	}
 	var wait []asking
@@ -400,7 +439,7 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64) []
 		p, names := t.inspect(c, nil)
 		p.round = round
 		t.mu.Lock()
-		d, ask := t.decideLocked(c, &p, names, now, nil, &evs)
+		d, ask := t.decideLocked(c, p, names, now, nil, &evs)
 		orphans = append(orphans, t.takeOrphansLocked()...)
 		t.mu.Unlock()
 		if ask {
@@ -428,12 +467,13 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64) []
 				g = t.reserve(ctx, asked[k:k+1], rules[k:k+1], &evs)[0]
 			}
 			t.mu.Lock()
-			ds[w.i], _ = t.decideLocked(calls[w.i], &w.p, w.names, now, g, &evs)
+			ds[w.i], _ = t.decideLocked(calls[w.i], w.p, w.names, now, g, &evs)
 			orphans = append(orphans, t.takeOrphansLocked()...)
 			t.mu.Unlock()
+			tool := w.p.tool
 			w.p.done()
 			if g.id != "" && ds[w.i].Verdict != Allow {
-				refused = append(refused, heldBy(g, w.p.tool))
+				refused = append(refused, heldBy(g, tool))
 			}
 		}
 		if len(refused) > 0 {
@@ -475,20 +515,19 @@ func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
 // Store, then decide again with its grant).
 func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g *grant, evs *events) (d Decision, ask bool) {
 	ts := &t.turn
-	tool := t.turnTool(p.tool)
-	st := &p.tool.session
-	ks, slot := ts.keyState(p.key)
-	ks.refresh(ts.changes)
-	tool.fail().refresh(ts.changes)
+	ks := &p.s.ks
+	var slot int32
+	*ks, slot = ts.keyState(p.key)
+	t.probeLocked(p, ks)
 
 	from := ts.phase
 	round := p.round
 	d, fired := t.budgetLocked(round)
 	if !fired {
-		d, fired = t.storeLocked(c, p, g, tool, &ks)
+		d, fired = t.storeLocked(c, p, g)
 	}
 	if !fired {
-		d, fired = t.rulesLocked(c, p, round, tool, st, &ks)
+		d, fired = t.rulesLocked(p)
 	}
 	if !fired && g == nil && len(p.rule.counters) > 0 {
 		return Decision{}, true
@@ -503,7 +542,7 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g 
 
 	seq := t.appendLocked(c, p.args, t.descLocked(p, names), round, now, d)
 	if !fired {
-		t.reserveLocked(c, p, round, seq, now, tool, st, &ks)
+		t.reserveLocked(c, p, seq, now)
 		if g != nil {
 			ts.pending[len(ts.pending)-1].resID = g.id
 			ts.pending[len(ts.pending)-1].resLocal = g.local
@@ -513,7 +552,7 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g 
 		p.tool.skip(d.Reason)
 	}
 	if slot >= 0 || ks.count > 0 || ks.seen {
-		slot = ts.storeKey(p.key, slot, ks)
+		slot = ts.storeKey(p.key, slot, *ks)
 	}
 	if !fired {
 		ts.pending[len(ts.pending)-1].slot = slot
@@ -594,78 +633,24 @@ func (t *Tracker) budgetDecision(used int) Decision {
 	}
 }
 
-// rulesLocked runs the loop rules in order: the hinted call again, per-turn
-// limit, session quota, identical call, similar query, repeated failure,
-// the same failure across turns, cycle, window. Each reports a firing; the
-// escalation decides its verdict.
-func (t *Tracker) rulesLocked(c Call, p *probe, round uint64, tool *toolState, st *toolStats, ks *keyState) (Decision, bool) {
-	ts := &t.turn
-	r := p.rule
-	if f, ok := ts.esc.insisted(p, ts.changes); ok {
-		f.count, f.limit = int(ks.count), r.maxRepeats
-		return t.escalate(c, p, tool, f)
+// probeLocked sets what the rules read of the turn in the probe: ks is
+// the key's state, which the caller stores back.
+func (t *Tracker) probeLocked(p *probe, ks *keyState) {
+	p.turn, p.ks = t.turnTool(p.tool), ks
+	p.turnNo, p.changes, p.used = t.turnNo, t.turn.changes, t.turn.used
+}
+
+// rulesLocked decides a call by the loop rules: the hinted call again
+// (one escalation per call, whichever rule gave the hint), then each rule
+// in order. The first firing the escalation does not pass over decides.
+func (t *Tracker) rulesLocked(p *probe) (Decision, bool) {
+	if f, ok := t.turn.esc.insisted(p, p.changes); ok {
+		f.count, f.limit = int(p.ks.countAt(p.changes)), p.rule.maxRepeats
+		return t.escalate(p, f)
 	}
-	if r.limit > 0 && int(tool.stats.reserved) >= r.limit {
-		f := firing{reason: ReasonToolLimit, scope: hintScope{rule: ruleLimit, tool: p.tool},
-			count: int(tool.stats.reserved), limit: r.limit, msg: turnLimitMessage(c.Tool, r.limit)}
-		if d, ok := t.escalate(c, p, tool, f); ok {
-			return d, true
-		}
-	}
-	if n := int(st.reserved); r.quota > 0 && n >= r.quota {
-		f := firing{reason: ReasonToolLimit, scope: hintScope{rule: ruleQuota, tool: p.tool}, count: n, limit: r.quota,
-			msg: quotaMessage(c.Tool, r.quotaFrom, r.quota, n, ts.used, t.cfg.maxCalls, t.cfg.unit)}
-		if d, ok := t.escalate(c, p, tool, f); ok {
-			return d, true
-		}
-	}
-	if n := int(ks.count); r.maxRepeats > 0 && n >= r.maxRepeats {
-		f := firing{reason: ReasonDuplicate, scope: hintScope{rule: ruleRepeat, key: p.key}, count: n, limit: r.maxRepeats,
-			msg: duplicateMessage(c.Tool, n)}
-		if d, ok := t.escalate(c, p, tool, f); ok {
-			return d, true
-		}
-	}
-	if t.cfg.similarOn && p.query != "" && !ks.seen && ks.count == 0 && tool.queries != nil &&
-		tool.queries.similarKey(p.query, &p.sim, p.scope, round, t.cfg.threshold, t.cfg.similarBlind) {
-		f := firing{reason: ReasonSimilarQuery, scope: hintScope{rule: ruleSimilar, tool: p.tool}, count: 1, limit: 1,
-			msg: similarMessage(c.Tool)}
-		if d, ok := t.escalate(c, p, tool, f); ok {
-			return d, true
-		}
-	}
-	if t.cfg.maxFailures > 0 && !r.exempt {
-		fs := tool.fail()
-		retries := func() bool { return p.key == fs.key || tweaked(p.shape(), fs.shape) }
-		if fire, insisted := fs.check(t.cfg.maxFailures, retries); fire {
-			f := firing{reason: ReasonRepeatedFailure, scope: hintScope{rule: ruleFailure, tool: p.tool, chain: fs.chain},
-				count: fs.count, limit: t.cfg.maxFailures, msg: failureMessage(c.Tool, fs.count), abort: insisted}
-			if d, ok := t.escalate(c, p, tool, f); ok {
-				return d, true
-			}
-		}
-		// Not escalated: the new user message may carry a change the
-		// Tracker cannot see, so the call runs if the model sends it again.
-		if n := t.across.check(p.key, t.turnNo, t.cfg.maxFailures); n > 0 {
-			f := firing{reason: ReasonRepeatedFailure, scope: hintScope{rule: ruleAcross, key: p.key}, count: n,
-				limit: t.cfg.maxFailures, msg: acrossMessage(c.Tool, n), once: true}
-			if d, ok := t.escalate(c, p, tool, f); ok {
-				return d, true
-			}
-		}
-	}
-	if !r.exempt {
-		if period, ok := t.ledger.continues(p.key, t.turnNo, t.cfg.cyclePeriod, t.cfg.cycleRepeats); ok {
-			f := firing{reason: ReasonCycle, scope: hintScope{rule: ruleCycle}, count: t.cfg.cycleRepeats,
-				limit: t.cfg.cycleRepeats, msg: cycleMessage(c.Tool, period, t.cfg.cycleRepeats)}
-			if d, ok := t.escalate(c, p, tool, f); ok {
-				return d, true
-			}
-		}
-		if n := ts.window.count(p, round, t.cfg.threshold); n >= t.cfg.windowLimit {
-			f := firing{reason: ReasonChurn, scope: hintScope{rule: ruleChurn, tool: p.tool}, count: n,
-				limit: t.cfg.windowLimit, msg: churnMessage(c.Tool, p.query != "", n, t.cfg.window)}
-			if d, ok := t.escalate(c, p, tool, f); ok {
+	for _, r := range t.rules() {
+		if f, fired := r.check(p); fired {
+			if d, ok := t.escalate(p, f); ok {
 				return d, true
 			}
 		}
@@ -676,23 +661,25 @@ func (t *Tracker) rulesLocked(c Call, p *probe, round uint64, tool *toolState, s
 // escalate turns a firing into a decision (see escalation.decide); ok is
 // false when the firing is passed over. After a failure hint, the failure
 // chain lets one attempt run.
-func (t *Tracker) escalate(c Call, p *probe, tool *toolState, f firing) (d Decision, ok bool) {
-	v, ok := t.turn.esc.decide(p, f, t.cfg.action, t.turn.changes)
+func (t *Tracker) escalate(p *probe, f firing) (d Decision, ok bool) {
+	v, ok := t.turn.esc.decide(p, f, t.cfg.action, p.changes)
 	if !ok {
 		return Decision{}, false
 	}
 	d = Decision{Verdict: v, Reason: f.reason, Message: f.msg}
 	if v == Abort {
-		d.Err = &LoopError{Tool: c.Tool, Reason: f.reason, Count: f.count, Limit: f.limit, Key: p.args}
+		d.Err = &LoopError{Tool: p.rule.name, Reason: f.reason, Count: f.count, Limit: f.limit, Key: p.args}
 	} else if f.scope.rule == ruleFailure {
-		tool.fail().stage = failHinted
+		t.failures.hinted(p)
 	}
 	return d, true
 }
 
-// reserveLocked books an allowed call: budget slot, counters, queries.
-func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Time, tool *toolState, st *toolStats, ks *keyState) {
+// reserveLocked books an allowed call: budget slot, counters, the rules'
+// state, the pending call.
+func (t *Tracker) reserveLocked(c Call, p *probe, seq uint64, now time.Time) {
 	ts := &t.turn
+	round := p.round
 	if t.cfg.unit == UnitRounds {
 		rs := ts.rounds.open[round]
 		if rs == nil {
@@ -704,21 +691,11 @@ func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Ti
 	} else {
 		ts.reserved++
 	}
-	tool.stats.reserved++
-	st.reserved++
-	tool.fail().allowed()
-	ks.count++
-	ks.pending++
-	var sim *simKey // the query's key, kept once for the index and the window
-	if p.query != "" && ts.queries < maxTurnQueries {
-		if tool.queries == nil {
-			tool.queries = &queryIndex{}
-		}
-		sim = tool.queries.addKey(p.query, &p.sim, p.scope, round, seq)
-		ts.queries++
-	}
-	if t.cfg.window > 0 && !p.rule.exempt && (p.query != "" || p.url != "") {
-		ts.window.push(windowItem{key: p.key, tool: p.rule, seq: seq, round: round, sim: heldKey(sim, &p.sim), url: p.url})
+	p.turn.stats.reserved++
+	p.tool.session.reserved++
+	p.seq = seq
+	for _, r := range t.rules() {
+		r.allowed(p)
 	}
 	if len(ts.pending) >= maxPending {
 		// The oldest pending call is given up: its key may be forgotten.
@@ -757,17 +734,16 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	failed := o.Err != nil
 	var digest, sig Hash
 	var shape string
-	var s *argScan // a failure's arguments, scanned once for its shape and key
+	sc := getScratch() // a failure's arguments are scanned once for their shape and key
+	defer sc.release()
 	if failed {
 		msg := o.Err.Error()
 		if msg == "" {
 			msg = o.Result
 		}
 		sig = digestError(msg)
-		s = canonPool.Get().(*argScan)
-		defer s.release()
-		s.scan(c.Args)
-		shape = s.shape()
+		sc.scan.scan(c.Args)
+		shape = sc.scan.shape()
 	} else {
 		digest = digestResult(o.Result)
 	}
@@ -781,14 +757,14 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	if !ok {
 		t.mu.Unlock()
 		r := t.tool(c.Tool).rule
-		if s != nil {
-			key = keyOf(r.id, s.hash(r.ignore))
-		} else {
-			key = keyOf(r.id, hashArgs(c.Args, r.ignore))
+		if !failed {
+			sc.scan.scan(c.Args)
 		}
+		key = keyOf(r.id, sc.scan.hash(r.ignore))
 		t.mu.Lock()
 	}
-	phase, pc := t.recordLocked(c, o, key, failed, digest, sig, shape, now, &evs)
+	sc.out = outcome{failed: failed, digest: digest, sig: sig, shape: shape}
+	phase, pc := t.recordLocked(c, o, key, sc, now, &evs)
 	t.mu.Unlock()
 	if pc.resID != "" {
 		t.settle(ctx, c, []held{pc.held()}, true, &evs)
@@ -797,8 +773,10 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	return phase
 }
 
-func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, digest, sig Hash, shape string, now time.Time, evs *events) (Phase, pendingCall) {
+// recordLocked books the outcome sc.out of the call c, whose key is key.
+func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now time.Time, evs *events) (Phase, pendingCall) {
 	ts := &t.turn
+	failed := sc.out.failed
 	// A call id names one call: the call of this turn with that id, else
 	// the call of an earlier turn with it, and only then an id-less call of
 	// this turn with the same key. A late Record never completes a call of
@@ -817,15 +795,16 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		// Never checked: book it as allowed, so the turn stays exact.
 		var buf [128]byte
 		p, names := t.inspect(c, buf[:0])
-		p.done()
 		round := t.round.Add(1)
 		p.round = round
-		tool := t.turnTool(p.tool)
-		st := &p.tool.session
-		ks, slot := ts.keyState(key)
-		seq := t.appendLocked(c, p.args, t.descLocked(&p, names), round, now, Decision{Phase: ts.phase})
-		t.reserveLocked(c, &p, round, seq, now, tool, st, &ks)
-		ts.pending[len(ts.pending)-1].slot = ts.storeKey(key, slot, ks)
+		ks := &p.s.ks
+		var slot int32
+		*ks, slot = ts.keyState(key)
+		t.probeLocked(p, ks)
+		seq := t.appendLocked(c, p.args, t.descLocked(p, names), round, now, Decision{Phase: ts.phase})
+		t.reserveLocked(c, p, seq, now)
+		ts.pending[len(ts.pending)-1].slot = ts.storeKey(key, slot, *ks)
+		p.done()
 		pc, _ = ts.takePending(c.ID, c.Tool, key, true)
 	}
 
@@ -833,36 +812,26 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 	r := entry.rule
 	tool := t.turnTool(entry)
 	st := &entry.session
-	ks := &ts.slab[pc.slot]
-	ks.pending--
+	p := &sc.p
+	*p = probe{tool: entry, rule: r, key: key, round: pc.round, turn: tool, ks: &ts.slab[pc.slot], turnNo: t.turnNo, changes: ts.changes, s: sc}
+	out := &sc.out
+	out.seq = pc.seq
 
 	// Progress: the key is new to the turn or its result (for a failure,
 	// its error output) changed. A success that made progress may have
 	// changed the world unless its tool is read-only.
-	res := digest
-	if failed {
-		res = sig
-	}
-	progress := !ks.seen || ks.last != res.short() || ks.failed != failed
+	out.progress = t.repeats.progress(p, out)
+	progress := out.progress
 	if progress {
-		ks.count = 1 + ks.pending
 		ts.esc.forget(key)
+		if !failed && !r.readOnly {
+			ts.changes++
+			out.changed = true
+		}
 	}
-	ks.seen, ks.last, ks.failed = true, res.short(), failed
-	if progress && !failed && !r.readOnly {
-		ts.changes++
-		ks.changes = ts.changes // its own change is no news to it
-	}
-
-	// Repeated failures of this tool in the turn (across turns: see Reset).
-	if !r.exempt {
-		tool.recordFailure(failed, sig, shape, key, ts.changes)
-	}
-
-	newFact := ts.window.settle(pc.seq, c.Tool, failed, digest)
-	_ = newFact
-	if tool.queries != nil {
-		tool.queries.settle(pc.seq, failed, digest)
+	out.changes = ts.changes
+	for _, d := range t.rules() {
+		d.recorded(p, out)
 	}
 
 	// Statistics.
@@ -984,13 +953,8 @@ func (t *Tracker) Reset() {
 	if t.turn.stop.reason != ReasonNone || t.turn.phase >= PhaseWindDown {
 		t.stoppedTurns++
 	}
-	// The calls whose last run in the turn failed, for the rule across
-	// turns; a success forgets the call.
-	for i := range t.turn.slab {
-		// (Those of exempt tools too: the rule does not read them.)
-		if ks := &t.turn.slab[i]; ks.seen {
-			t.across.record(ks.key, ks.failed, ks.last, t.turnNo)
-		}
+	for _, r := range t.rules() {
+		r.endTurn(t.turnNo)
 	}
 	t.clearToolTurnsLocked()
 	t.turnNo++

@@ -38,15 +38,6 @@ type keyState struct {
 	used    bool   // stored again since the eviction hand last passed it
 }
 
-// refresh starts the key's count over when another call may have changed
-// the world since the key last ran (turnState.changes moved on): a build
-// after an edit, a check after a setting changed, is not a repeat.
-func (ks *keyState) refresh(changes uint32) {
-	if ks.changes != changes {
-		ks.count, ks.changes = ks.pending, changes
-	}
-}
-
 // toolState is what the turn knows of one tool.
 type toolState struct {
 	turn    int32       // the turn it is of (wraps past 2³¹ turns)
@@ -268,7 +259,6 @@ type turnState struct {
 	skipped    int
 	failed     int
 	newResults int
-	queries    int32 // search queries remembered (at most maxTurnQueries)
 	hand       int32 // the slot the eviction looks at next (see evict)
 	// slab holds the state of the turn's keys, grown as they come; keys
 	// finds a key's slot once the turn has more than maxKeyScan of them
@@ -278,7 +268,6 @@ type turnState struct {
 	evictSteps uint64     // slots the eviction looked at, for tests
 	rounds     *roundBook // UnitRounds only
 	pending    []pendingCall
-	window     window
 	stop       stop // the first Abort of the turn, or the wind-down
 	esc        escalation
 }
@@ -297,14 +286,13 @@ func (ts *turnState) init(c *config) {
 	if c.unit == UnitRounds {
 		ts.rounds = &roundBook{open: make(map[uint64]*roundState)}
 	}
-	ts.window.init(c.window)
 }
 
 func (ts *turnState) reset() {
 	ts.phase, ts.changes = PhaseNormal, 0
 	ts.esc.reset()
 	ts.stop = stop{}
-	ts.reserved, ts.used, ts.skipped, ts.failed, ts.newResults, ts.queries = 0, 0, 0, 0, 0, 0
+	ts.reserved, ts.used, ts.skipped, ts.failed, ts.newResults = 0, 0, 0, 0, 0
 	clear(ts.keys) // kept, like the slab, for the next turn
 	clear(ts.slab)
 	ts.slab, ts.hand = ts.slab[:0], 0
@@ -314,7 +302,6 @@ func (ts *turnState) reset() {
 	}
 	clear(ts.pending) // Reset copied them to the stale calls
 	ts.pending = ts.pending[:0]
-	ts.window.clear()
 }
 
 // keyState returns the state of the key k and its slot in ts.slab, or a
@@ -431,101 +418,6 @@ func appendBounded[T any](s []T, it T, size int) []T {
 	return append(s, it)
 }
 
-// window is a ring of the turn's most recent searches (with a query) and
-// fetches (with a URL), for the rolling-window rule.
-type window struct {
-	items []windowItem // appended to until size, then a ring: most turns see few
-	size  int
-	start int // the oldest item, once the ring is full
-}
-
-type windowItem struct {
-	key      callKey
-	tool     *toolRule
-	seq      uint64
-	round    uint64
-	sim      *simKey // of the query, for searches whose query has a word; shared with the query index
-	url      string  // host and path, for fetches
-	recorded bool
-	failed   bool
-	newFact  bool // the result differed from every earlier result of the tool in the window
-	digest   Hash
-}
-
-func (w *window) init(size int) { w.size = size }
-
-func (w *window) clear() {
-	clear(w.items)
-	w.items, w.start = w.items[:0], 0
-}
-
-func (w *window) push(it windowItem) {
-	if w.size == 0 {
-		return
-	}
-	if len(w.items) < w.size {
-		w.items = appendBounded(w.items, it, w.size)
-		return
-	}
-	w.items[w.start] = it
-	w.start = (w.start + 1) % len(w.items)
-}
-
-func (w *window) at(i int) *windowItem { return &w.items[(w.start+i)%len(w.items)] }
-
-// settle records the outcome of the call seq and reports whether it
-// produced a new fact: a result that differs from every earlier result of
-// the tool in the window, when there is at least one.
-func (w *window) settle(seq uint64, tool string, failed bool, digest Hash) bool {
-	var self *windowItem
-	earlier, same := 0, false
-	for i := range w.items {
-		it := w.at(i)
-		if it.seq == seq {
-			self = it
-			break
-		}
-		if it.tool.name == tool && it.recorded && !it.failed {
-			earlier++
-			if it.digest == digest {
-				same = true
-			}
-		}
-	}
-	if self == nil {
-		return false
-	}
-	self.recorded, self.failed, self.digest = true, failed, digest
-	self.newFact = !failed && earlier > 0 && !same
-	return self.newFact
-}
-
-// count returns how many calls in the window the candidate call repeats:
-// calls of the same tool, from earlier rounds, other than identical ones
-// (MaxRepeats governs those), that brought no new fact, with a similar
-// query (searches) or the same host and path (fetches).
-func (w *window) count(p *probe, round uint64, threshold float64) int {
-	if p.query == "" && p.url == "" {
-		return 0
-	}
-	n := 0
-	for i := range w.items {
-		it := w.at(i)
-		if it.tool.name != p.rule.name || it.key == p.key || it.round == round || it.newFact {
-			continue
-		}
-		switch {
-		case p.query != "":
-			if it.sim != nil && simScore(it.sim, &p.sim, threshold) >= threshold {
-				n++
-			}
-		case it.url == p.url:
-			n++
-		}
-	}
-	return n
-}
-
 // acrossTurns remembers, over the session, the calls whose last runs
 // failed the same way (the same masked error text) in consecutive turns.
 // A model that sends the same failing call once per user message is not
@@ -546,17 +438,11 @@ type acrossCall struct {
 // maxAcross bounds the calls remembered; past it the map starts over.
 const maxAcross = 256
 
-// record books how the last run of a call in turn ended (sig: its masked
-// error text), when the turn ends.
-func (a *acrossTurns) record(key callKey, failed bool, sig uint64, turn int) {
+// record books that the last run of a call in turn failed with the error
+// text sig, when the turn ends.
+func (a *acrossTurns) record(key callKey, sig uint64, turn int) {
 	c := a.calls[key]
-	switch {
-	case !failed:
-		if c != nil {
-			delete(a.calls, key)
-		}
-		return
-	case c == nil:
+	if c == nil {
 		if a.calls == nil || len(a.calls) >= maxAcross {
 			a.calls = make(map[callKey]*acrossCall)
 		}
@@ -569,6 +455,13 @@ func (a *acrossTurns) record(key callKey, failed bool, sig uint64, turn int) {
 		c.turns = 1
 	}
 	c.sig, c.turn = sig, turn
+}
+
+// forget forgets a call that succeeded.
+func (a *acrossTurns) forget(key callKey) {
+	if a.calls != nil {
+		delete(a.calls, key)
+	}
 }
 
 // check returns the number of consecutive earlier turns in which the call
