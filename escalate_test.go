@@ -8,7 +8,7 @@ import (
 
 func TestEscalation(t *testing.T) {
 	tool := &toolEntry{}
-	keyA, keyB := callKey{1}, callKey{2}
+	keyA, keyB := testKey("t", Hash{1}), testKey("t", Hash{2})
 	limit := firing{reason: ReasonToolLimit, scope: hintScope{rule: ruleLimit, tool: tool}}
 	repeat := func(k callKey) firing {
 		return firing{reason: ReasonDuplicate, scope: hintScope{rule: ruleRepeat, key: k}}
@@ -75,7 +75,7 @@ func TestEscalation(t *testing.T) {
 
 func TestEscalationInsisted(t *testing.T) {
 	var e escalation
-	p := &probe{key: callKey{1}, round: 1, rule: &toolRule{name: "x"}}
+	p := &probe{key: testKey("x", Hash{1}), round: 1, rule: &toolRule{name: "x"}}
 	_, ok := e.insisted(p, 0)
 	assert.False(t, ok, "never hinted")
 	e.decide(p, firing{reason: ReasonDuplicate, scope: hintScope{rule: ruleRepeat, key: p.key}}, ActionHint, 0)

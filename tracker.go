@@ -343,7 +343,7 @@ func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
 	s := &sc.scan
 	s.scan(c.Args)
 	p.args = s.hash(p.rule.ignore)
-	p.key = keyOf(p.rule.id, p.args)
+	p.key = keyOf(p.rule.name, p.args)
 	if p.rule.search {
 		// The query is read as far as redactSecrets and normalizeQuery
 		// read it, not copied whole.
@@ -760,7 +760,7 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 		if !failed {
 			sc.scan.scan(c.Args)
 		}
-		key = keyOf(r.id, sc.scan.hash(r.ignore))
+		key = keyOf(r.name, sc.scan.hash(r.ignore))
 		t.mu.Lock()
 	}
 	sc.out = outcome{failed: failed, digest: digest, sig: sig, shape: shape}

@@ -1,30 +1,19 @@
 package toolguard
 
 import (
-	"crypto/sha256"
 	"time"
 )
 
-// callKey identifies identical calls: the hash of their canonical
-// arguments combined with the hash of their tool's name (see keyOf).
-type callKey Hash
-
-// keyOf returns the key of the calls of a tool whose name hashes to tool
-// (toolRule.id) with arguments that hash to args. Two calls of different
-// tools share a key only if their hashes differ exactly as the tools'
-// names do: as unlikely as a collision of the hashes themselves.
-func keyOf(tool, args Hash) callKey {
-	for i := range args {
-		args[i] ^= tool[i]
-	}
-	return callKey(args)
+// callKey identifies identical calls: the same tool with arguments of the
+// same canonical hash.
+type callKey struct {
+	tool string
+	args Hash
 }
 
-// nameHash returns the hash of a tool's name that keyOf combines.
-func nameHash(name string) Hash {
-	sum := sha256.Sum256([]byte(name))
-	return Hash(sum[:16])
-}
+// keyOf returns the key of the calls of tool with arguments that hash to
+// args.
+func keyOf(tool string, args Hash) callKey { return callKey{tool, args} }
 
 // keyState is the repeat counter of one callKey in the turn.
 type keyState struct {
@@ -263,13 +252,12 @@ type turnState struct {
 	// slab holds the state of the turn's keys, grown as they come; keys
 	// finds a key's slot once the turn has more than maxKeyScan of them
 	// (nil before: the slab is scanned).
-	keys       map[callKey]int32
-	slab       []keyState
-	evictSteps uint64     // slots the eviction looked at, for tests
-	rounds     *roundBook // UnitRounds only
-	pending    []pendingCall
-	stop       stop // the first Abort of the turn, or the wind-down
-	esc        escalation
+	keys    map[callKey]int32
+	slab    []keyState
+	rounds  *roundBook // UnitRounds only
+	pending []pendingCall
+	stop    stop // the first Abort of the turn, or the wind-down
+	esc     escalation
 }
 
 // stop is what stopped a turn: the rule and the tool of its first Abort.
@@ -366,7 +354,6 @@ func (ts *turnState) evict() int32 {
 	for {
 		i := ts.hand
 		ts.hand = (ts.hand + 1) % int32(len(ts.slab))
-		ts.evictSteps++
 		st := &ts.slab[i]
 		switch {
 		case st.pending > 0:
