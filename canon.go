@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"hash"
 	"math/big"
-	"math/bits"
 	"slices"
 	"strconv"
 	"sync"
@@ -1010,24 +1009,12 @@ func canonHex4(b []byte) rune {
 
 // canonSkipWS returns the index of the first non-whitespace byte at or after i.
 func canonSkipWS(in []byte, i int) int {
-	if i < len(in) && in[i] > ' ' {
-		return i
-	}
-	return canonSkipWSSlow(in, i)
-}
-
-// canonSkipWSSlow is canonSkipWS past actual whitespace; it skips runs of
-// spaces, as in indentation, eight at a time.
-func canonSkipWSSlow(in []byte, i int) int {
 	for i < len(in) {
 		switch in[i] {
 		case ' ', '\t', '\n', '\r':
 			i++
 		default:
 			return i
-		}
-		for i+8 <= len(in) && binary.LittleEndian.Uint64(in[i:]) == canonLSB*' ' {
-			i += 8
 		}
 	}
 	return i
@@ -1099,12 +1086,6 @@ func canonScanNumber(in []byte, i int) (int, bool) {
 	return i, simple
 }
 
-// SWAR constants for scanning eight string bytes at a time.
-const (
-	canonLSB = 0x0101010101010101
-	canonMSB = 0x8080808080808080
-)
-
 // canonScanString validates the JSON string starting with the quote at in[i]
 // and returns the index after its closing quote, or -1. canon reports that
 // the string is already in canonical encoding (its only escapes are \" \\
@@ -1114,18 +1095,6 @@ func canonScanString(in []byte, i int) (end int, canon, esc bool) {
 	canon = true
 	j := i + 1
 	for {
-		// Skip to the next quote, backslash or control byte, eight
-		// bytes at a time. The lowest flagged byte is exact.
-		for j+8 <= len(in) {
-			w := binary.LittleEndian.Uint64(in[j:])
-			q := w ^ (canonLSB * '"')
-			b := w ^ (canonLSB * '\\')
-			if m := ((q-canonLSB)&^q | (b-canonLSB)&^b | (w-canonLSB*0x20)&^w) & canonMSB; m != 0 {
-				j += bits.TrailingZeros64(m) / 8
-				break
-			}
-			j += 8
-		}
 		if j >= len(in) {
 			return -1, false, false
 		}

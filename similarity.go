@@ -125,7 +125,8 @@ func simString(b []byte, s string) string {
 	return string(b)
 }
 
-// querySimilarity scores two normalized queries in [0, 1]; it is symmetric.
+// The similarity of two normalized queries (querySimilarity in the tests)
+// is a score in [0, 1]; it is symmetric.
 //
 // Both queries are reduced to keys (see simKeyOf): stop words dropped
 // unless nothing else is left, common Latin diacritics folded, the word
@@ -167,14 +168,6 @@ func simString(b []byte, s string) string {
 // stack). Shorter distances, the usual case for words and often for whole
 // keys, allocate nothing. The work is bounded by a small multiple of
 // queryMaxRunes squared: tens of microseconds for two 256-rune keys.
-func querySimilarity(a, b string) float64 {
-	ka := simKeyOf(a)
-	if a == b {
-		return simScore(&ka, &ka, 0) // 1, unless the key has no word
-	}
-	kb := simKeyOf(b)
-	return simScore(&ka, &kb, 0)
-}
 
 // simKey is the part of a query that querySimilarity compares.
 type simKey struct {
@@ -754,12 +747,6 @@ func (x *queryIndex) similarKey(q string, k *simKey, scope Hash, round uint64, t
 		}
 	}
 	return false
-}
-
-// reset forgets every query, keeping the memory for reuse.
-func (x *queryIndex) reset() {
-	clear(x.entries)
-	x.entries, x.next, x.results = x.entries[:0], 0, x.results[:0]
 }
 
 // queryBound returns q if it is short enough to be a normalized query, and

@@ -751,8 +751,9 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 
 	evs := events{on: t.cfg.hooked}
 	t.mu.Lock()
-	// The key was computed in ShouldSkip: reuse it when the harness passes
-	// the same arguments slice, instead of hashing them again.
+	// The key was computed in ShouldSkip: reuse it when a pending call of
+	// the tool (with the call's id, if it has one) has the same arguments,
+	// instead of hashing them again.
 	key, ok := t.turn.keyOf(c)
 	if !ok {
 		t.mu.Unlock()

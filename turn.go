@@ -1,6 +1,7 @@
 package toolguard
 
 import (
+	"bytes"
 	"time"
 )
 
@@ -169,8 +170,8 @@ type pendingCall struct {
 	round    uint64
 	at       time.Time
 	// args is the caller's arguments slice (not a copy), so that Record can
-	// recognize the same slice and skip hashing it again. It is dropped
-	// with the pending call.
+	// recognize the same arguments and skip hashing them again. It is
+	// dropped with the pending call.
 	args []byte
 }
 
@@ -367,15 +368,13 @@ func (ts *turnState) evict() int32 {
 	}
 }
 
-// keyOf returns the key of a pending call whose arguments are the very
-// slice c.Args (same array, same length), with c's tool.
+// keyOf returns the key of a pending call of c's tool, with c's id if it
+// has one, whose arguments are c's bytes: Record then need not hash them
+// again.
 func (ts *turnState) keyOf(c Call) (callKey, bool) {
-	if len(c.Args) == 0 {
-		return callKey{}, false
-	}
 	for i := len(ts.pending) - 1; i >= 0; i-- {
 		p := &ts.pending[i]
-		if p.tool.rule.name == c.Tool && len(p.args) == len(c.Args) && &p.args[0] == &c.Args[0] && (c.ID == "" || p.id == c.ID) {
+		if p.tool.rule.name == c.Tool && (c.ID == "" || p.id == c.ID) && bytes.Equal(p.args, c.Args) {
 			return p.key, true
 		}
 	}
