@@ -167,6 +167,62 @@ func BenchmarkTraceStream(b *testing.B) {
 		}
 		_ = sink
 	})
+	// A straightforward Go tracker, the yardstick of the per-call target
+	// (at most 1.5× it): the arguments decoded with encoding/json and
+	// encoded again (sorted keys) as the key, a map of counts for repeats,
+	// the result's SHA-256 as its digest, a failing tool's last error and
+	// decoded arguments for retries, the clock read twice; no masking, no
+	// similarity, no ledger.
+	b.Run("straightforward", func(b *testing.B) {
+		b.ReportAllocs()
+		type failure struct {
+			err  string
+			args any
+			n    int
+		}
+		counts := make(map[[32]byte]int)
+		fails := make(map[string]*failure)
+		sink := 0
+		for i := 0; i < b.N; i++ {
+			j := i % len(stream)
+			if starts[j] {
+				clear(counts)
+				clear(fails)
+			}
+			c := stream[j]
+			start := time.Now()
+			var v any
+			canon := []byte(c.call.Args)
+			if json.Unmarshal(c.call.Args, &v) == nil {
+				canon, _ = json.Marshal(v)
+			}
+			k := sha256.Sum256(append([]byte(c.call.Tool+"\x00"), canon...))
+			if counts[k] >= 3 {
+				sink++
+				continue
+			}
+			counts[k]++
+			if c.failed {
+				f := fails[c.call.Tool]
+				if f == nil {
+					f = &failure{}
+					fails[c.call.Tool] = f
+				}
+				if f.err == c.result {
+					f.n++
+				} else {
+					f.err, f.n = c.result, 1
+				}
+				f.args = v
+			} else {
+				d := sha256.Sum256([]byte(c.result))
+				delete(fails, c.call.Tool)
+				sink += int(d[0])
+			}
+			sink += int(time.Since(start) & 1)
+		}
+		_ = sink
+	})
 	// The same with NewTracker timed too: what a harness that opens one
 	// session per episode pays per call.
 	b.Run("toolguard+session", func(b *testing.B) {

@@ -521,8 +521,7 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g 
 	t.probeLocked(p, ks)
 
 	from := ts.phase
-	round := p.round
-	d, fired := t.budgetLocked(round)
+	d, fired := t.budgetLocked(p.round)
 	if !fired {
 		d, fired = t.storeLocked(c, p, g)
 	}
@@ -532,15 +531,9 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g 
 	if !fired && g == nil && len(p.rule.counters) > 0 {
 		return Decision{}, true
 	}
-	d.Phase = ts.phase
-	if d.Verdict == Abort && d.Reason == ReasonBudget {
-		d.Phase = PhaseExhausted
-	}
-	if d.Verdict == Abort && ts.stop.reason == ReasonNone {
-		ts.stop = stop{reason: d.Reason, tool: p.rule}
-	}
+	t.phaseLocked(&d, p)
 
-	seq := t.appendLocked(c, p.args, t.descLocked(p, names), round, now, d)
+	seq := t.appendLocked(c, p.args, t.descLocked(p, names), p.round, now, d)
 	if !fired {
 		t.reserveLocked(c, p, seq, now)
 		if g != nil {
@@ -565,6 +558,22 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g 
 		evs.add(Event{Kind: EventPhase, Seq: seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, From: from, Phase: ts.phase})
 	}
 	return d, false
+}
+
+// phaseLocked sets the decision's phase, and the turn's stop when the
+// decision is its first Abort.
+func (t *Tracker) phaseLocked(d *Decision, p *probe) {
+	ts := &t.turn
+	d.Phase = ts.phase
+	if d.Verdict != Abort {
+		return
+	}
+	if d.Reason == ReasonBudget {
+		d.Phase = PhaseExhausted
+	}
+	if ts.stop.reason == ReasonNone {
+		ts.stop = stop{reason: d.Reason, tool: p.rule}
+	}
 }
 
 // descLocked returns the ledger's description of a call: its tool and
@@ -793,20 +802,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now 
 				Status: statusOf(failed), Duration: now.Sub(old.at), Phase: ts.phase})
 			return ts.phase, old
 		}
-		// Never checked: book it as allowed, so the turn stays exact.
-		var buf [128]byte
-		p, names := t.inspect(c, buf[:0])
-		round := t.round.Add(1)
-		p.round = round
-		ks := &p.s.ks
-		var slot int32
-		*ks, slot = ts.keyState(key)
-		t.probeLocked(p, ks)
-		seq := t.appendLocked(c, p.args, t.descLocked(p, names), round, now, Decision{Phase: ts.phase})
-		t.reserveLocked(c, p, seq, now)
-		ts.pending[len(ts.pending)-1].slot = ts.storeKey(key, slot, *ks)
-		p.done()
-		pc, _ = ts.takePending(c.ID, c.Tool, key, true)
+		pc = t.allowUncheckedLocked(c, key, now)
 	}
 
 	entry := pc.tool // found in ShouldSkip: not looked up again
@@ -844,31 +840,8 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now 
 		ts.newResults++
 	}
 
-	// Budget.
-	counted := true
-	if t.cfg.unit == UnitRounds {
-		rs := ts.rounds.open[pc.round]
-		counted = rs != nil && !rs.used
-		if rs != nil {
-			rs.used = true
-			if rs.pending--; rs.pending == 0 {
-				ts.rounds.finish(pc.round)
-			}
-		}
-	}
 	from := ts.phase
-	if counted {
-		ts.used++
-		if max := t.cfg.maxCalls; max > 0 {
-			switch {
-			case ts.used >= max:
-				ts.phase = max2(ts.phase, PhaseWindDown)
-			case t.cfg.nudgeAt > 0 && ts.used >= t.cfg.nudgeAt:
-				ts.phase = max2(ts.phase, PhaseNudge)
-			}
-		}
-	}
-
+	t.spendLocked(pc.round)
 	t.finishEntry(pc.seq, pc.at, o, failed, progress, now)
 	if !evs.on {
 		return ts.phase, pc
@@ -879,6 +852,55 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now 
 		evs.add(Event{Kind: EventPhase, Seq: pc.seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, From: from, Phase: ts.phase})
 	}
 	return ts.phase, pc
+}
+
+// allowUncheckedLocked books a call recorded without being checked as
+// allowed, so that the turn stays exact, and returns its pending call.
+func (t *Tracker) allowUncheckedLocked(c Call, key callKey, now time.Time) pendingCall {
+	ts := &t.turn
+	var buf [128]byte
+	p, names := t.inspect(c, buf[:0])
+	defer p.done()
+	p.round = t.round.Add(1)
+	ks := &p.s.ks
+	var slot int32
+	*ks, slot = ts.keyState(key)
+	t.probeLocked(p, ks)
+	seq := t.appendLocked(c, p.args, t.descLocked(p, names), p.round, now, Decision{Phase: ts.phase})
+	t.reserveLocked(c, p, seq, now)
+	ts.pending[len(ts.pending)-1].slot = ts.storeKey(key, slot, *ks)
+	pc, _ := ts.takePending(c.ID, c.Tool, key, true)
+	return pc
+}
+
+// spendLocked books the budget unit a recorded call of round used, and
+// moves the turn's phase: PhaseNudge at NudgeRatio of the budget,
+// PhaseWindDown at its end.
+func (t *Tracker) spendLocked(round uint64) {
+	ts := &t.turn
+	if t.cfg.unit == UnitRounds {
+		rs := ts.rounds.open[round]
+		if rs == nil {
+			return
+		}
+		counted := !rs.used
+		rs.used = true
+		if rs.pending--; rs.pending == 0 {
+			ts.rounds.finish(round)
+		}
+		if !counted {
+			return // the round's unit is used already
+		}
+	}
+	ts.used++
+	if max := t.cfg.maxCalls; max > 0 {
+		switch {
+		case ts.used >= max:
+			ts.phase = max2(ts.phase, PhaseWindDown)
+		case t.cfg.nudgeAt > 0 && ts.used >= t.cfg.nudgeAt:
+			ts.phase = max2(ts.phase, PhaseNudge)
+		}
+	}
 }
 
 func max2(a, b Phase) Phase {
