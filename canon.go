@@ -71,8 +71,9 @@ const (
 
 // Tuning of the argument canonicalizer.
 const (
-	canonKeepSize = 1 << 20 // scratch larger than this in total is not pooled
-	canonNumMax   = 21      // integers with up to this many digits are written without exponent
+	canonKeepSize = 1 << 20  // scratch larger than this in total is not pooled
+	canonCountMin = 64 << 10 // payloads larger than this are scanned twice (see scan)
+	canonNumMax   = 21       // integers with up to this many digits are written without exponent
 
 	canonDirectMin = 512  // pieces this long are hashed in place
 	canonGatherMax = 8192 // shorter ones are hashed in batches of about this size
@@ -240,16 +241,24 @@ func (c *argScan) scan(in []byte) {
 	if len(in) > canonMaxBytes {
 		return
 	}
-	// Two passes: the first counts what the second stores, which is then
-	// allocated once at its size (append allocates up to five times it).
-	c.counting = true
+	// A large payload is scanned twice: the first pass counts what the
+	// second stores, which is then allocated once at its size (append
+	// allocates up to five times it). A small one is scanned once, into
+	// the scratch's buffers.
+	c.counting = len(in) > canonCountMin
 	c.nOpen, c.maxOpen, c.nKeys, c.nObjs = 0, 0, 0, 0
+	if c.counting {
+		if !c.pass() {
+			return
+		}
+		c.counting = false
+		c.open, c.keys, c.objs = canonReserve(c.open, c.maxOpen), canonReserve(c.keys, c.nKeys), canonReserve(c.objs, c.nObjs)
+	} else {
+		c.open, c.keys, c.objs = c.open[:0], c.keys[:0], c.objs[:0]
+	}
 	if !c.pass() {
 		return
 	}
-	c.counting = false
-	c.open, c.keys, c.objs = canonReserve(c.open, c.maxOpen), canonReserve(c.keys, c.nKeys), canonReserve(c.objs, c.nObjs)
-	c.pass()
 	slices.SortFunc(c.objs, func(a, b canonObj) int { return cmp.Compare(a.start, b.start) })
 	c.ok = true
 }
@@ -1086,6 +1095,15 @@ func canonScanNumber(in []byte, i int) (int, bool) {
 	return i, simple
 }
 
+// canonPlain marks the bytes a JSON string holds as they are: all but the
+// quote, the backslash and control bytes.
+var canonPlain = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // canonScanString validates the JSON string starting with the quote at in[i]
 // and returns the index after its closing quote, or -1. canon reports that
 // the string is already in canonical encoding (its only escapes are \" \\
@@ -1095,6 +1113,9 @@ func canonScanString(in []byte, i int) (end int, canon, esc bool) {
 	canon = true
 	j := i + 1
 	for {
+		for j < len(in) && canonPlain[in[j]] {
+			j++
+		}
 		if j >= len(in) {
 			return -1, false, false
 		}

@@ -1,6 +1,7 @@
 package toolguard
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -363,7 +364,7 @@ func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
 			buf = strconv.AppendInt(append(buf, "arguments of "...), int64(len(c.Args)), 10)
 			return p, append(buf, " bytes"...)
 		}
-		if t.cfg.window > 0 && !p.rule.exempt {
+		if t.cfg.window > 0 && !p.rule.exempt && mayHoldURL(c.Args) {
 			if host, path, ok := s.url(); ok {
 				p.url = host + path
 			}
@@ -371,6 +372,22 @@ func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
 		buf = s.appendNames(buf)
 	}
 	return p, buf
+}
+
+// mayHoldURL rules out, in one quick look, arguments without a URL: every
+// absolute URL holds "//" (written "\/\/" when escaped).
+func mayHoldURL(args []byte) bool {
+	for i := 0; ; i++ {
+		k := bytes.IndexByte(args[i:], '/')
+		if k < 0 {
+			return false
+		}
+		i += k
+		if i+1 < len(args) && args[i+1] == '/' ||
+			i > 0 && i+2 < len(args) && args[i-1] == '\\' && args[i+1] == '\\' && args[i+2] == '/' {
+			return true
+		}
+	}
 }
 
 // maxInspect is the size above which arguments are hashed but not read for
