@@ -64,23 +64,18 @@ type ledger struct {
 }
 
 type ledgerEntry struct {
-	callID   string
-	desc     *callDesc // nil for a call without a tool name
-	argsHash Hash
-	at       time.Duration // At, as the wall-clock time since ledger.base (±292 years)
-	duration time.Duration
-	// round is Round − Seq: both count up as calls are checked, so their
-	// difference stays small (it grows by one per round checked without a
-	// call, shrinks by one per extra call of a round).
-	round   int32
-	verdict uint8
-	reason  uint8
-	phase   uint8
-	status  uint8 // a Status, with newResult set for NewResult
+	callID    string
+	desc      *callDesc // nil for a call without a tool name
+	argsHash  Hash
+	at        time.Duration // At, as the wall-clock time since ledger.base (±292 years)
+	duration  time.Duration
+	round     uint64
+	verdict   uint8
+	reason    uint8
+	phase     uint8
+	status    uint8
+	newResult bool
 }
-
-// newResult marks the status of an entry whose result was new.
-const newResult = 0x80
 
 // callDesc is what the ledger says of a call beside the hash of its
 // arguments: its tool (the rule has its name) and its purpose (see
@@ -147,7 +142,7 @@ func (l *ledger) add(e ledgerEntry, turn int, round uint64, at time.Time, raw ra
 		l.entries = make([]ledgerEntry, 0, 4) // grown as the session goes on
 	}
 	e.at = at.Round(0).Sub(l.base)
-	e.round = int32(int64(round - seq))
+	e.round = round
 	l.entries = append(l.entries, e)
 	if keepRaw {
 		if l.raw == nil {
@@ -166,10 +161,7 @@ func (l *ledger) finish(seq uint64, status Status, isNew bool, d time.Duration, 
 	}
 	i := seq - l.first
 	e := &l.entries[i]
-	e.status, e.duration = uint8(status), d
-	if isNew {
-		e.status |= newResult
-	}
+	e.status, e.duration, e.newResult = uint8(status), d, isNew
 	if keepRaw && l.raw != nil && i < uint64(len(*l.raw)) {
 		(*l.raw)[i].result = result
 	}
@@ -207,7 +199,7 @@ func (l *ledger) snapshot(size int) []Entry {
 		out = append(out, Entry{
 			Seq:       seq,
 			Turn:      l.turns[k].turn,
-			Round:     seq + uint64(int64(e.round)),
+			Round:     e.round,
 			CallID:    e.callID,
 			Tool:      e.tool(),
 			ArgsHash:  e.argsHash,
@@ -215,8 +207,8 @@ func (l *ledger) snapshot(size int) []Entry {
 			Verdict:   Verdict(e.verdict),
 			Reason:    Reason(e.reason),
 			Phase:     Phase(e.phase),
-			Status:    Status(e.status &^ newResult),
-			NewResult: e.status&newResult != 0,
+			Status:    Status(e.status),
+			NewResult: e.newResult,
 			At:        l.base.Add(e.at),
 			Duration:  e.duration,
 		})
@@ -244,7 +236,7 @@ func (e *ledgerEntry) purpose() string {
 
 // is reports whether the entry is a call of key.
 func (e *ledgerEntry) is(key callKey) bool {
-	return e.desc != nil && keyOf(e.desc.rule.id, e.argsHash) == key
+	return e.desc != nil && keyOf(e.desc.rule.name, e.argsHash) == key
 }
 
 // turnStart returns the Seq of the first entry of turn, the last turn the
@@ -287,7 +279,7 @@ func (l *ledger) isCycle(p, n int) bool {
 			return false
 		}
 		if i+p < n {
-			if f := l.recent(i + p); f.desc == nil || !e.is(keyOf(f.desc.rule.id, f.argsHash)) || e.status&newResult != 0 {
+			if f := l.recent(i + p); f.desc == nil || !e.is(keyOf(f.desc.rule.name, f.argsHash)) || e.newResult {
 				return false
 			}
 		}
@@ -295,7 +287,7 @@ func (l *ledger) isCycle(p, n int) bool {
 	// The calls of one period are distinct.
 	for i := 0; i < p; i++ {
 		for j := i + 1; j < p; j++ {
-			if f := l.recent(j); l.recent(i).is(keyOf(f.desc.rule.id, f.argsHash)) {
+			if f := l.recent(j); l.recent(i).is(keyOf(f.desc.rule.name, f.argsHash)) {
 				return false
 			}
 		}

@@ -2,11 +2,8 @@ package toolguard
 
 import (
 	"encoding/binary"
-	"encoding/json"
-	"fmt"
 	"hash/maphash"
 	"math"
-	"math/bits"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -42,8 +39,9 @@ const (
 	maskSchemeMax = 32   // bytes of a URL scheme
 )
 
-// maskNoise returns s with volatile noise replaced by placeholders, so that
-// two tool results that differ only by noise mask equal. Masked are:
+// Noise is what digestResult masks in a result, so that two tool results
+// that differ only by noise digest equal (maskNoise in the tests writes the
+// masked text out). Masked are:
 //
 //   - timestamps with a time part, "2024-05-20T10:00:00Z",
 //     "2024-05-20T10:00:00.123+02:00", "2024-05-20 10:00:00" → <time>
@@ -59,16 +57,8 @@ const (
 //     an optional single space and one of ms, s, sec, secs, second, seconds,
 //     millisecond, milliseconds, as in "5 seconds" → <dur>.
 //
-// Each must form whole words: "x10:00:00" and "5min" are kept. maskNoise is
-// idempotent. It returns s itself if nothing is masked.
-func maskNoise(s string) string {
-	m := maskState{s: s}
-	m.lexNoise()
-	if m.ph == "" {
-		return s
-	}
-	return string(m.fill(make([]byte, 0, len(s)+8), math.MaxInt))
-}
+// Each must form whole words: "x10:00:00" and "5min" are kept. Masking is
+// idempotent.
 
 // maskError returns the failure text s normalized so that failures that
 // differ only by their particulars mask equal: it lower-cases ASCII letters,
@@ -249,57 +239,12 @@ func (m *maskState) drain(dst []byte, limit int) []byte {
 }
 
 // lexNoise scans for the next noise match from m.i. It leaves m.i at the
-// match and sets m.ph, or leaves m.i at the end of the text.
+// match and sets m.ph, or leaves m.i at the end of the text. m.i itself
+// counts as a word start (it is 0 or the end of a match, which is not a
+// word byte).
 func (m *maskState) lexNoise() {
-	// Every noise rule starts at a word start with a hexadecimal digit, and
-	// one that starts with a letter (a UUID or a long hex run, see
-	// maskMayNoise) spans at least 15 bytes of hexadecimal digits and '-'.
-	// So the text is read eight bytes at a time: word starts with a decimal
-	// digit are tried where they are, and a block of hexadecimal digits and
-	// '-' alone, which every such span covers, sends the bytes around it
-	// through lexWords. m.i itself counts as a word start (it is 0 or the
-	// end of a match, which is not a word byte).
-	s, i := m.s, m.i
-	for i+8 <= len(s) {
-		x := maskLoad8(s, i)
-		hex, digit := maskHex8(x)
-		if hex|maskDash8(x) == maskHigh {
-			lo := i
-			for lo > m.i && maskIsHexDash(s[lo-1]) {
-				lo--
-			}
-			hi := i + 8
-			for hi < len(s) && maskIsHexDash(s[hi]) {
-				hi++
-			}
-			if m.lexWords(lo, hi) {
-				return
-			}
-			i = m.pastWord(hi) // a word may run on past the run
-			continue
-		}
-		if digit != 0 {
-			var prev uint64 // 0x80 if the byte before the block is a word byte
-			if i > m.i && maskIsWord(s[i-1]) {
-				prev = 0x80
-			}
-			starts := digit &^ (maskWord8(x, digit)<<8 | prev)
-			for starts != 0 {
-				p := i + bits.TrailingZeros64(starts)/8
-				starts &= starts - 1
-				if !maskMayNoise(s, p) {
-					continue
-				}
-				if e, ph := m.noise(p); ph != "" {
-					m.i, m.ph, m.skip = p, ph, e
-					return
-				}
-			}
-		}
-		i += 8
-	}
-	if !m.lexWords(i, len(s)) {
-		m.i = len(s)
+	if !m.lexWords(m.i, len(m.s)) {
+		m.i = len(m.s)
 	}
 }
 
@@ -358,8 +303,12 @@ func maskMayNoise(s string, i int) bool {
 		if i+8 > len(s) {
 			return false
 		}
-		hex, _ := maskHex8(maskLoad8(s, i))
-		return hex == maskHigh
+		for _, c := range []byte(s[i : i+8]) {
+			if !maskIsHex(c) {
+				return false
+			}
+		}
+		return true
 	case n >= maskHexMin:
 		return true
 	case e == len(s):
@@ -865,54 +814,6 @@ var maskClass = func() (t [256]uint8) {
 	return t
 }()
 
-// maskLoad8 returns the eight bytes of s at i, little-endian.
-func maskLoad8(s string, i int) uint64 {
-	b := s[i : i+8]
-	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
-}
-
-// Per byte, (v + 0x80-lo) &^ (v + 0x7f-hi) has its high bit set when v,
-// below 0x80, is in [lo, hi]: the classifiers below test eight bytes at once
-// this way, written out so that they inline.
-const (
-	maskOnes = 0x0101010101010101
-	maskHigh = 0x8080808080808080
-	maskLow  = 0x7f7f7f7f7f7f7f7f
-)
-
-// maskHex8 classifies the eight bytes of x: byte k of hex has its high bit
-// set if byte k of x is a hexadecimal digit, and byte k of digit if it is a
-// decimal digit; all other bits are clear.
-func maskHex8(x uint64) (hex, digit uint64) {
-	v := x & maskLow
-	digit = (v + maskOnes*(0x80-'0')) &^ (v + maskOnes*(0x7f-'9')) &^ x & maskHigh
-	lv := (x | maskOnes*0x20) & maskLow // ASCII letters lower-cased
-	hex = (digit | (lv+maskOnes*(0x80-'a'))&^(lv+maskOnes*(0x7f-'f'))) &^ x & maskHigh
-	return hex, digit
-}
-
-// maskWord8 returns, for the eight bytes of x whose decimal digits are
-// digit (see maskHex8), the high bit of byte k set if byte k of x is a word
-// byte (maskIsWord).
-func maskWord8(x, digit uint64) uint64 {
-	v := x & maskLow
-	lv := (x | maskOnes*0x20) & maskLow
-	az := (lv + maskOnes*(0x80-'a')) &^ (lv + maskOnes*(0x7f-'z'))
-	under := (v + maskOnes*(0x80-'_')) &^ (v + maskOnes*(0x7f-'_'))
-	return (x | digit | az | under) & maskHigh
-}
-
-// maskDash8 returns, for the eight bytes of x, the high bit of byte k set
-// if byte k of x is '-'.
-func maskDash8(x uint64) uint64 {
-	v := x ^ maskOnes*'-' // zero where x is '-'
-	return ^((v&maskLow + maskLow) | v) & maskHigh
-}
-
-// maskIsHexDash reports whether c is a hexadecimal digit or '-'.
-func maskIsHexDash(c byte) bool { return c == '-' || maskIsHex(c) }
-
 // maskIsSpace reports whether c is ASCII whitespace.
 func maskIsSpace(c byte) bool { return maskClass[c]&maskCSpace != 0 }
 
@@ -934,22 +835,6 @@ func maskLower(c byte) byte {
 		return c + 'a' - 'A'
 	}
 	return c
-}
-
-// argsShape returns a call's arguments with their particulars masked: the
-// names and the string values (and numbers) of the JSON arguments, written
-// out and masked by maskError, and cut to queryMaxBytes. "grep -n 'x'
-// ./a.py" and "grep -n 'y' ./b.py" have one shape. Arguments that are not
-// JSON, or larger than maxInspect, are masked as they are. The shape stays
-// in memory for the failure rule (tweaked retries): it is never logged.
-func argsShape(args []byte) string {
-	var v any
-	if len(args) > maxInspect || json.Unmarshal(args, &v) != nil {
-		return cutShape(maskError(string(args[:min(len(args), maxInspect)])))
-	}
-	var b strings.Builder
-	writeShape(&b, v)
-	return cutShape(maskError(b.String()))
 }
 
 // cutShape cuts s to at most queryMaxBytes bytes, on a rune boundary.
@@ -987,27 +872,4 @@ func tweaked(a, b string) bool {
 		}
 	}
 	return diff+len(x)+len(y) <= 2
-}
-
-// writeShape writes the names and values of a decoded JSON value, object
-// members in sorted order, separated by spaces.
-func writeShape(b *strings.Builder, v any) {
-	switch v := v.(type) {
-	case map[string]any:
-		for _, k := range sortedKeys(v) {
-			b.WriteString(k)
-			b.WriteString(": ")
-			writeShape(b, v[k])
-			b.WriteByte(' ')
-		}
-	case []any:
-		for _, x := range v {
-			writeShape(b, x)
-			b.WriteByte(' ')
-		}
-	case string:
-		b.WriteString(v)
-	default:
-		fmt.Fprint(b, v)
-	}
 }

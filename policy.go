@@ -679,9 +679,8 @@ func sortedKeys[V any](m map[string]V) []string {
 // resolved once from the config and cached.
 type toolRule struct {
 	name       string
-	id         Hash // nameHash(name), which call keys combine (keyOf)
-	limit      int  // per turn; 0: none
-	maxRepeats int  // 0: off
+	limit      int // per turn; 0: none
+	maxRepeats int // 0: off
 	exempt     bool
 	search     bool
 	readOnly   bool // search tools too
@@ -707,7 +706,6 @@ func (c *config) resolve(tool string) *toolRule {
 	}
 	r := &toolRule{
 		name:       tool,
-		id:         nameHash(tool),
 		limit:      max(tp.Limit, 0),
 		maxRepeats: c.maxRepeats,
 		exempt:     tp.Exempt,

@@ -36,8 +36,7 @@ func NewSessions(p Policy) *Sessions {
 // NewTracker opens a session: a Tracker under the Sessions' Policy, which
 // behaves as toolguard.NewTracker(p) does.
 func (s *Sessions) NewTracker() *Tracker {
-	t := &Tracker{cfg: s.cfg, turnNo: 1}
-	t.turn.init(s.cfg)
+	t := newTracker(s.cfg)
 	if b, ok := s.free.Get().(*sessionBuffers); ok {
 		t.ledger.entries, t.turn.slab, t.turn.pending = b.entries, b.slab, b.pending
 	}
@@ -72,8 +71,8 @@ func (s *Sessions) Release(t *Tracker) {
 	t.ledger = ledger{}
 	t.turn.reset()
 	t.turn.slab, t.turn.pending = nil, nil
-	t.turn.window.items = nil
-	t.stale, t.across = nil, acrossTurns{}
+	t.stale = nil
+	t.initRules()
 	t.mu.Unlock()
 
 	t.toolMu.Lock()

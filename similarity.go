@@ -125,7 +125,8 @@ func simString(b []byte, s string) string {
 	return string(b)
 }
 
-// querySimilarity scores two normalized queries in [0, 1]; it is symmetric.
+// The similarity of two normalized queries (querySimilarity in the tests)
+// is a score in [0, 1]; it is symmetric.
 //
 // Both queries are reduced to keys (see simKeyOf): stop words dropped
 // unless nothing else is left, common Latin diacritics folded, the word
@@ -167,14 +168,6 @@ func simString(b []byte, s string) string {
 // stack). Shorter distances, the usual case for words and often for whole
 // keys, allocate nothing. The work is bounded by a small multiple of
 // queryMaxRunes squared: tens of microseconds for two 256-rune keys.
-func querySimilarity(a, b string) float64 {
-	ka := simKeyOf(a)
-	if a == b {
-		return simScore(&ka, &ka, 0) // 1, unless the key has no word
-	}
-	kb := simKeyOf(b)
-	return simScore(&ka, &kb, 0)
-}
 
 // simKey is the part of a query that querySimilarity compares.
 type simKey struct {
@@ -636,6 +629,16 @@ type queryIndex struct {
 	entries []queryEntry // a ring of at most queryIndexCap entries
 	next    int          // where the next entry goes in the ring
 	results []Hash       // the distinct digests of the results recorded so far
+	// Past queryIndexWindow entries (or results), maps find them: the
+	// index's exact matches and known results cost no scan of a long turn.
+	byQuery  map[queryID]int32
+	byResult map[Hash]struct{}
+}
+
+// queryID is a query in its scope.
+type queryID struct {
+	scope Hash
+	query string
 }
 
 // queryEntry is one distinct query, in one scope, of a queryIndex.
@@ -659,6 +662,12 @@ func (x *queryIndex) ring(j int) *queryEntry {
 
 // find returns the entry of the query q in scope, or nil.
 func (x *queryIndex) find(q string, scope Hash) *queryEntry {
+	if x.byQuery != nil {
+		if i, ok := x.byQuery[queryID{scope, q}]; ok {
+			return &x.entries[i]
+		}
+		return nil
+	}
 	for i := range x.entries {
 		if e := &x.entries[i]; e.scope == scope && e.query == q {
 			return e
@@ -685,12 +694,26 @@ func (x *queryIndex) addKey(q string, k *simKey, scope Hash, round, seq uint64) 
 		return nil
 	}
 	e := queryEntry{query: q, scope: scope, key: heldKey(nil, k), round: round, seq: seq}
+	i := x.next
 	if len(x.entries) < queryIndexCap {
 		x.entries = append(x.entries, e)
 	} else {
-		x.entries[x.next] = e
+		if x.byQuery != nil {
+			old := &x.entries[i]
+			delete(x.byQuery, queryID{old.scope, old.query})
+		}
+		x.entries[i] = e
 	}
 	x.next = (x.next + 1) % queryIndexCap
+	switch {
+	case x.byQuery != nil:
+		x.byQuery[queryID{scope, q}] = int32(i)
+	case len(x.entries) > queryIndexWindow:
+		x.byQuery = make(map[queryID]int32, 2*len(x.entries))
+		for k := range x.entries {
+			x.byQuery[queryID{x.entries[k].scope, x.entries[k].query}] = int32(k)
+		}
+	}
 	return e.key
 }
 
@@ -714,7 +737,12 @@ func heldKey(held, k *simKey) *simKey {
 // results; past that it starts over, and a result seen before counts as new
 // again, which can only delay a firing.
 func (x *queryIndex) settle(seq uint64, failed bool, digest Hash) {
-	seen := slices.Contains(x.results, digest)
+	var seen bool
+	if x.byResult != nil {
+		_, seen = x.byResult[digest]
+	} else {
+		seen = slices.Contains(x.results, digest)
+	}
 	for j := 1; j <= len(x.entries); j++ { // the newest first: usually the call just asked
 		if e := x.ring(j); e.seq == seq {
 			e.stale = failed || seen
@@ -726,8 +754,18 @@ func (x *queryIndex) settle(seq uint64, failed bool, digest Hash) {
 	}
 	if len(x.results) >= queryIndexCap {
 		x.results = x.results[:0]
+		clear(x.byResult)
 	}
 	x.results = append(x.results, digest)
+	switch {
+	case x.byResult != nil:
+		x.byResult[digest] = struct{}{}
+	case len(x.results) > queryIndexWindow:
+		x.byResult = make(map[Hash]struct{}, 2*len(x.results))
+		for _, r := range x.results {
+			x.byResult[r] = struct{}{}
+		}
+	}
 }
 
 // similarKey reports whether the normalized query q, whose key k the
@@ -744,22 +782,18 @@ func (x *queryIndex) similarKey(q string, k *simKey, scope Hash, round uint64, t
 		return false // a query without a word is similar to nothing
 	}
 	q = queryBound(q)
-	for j := 1; j <= len(x.entries); j++ {
-		e := x.ring(j)
-		if e.round >= round || e.scope != scope || !blind && !e.stale {
-			continue
-		}
-		if e.query == q || j <= queryIndexWindow && simScore(k, e.key, threshold) >= threshold {
+	counts := func(e *queryEntry) bool {
+		return e.round < round && e.scope == scope && (blind || e.stale)
+	}
+	if e := x.find(q, scope); e != nil && counts(e) {
+		return true // the same query: among the last queryIndexCap
+	}
+	for j := 1; j <= min(len(x.entries), queryIndexWindow); j++ {
+		if e := x.ring(j); counts(e) && simScore(k, e.key, threshold) >= threshold {
 			return true
 		}
 	}
 	return false
-}
-
-// reset forgets every query, keeping the memory for reuse.
-func (x *queryIndex) reset() {
-	clear(x.entries)
-	x.entries, x.next, x.results = x.entries[:0], 0, x.results[:0]
 }
 
 // queryBound returns q if it is short enough to be a normalized query, and

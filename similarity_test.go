@@ -522,19 +522,6 @@ func TestQueryIndexThreshold(t *testing.T) {
 	}
 }
 
-func TestQueryIndexReset(t *testing.T) {
-	var x queryIndex
-	var all Hash
-	indexAdd(&x, "fix bug", all, 1, 1)
-	x.settle(1, false, digestResult("r"))
-	x.reset()
-	assert.False(t, indexSimilar(&x, "fix bug", all, 2, 0.75, true))
-	assert.Empty(t, x.entries)
-	assert.Empty(t, x.results)
-	indexAdd(&x, "fix bug", all, 3, 2)
-	assert.True(t, indexSimilar(&x, "fix the bug", all, 4, 0.75, true), "usable after reset")
-}
-
 func TestQueryIndexWindow(t *testing.T) {
 	var x queryIndex
 	var all Hash
@@ -763,4 +750,14 @@ func TestMemorySearchSession(t *testing.T) {
 	// Measured when pinned: 3 337 bytes more (5 289 when the window and the
 	// query index each held a copy of every key, and the index two maps).
 	assert.LessOrEqual(t, search-other, 3600.0, "the state kept for searches grew back")
+}
+
+// querySimilarity is the score of two normalized queries (see simScore).
+func querySimilarity(a, b string) float64 {
+	ka := simKeyOf(a)
+	if a == b {
+		return simScore(&ka, &ka, 0) // 1, unless the key has no word
+	}
+	kb := simKeyOf(b)
+	return simScore(&ka, &kb, 0)
 }

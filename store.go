@@ -216,7 +216,7 @@ func (t *Tracker) settle(ctx context.Context, c Call, hs []held, commit bool, ev
 }
 
 // storeLocked turns a refused or failed reservation into a decision.
-func (t *Tracker) storeLocked(c Call, p *probe, g *grant, tool *toolState, ks *keyState) (Decision, bool) {
+func (t *Tracker) storeLocked(c Call, p *probe, g *grant) (Decision, bool) {
 	switch {
 	case g == nil:
 		return Decision{}, false
@@ -243,8 +243,8 @@ func (t *Tracker) storeLocked(c Call, p *probe, g *grant, tool *toolState, ks *k
 		if i < len(g.g.Counts) {
 			n = g.g.Counts[i]
 		}
-		return t.fire(c, p, ks, ReasonToolLimit, &tool.hints().quotaHinted, n, limit,
-			quotaMessage(c.Tool, p.rule.counterOf[i], limit, n, t.turn.used, t.cfg.maxCalls, t.cfg.unit)), true
+		return t.escalate(p, firing{reason: ReasonToolLimit, scope: hintScope{rule: ruleQuota, tool: p.tool}, count: n, limit: limit,
+			msg: quotaMessage(c.Tool, p.rule.counterOf[i], limit, n, t.turn.used, t.cfg.maxCalls, t.cfg.unit)})
 	}
 	return Decision{}, false
 }

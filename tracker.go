@@ -73,7 +73,15 @@ type Tracker struct {
 	turn         turnState
 	ledger       ledger
 	stale        []pendingCall // calls allowed in earlier turns, not yet recorded
-	across       acrossTurns   // identical failures over consecutive turns
+
+	// The loop rules, in the order they run (see rules).
+	limits   limits
+	repeats  repeats
+	similar  similar
+	failures failures
+	cycles   cycles
+	churn    churn
+
 	// orphans are pending calls dropped past maxPending or maxStale that
 	// hold a Store reservation: it is committed after the lock is released.
 	orphans []pendingCall
@@ -100,9 +108,33 @@ const (
 // resolved once for all of them, not once per session.
 func NewTracker(p Policy) *Tracker {
 	cfg := newConfig(p)
-	t := &Tracker{cfg: &cfg, turnNo: 1}
-	t.turn.init(&cfg)
+	return newTracker(&cfg)
+}
+
+func newTracker(cfg *config) *Tracker {
+	t := &Tracker{cfg: cfg, turnNo: 1}
+	t.turn.init(cfg)
+	t.initRules()
 	return t
+}
+
+// initRules starts the loop rules with no state.
+func (t *Tracker) initRules() {
+	cfg := t.cfg
+	t.limits = limits{cfg: cfg}
+	t.repeats = repeats{}
+	t.similar = similar{cfg: cfg}
+	t.failures = failures{cfg: cfg}
+	t.cycles = cycles{cfg: cfg, ledger: &t.ledger}
+	t.churn = churn{cfg: cfg}
+	t.churn.window.init(cfg.window)
+}
+
+// rules returns the loop rules in the order they run: per-turn limit and
+// session quota, identical calls, similar queries, repeated failures,
+// cycles, the window.
+func (t *Tracker) rules() [6]detector {
+	return [...]detector{&t.limits, &t.repeats, &t.similar, &t.failures, &t.cycles, &t.churn}
 }
 
 // toolEntry is what the Tracker knows of one tool name: its resolved policy,
@@ -279,67 +311,71 @@ type probe struct {
 	sim     simKey // of query, computed before the lock is taken
 	scope   Hash   // of the arguments other than the query
 	url     string // host and path; calls whose arguments hold a URL
+
+	// Set under the lock for the rules (see probeLocked).
+	turn    *toolState // the tool's state in the turn
+	ks      *keyState  // the key's state in the turn
+	turnNo  int
+	changes uint32  // turnState.changes
+	used    int     // budget units used in the turn
+	seq     uint64  // the call's ledger entry, once allowed
+	held    *simKey // the query's key the similar rule keeps, once allowed
+	// s holds the probe, and the one scan of the arguments until the call
+	// is decided: the failure rule reads the call's shape from it when it
+	// needs it.
+	s *scratch
 }
 
-// inspect derives the probe of a call and, when it has no query, appends
-// the call's purpose (its argument names) to buf. The purpose is returned
-// apart from the probe, whose strings outlive the call, so that buf can
-// stay on the caller's stack.
-func (t *Tracker) inspect(c Call, buf []byte) (probe, []byte) {
-	p := probe{tool: t.tool(c.Tool)}
+// shape returns the shape of the call's arguments (see argScan.shape).
+func (p *probe) shape() string { return p.s.scan.shape() }
+
+// done releases the probe: it must not be used after.
+func (p *probe) done() { p.s.release() }
+
+// inspect derives the probe of a call from one scan of its arguments (kept
+// until p.done) and, when it has no query, appends the call's purpose (its
+// argument names) to buf. The purpose is returned apart from the probe, whose strings outlive
+// the call, so that buf can stay on the caller's stack.
+func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
+	sc := getScratch()
+	p := &sc.p
+	*p = probe{tool: t.tool(c.Tool), s: sc}
 	p.rule = p.tool.rule
-	// Small flat objects, most arguments, are parsed once for the key, the
-	// query and the argument names.
-	var info canonFlatInfo
-	args, flat := canonFlatHash(c.Args, p.rule.ignore, &info)
-	if !flat {
-		args = hashArgsGeneral(c.Args, p.rule.ignore)
-	}
-	p.key, p.args = keyOf(p.rule.id, args), args
+	s := &sc.scan
+	s.scan(c.Args)
+	p.args = s.hash(p.rule.ignore)
+	p.key = keyOf(p.rule.name, p.args)
 	if p.rule.search {
-		for _, k := range queryKeys {
-			// The query is read as far as redactSecrets and
-			// normalizeQuery read it, not copied whole.
-			if s, ok := topLevelString(c.Args, []string{k}, redactMaxBytes); ok {
-				p.query = normalizeQuery(s)
-				if r := redactSecrets(s); r != s {
-					p.purpose = normalizeQuery(r)
-				}
-				p.sim = simKeyOf(p.query)
-				// The other arguments: page 2, another path, is a new question.
-				p.scope = hashArgs(c.Args, append(slices.Clip(p.rule.ignore), k))
-				break
+		// The query is read as far as redactSecrets and normalizeQuery
+		// read it, not copied whole.
+		if k, q, ok := s.stringArg(queryKeys, redactMaxBytes); ok {
+			p.query = normalizeQuery(q)
+			if r := redactSecrets(q); r != q {
+				p.purpose = normalizeQuery(r)
 			}
+			p.sim = simKeyOf(p.query)
+			// The other arguments: page 2, another path, is a new question.
+			p.scope = s.hash(append(slices.Clip(p.rule.ignore), k))
 		}
 	}
 	if p.query == "" {
 		if len(c.Args) > maxInspect {
-			// Too large to scan again after hashing: describe by size.
+			// Described by size: the ledger keeps no more of large arguments.
 			buf = strconv.AppendInt(append(buf, "arguments of "...), int64(len(c.Args)), 10)
 			return p, append(buf, " bytes"...)
 		}
 		if t.cfg.window > 0 && !p.rule.exempt && mayHoldURL(c.Args) {
-			if host, path, ok := argURL(c.Args); ok {
+			if host, path, ok := s.url(); ok {
 				p.url = host + path
 			}
 		}
-		if flat {
-			buf = info.appendNames(buf, c.Args)
-		} else {
-			buf = appendKeyNames(buf, c.Args)
-		}
+		buf = s.appendNames(buf)
 	}
 	return p, buf
 }
 
-// maxInspect is the size above which arguments are hashed but not scanned
-// for a URL or argument names: the ledger describes them by size, and the
-// window's fetch rule does not see them.
-const maxInspect = 64 << 10
-
-// mayHoldURL is a cheap test that rules out arguments without a URL
-// before argURL parses them: every absolute URL holds "//" (written "\/\/"
-// when escaped).
+// mayHoldURL rules out, in one quick look, arguments without a URL: every
+// absolute URL holds "//" (written "\/\/" when escaped).
 func mayHoldURL(args []byte) bool {
 	for i := 0; ; i++ {
 		k := bytes.IndexByte(args[i:], '/')
@@ -353,6 +389,11 @@ func mayHoldURL(args []byte) bool {
 		}
 	}
 }
+
+// maxInspect is the size above which arguments are hashed but not read for
+// a URL or argument names: the ledger describes them by size, and the
+// window's fetch rule does not see them.
+const maxInspect = 64 << 10
 
 // queryKeys are the argument keys a search query is taken from, in order.
 var queryKeys = []string{"query", "search_query", "q", "text", "question", "prompt"}
@@ -380,7 +421,7 @@ func (t *Tracker) check(ctx context.Context, c Call, round uint64) Decision {
 		t.mu.Unlock()
 		return releasedDecision()
 	}
-	d, ask := t.decideLocked(c, &p, names, now, g, &evs)
+	d, ask := t.decideLocked(c, p, names, now, g, &evs)
 	if ask {
 		t.mu.Unlock()
 		g = t.reserve(ctx, []Call{c}, []*toolRule{p.rule}, &evs)[0]
@@ -388,13 +429,15 @@ func (t *Tracker) check(ctx context.Context, c Call, round uint64) Decision {
 		if t.released.Load() {
 			d = releasedDecision()
 		} else {
-			d, _ = t.decideLocked(c, &p, names, now, g, &evs)
+			d, _ = t.decideLocked(c, p, names, now, g, &evs)
 		}
 	}
 	orphans := t.takeOrphansLocked()
 	t.mu.Unlock()
+	tool := p.tool
+	p.done()
 	if g != nil && g.id != "" && d.Verdict != Allow {
-		t.settle(ctx, c, []held{heldBy(g, p.tool)}, false, &evs)
+		t.settle(ctx, c, []held{heldBy(g, tool)}, false, &evs)
 	}
 	t.settleOrphans(ctx, orphans, &evs)
 	t.emit(ctx, &evs)
@@ -408,7 +451,7 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64) []
 	ds := make([]Decision, len(calls))
 	type asking struct {
 		i     int
-		p     probe
+		p     *probe
 		names []byte
 	}
 	var wait []asking
@@ -428,11 +471,13 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64) []
 			ds[i] = releasedDecision()
 			continue
 		}
-		d, ask := t.decideLocked(c, &p, names, now, nil, &evs)
+		d, ask := t.decideLocked(c, p, names, now, nil, &evs)
 		orphans = append(orphans, t.takeOrphansLocked()...)
 		t.mu.Unlock()
 		if ask {
 			wait = append(wait, asking{i, p, names})
+		} else {
+			p.done()
 		}
 		ds[i] = d
 	}
@@ -457,12 +502,14 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64) []
 			if t.released.Load() {
 				ds[w.i] = releasedDecision()
 			} else {
-				ds[w.i], _ = t.decideLocked(calls[w.i], &w.p, w.names, now, g, &evs)
+				ds[w.i], _ = t.decideLocked(calls[w.i], w.p, w.names, now, g, &evs)
 			}
 			orphans = append(orphans, t.takeOrphansLocked()...)
 			t.mu.Unlock()
+			tool := w.p.tool
+			w.p.done()
 			if g.id != "" && ds[w.i].Verdict != Allow {
-				refused = append(refused, heldBy(g, w.p.tool))
+				refused = append(refused, heldBy(g, tool))
 			}
 		}
 		if len(refused) > 0 {
@@ -504,35 +551,27 @@ func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
 // Store, then decide again with its grant).
 func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g *grant, evs *events) (d Decision, ask bool) {
 	ts := &t.turn
-	tool := t.turnTool(p.tool)
-	st := &p.tool.session
-	ks, slot := ts.keyState(p.key)
-	ks.refresh(ts.changes)
-	tool.fail().refresh(ts.changes)
+	ks := &p.s.ks
+	var slot int32
+	*ks, slot = ts.keyState(p.key)
+	t.probeLocked(p, ks)
 
 	from := ts.phase
-	round := p.round
-	d, fired := t.budgetLocked(round)
+	d, fired := t.budgetLocked(p.round)
 	if !fired {
-		d, fired = t.storeLocked(c, p, g, tool, &ks)
+		d, fired = t.storeLocked(c, p, g)
 	}
 	if !fired {
-		d, fired = t.rulesLocked(c, p, round, tool, st, &ks)
+		d, fired = t.rulesLocked(p)
 	}
 	if !fired && g == nil && len(p.rule.counters) > 0 {
 		return Decision{}, true
 	}
-	d.Phase = ts.phase
-	if d.Verdict == Abort && d.Reason == ReasonBudget {
-		d.Phase = PhaseExhausted
-	}
-	if d.Verdict == Abort && ts.stop.reason == ReasonNone {
-		ts.stop = stop{reason: d.Reason, tool: p.rule}
-	}
+	t.phaseLocked(&d, p)
 
-	seq := t.appendLocked(c, p.args, t.descLocked(p, names), round, now, d)
+	seq := t.appendLocked(c, p.args, t.descLocked(p, names), p.round, now, d)
 	if !fired {
-		t.reserveLocked(c, p, round, seq, now, tool, st, &ks)
+		t.reserveLocked(c, p, seq, now)
 		if g != nil {
 			ts.pending[len(ts.pending)-1].resID = g.id
 			ts.pending[len(ts.pending)-1].resLocal = g.local
@@ -541,8 +580,8 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g 
 		ts.skipped++
 		p.tool.skip(d.Reason)
 	}
-	if slot >= 0 || ks.count > 0 || ks.hinted != 0 || ks.seen {
-		slot = ts.storeKey(p.key, slot, ks)
+	if slot >= 0 || ks.count > 0 || ks.seen {
+		slot = ts.storeKey(p.key, slot, *ks)
 	}
 	if !fired {
 		ts.pending[len(ts.pending)-1].slot = slot
@@ -555,6 +594,22 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g 
 		evs.add(Event{Kind: EventPhase, Seq: seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, From: from, Phase: ts.phase})
 	}
 	return d, false
+}
+
+// phaseLocked sets the decision's phase, and the turn's stop when the
+// decision is its first Abort.
+func (t *Tracker) phaseLocked(d *Decision, p *probe) {
+	ts := &t.turn
+	d.Phase = ts.phase
+	if d.Verdict != Abort {
+		return
+	}
+	if d.Reason == ReasonBudget {
+		d.Phase = PhaseExhausted
+	}
+	if ts.stop.reason == ReasonNone {
+		ts.stop = stop{reason: d.Reason, tool: p.rule}
+	}
 }
 
 // descLocked returns the ledger's description of a call: its tool and
@@ -623,96 +678,53 @@ func (t *Tracker) budgetDecision(used int) Decision {
 	}
 }
 
-// rulesLocked runs the loop rules in order: per-turn limit, session quota,
-// identical call, similar query, repeated failure, cycle, window.
-func (t *Tracker) rulesLocked(c Call, p *probe, round uint64, tool *toolState, st *toolStats, ks *keyState) (Decision, bool) {
-	ts := &t.turn
-	r := p.rule
+// probeLocked sets what the rules read of the turn in the probe: ks is
+// the key's state, which the caller stores back.
+func (t *Tracker) probeLocked(p *probe, ks *keyState) {
+	p.turn, p.ks = t.turnTool(p.tool), ks
+	p.turnNo, p.changes, p.used = t.turnNo, t.turn.changes, t.turn.used
+}
 
-	if ks.hinted != 0 && ks.hinted != p.round && Reason(ks.hintBy) != ReasonRepeatedFailure {
-		// The hinted call again, with nothing changed since (progress
-		// clears the hint): one escalation per call, whichever rule gave
-		// the hint. After a failure hint one attempt runs (below).
-		return t.fire(c, p, ks, Reason(ks.hintBy), &ks.hinted, int(ks.count), r.maxRepeats, insistMessage(c.Tool)), true
+// rulesLocked decides a call by the loop rules: the hinted call again
+// (one escalation per call, whichever rule gave the hint), then each rule
+// in order. The first firing the escalation does not pass over decides.
+func (t *Tracker) rulesLocked(p *probe) (Decision, bool) {
+	if f, ok := t.turn.esc.insisted(p, p.changes); ok {
+		f.count, f.limit = int(p.ks.countAt(p.changes)), p.rule.maxRepeats
+		return t.escalate(p, f)
 	}
-	if r.limit > 0 && int(tool.stats.reserved) >= r.limit {
-		return t.fire(c, p, ks, ReasonToolLimit, &tool.hints().limitHinted, int(tool.stats.reserved), r.limit,
-			turnLimitMessage(c.Tool, r.limit)), true
-	}
-	if n := int(st.reserved); r.quota > 0 && n >= r.quota {
-		return t.fire(c, p, ks, ReasonToolLimit, &tool.hints().quotaHinted, n, r.quota,
-			quotaMessage(c.Tool, r.quotaFrom, r.quota, n, ts.used, t.cfg.maxCalls, t.cfg.unit)), true
-	}
-	if n := int(ks.count); r.maxRepeats > 0 && n >= r.maxRepeats {
-		return t.fire(c, p, ks, ReasonDuplicate, &ks.hinted, n, r.maxRepeats,
-			duplicateMessage(c.Tool, n)), true
-	}
-	if t.cfg.similarOn && p.query != "" && !ks.seen && ks.count == 0 && tool.queries != nil &&
-		tool.queries.similarKey(p.query, &p.sim, p.scope, round, t.cfg.threshold, t.cfg.similarBlind) {
-		return t.fire(c, p, ks, ReasonSimilarQuery, &tool.hints().similarHinted, 1, 1,
-			similarMessage(c.Tool)), true
-	}
-	if t.cfg.maxFailures > 0 && !r.exempt {
-		f := tool.fail()
-		retries := func() bool { return p.key == f.key || tweaked(argsShape(c.Args), f.shape) }
-		if fire, insisted := f.check(t.cfg.maxFailures, retries); fire {
-			hinted := &f.hinted
-			if insisted {
-				always := ^uint64(0) // the attempt failed the same way: abort
-				hinted = &always
+	for _, r := range t.rules() {
+		if f, fired := r.check(p); fired {
+			if d, ok := t.escalate(p, f); ok {
+				return d, true
 			}
-			d := t.fire(c, p, ks, ReasonRepeatedFailure, hinted, f.count, t.cfg.maxFailures,
-				failureMessage(c.Tool, f.count))
-			if d.Verdict == Hint {
-				f.stage = failHinted
-			}
-			return d, true
-		}
-	}
-	if t.cfg.maxFailures > 0 && !r.exempt {
-		if n := t.across.check(p.key, t.turnNo, t.cfg.maxFailures); n > 0 {
-			// Not escalated: the new user message may carry a change the
-			// Tracker cannot see, so the call runs if the model sends it again.
-			var once uint64
-			return t.fire(c, p, &keyState{}, ReasonRepeatedFailure, &once, n, t.cfg.maxFailures,
-				acrossMessage(c.Tool, n)), true
-		}
-	}
-	if !r.exempt {
-		if period, ok := t.ledger.continues(p.key, t.turnNo, t.cfg.cyclePeriod, t.cfg.cycleRepeats); ok {
-			return t.fire(c, p, ks, ReasonCycle, &ts.cycleHinted, t.cfg.cycleRepeats, t.cfg.cycleRepeats,
-				cycleMessage(c.Tool, period, t.cfg.cycleRepeats)), true
-		}
-		if n := ts.window.count(p, round, t.cfg.threshold); n >= t.cfg.windowLimit {
-			return t.fire(c, p, ks, ReasonChurn, &tool.hints().churnHinted, n, t.cfg.windowLimit,
-				churnMessage(c.Tool, p.query != "", n, t.cfg.window)), true
 		}
 	}
 	return Decision{}, false
 }
 
-// fire builds the decision of a rule that fired: a Hint the first time
-// (with ActionHint), an Abort when the model insists or with ActionAbort.
-// The model insists when the rule hinted before (hinted holds the round of
-// its hint, 0: none) or when this very call was hinted before, by any rule
-// (ks.hinted): one escalation per call, whichever rule sees it next. Calls
-// of the round that got a hint were sent before the model could read it,
-// so they get the hint too.
-func (t *Tracker) fire(c Call, p *probe, ks *keyState, reason Reason, hinted *uint64, count, limit int, msg string) Decision {
-	d := Decision{Verdict: Abort, Reason: reason, Message: msg}
-	insists := func(h uint64) bool { return h != 0 && h != p.round }
-	if t.cfg.action == ActionHint && !insists(*hinted) && !insists(ks.hinted) {
-		*hinted, ks.hinted, ks.hintBy = p.round, p.round, uint8(reason)
-		d.Verdict = Hint
-		return d
+// escalate turns a firing into a decision (see escalation.decide); ok is
+// false when the firing is passed over. After a failure hint, the failure
+// chain lets one attempt run.
+func (t *Tracker) escalate(p *probe, f firing) (d Decision, ok bool) {
+	v, ok := t.turn.esc.decide(p, f, t.cfg.action, p.changes)
+	if !ok {
+		return Decision{}, false
 	}
-	d.Err = &LoopError{Tool: c.Tool, Reason: reason, Count: count, Limit: limit, Key: p.args}
-	return d
+	d = Decision{Verdict: v, Reason: f.reason, Message: f.msg}
+	if v == Abort {
+		d.Err = &LoopError{Tool: p.rule.name, Reason: f.reason, Count: f.count, Limit: f.limit, Key: p.args}
+	} else if f.scope.rule == ruleFailure {
+		t.failures.hinted(p)
+	}
+	return d, true
 }
 
-// reserveLocked books an allowed call: budget slot, counters, queries.
-func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Time, tool *toolState, st *toolStats, ks *keyState) {
+// reserveLocked books an allowed call: budget slot, counters, the rules'
+// state, the pending call.
+func (t *Tracker) reserveLocked(c Call, p *probe, seq uint64, now time.Time) {
 	ts := &t.turn
+	round := p.round
 	if t.cfg.unit == UnitRounds {
 		rs := ts.rounds.open[round]
 		if rs == nil {
@@ -724,20 +736,11 @@ func (t *Tracker) reserveLocked(c Call, p *probe, round, seq uint64, now time.Ti
 	} else {
 		ts.reserved++
 	}
-	tool.stats.reserved++
-	st.reserved++
-	ks.count++
-	ks.pending++
-	var sim *simKey // the query's key, kept once for the index and the window
-	if p.query != "" && ts.queries < maxTurnQueries {
-		if tool.queries == nil {
-			tool.queries = &queryIndex{}
-		}
-		sim = tool.queries.addKey(p.query, &p.sim, p.scope, round, seq)
-		ts.queries++
-	}
-	if t.cfg.window > 0 && !p.rule.exempt && (p.query != "" || p.url != "") {
-		ts.window.push(windowItem{key: p.key, tool: p.rule, seq: seq, round: round, sim: heldKey(sim, &p.sim), url: p.url})
+	p.turn.stats.reserved++
+	p.tool.session.reserved++
+	p.seq = seq
+	for _, r := range t.rules() {
+		r.allowed(p)
 	}
 	if len(ts.pending) >= maxPending {
 		// The oldest pending call is given up: its key may be forgotten.
@@ -776,13 +779,16 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	failed := o.Err != nil
 	var digest, sig Hash
 	var shape string
+	sc := getScratch() // a failure's arguments are scanned once for their shape and key
+	defer sc.release()
 	if failed {
 		msg := o.Err.Error()
 		if msg == "" {
 			msg = o.Result
 		}
 		sig = digestError(msg)
-		shape = argsShape(c.Args)
+		sc.scan.scan(c.Args)
+		shape = sc.scan.shape()
 	} else {
 		digest = digestResult(o.Result)
 	}
@@ -790,16 +796,21 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 
 	evs := events{on: t.cfg.hooked}
 	t.mu.Lock()
-	// The key was computed in ShouldSkip: reuse it when the harness passes
-	// the same arguments slice, instead of hashing them again.
+	// The key was computed in ShouldSkip: reuse it when a pending call of
+	// the tool (with the call's id, if it has one) has the same arguments,
+	// instead of hashing them again.
 	key, ok := t.turn.keyOf(c)
 	if !ok {
 		t.mu.Unlock()
 		r := t.tool(c.Tool).rule
-		key = keyOf(r.id, hashArgs(c.Args, r.ignore))
+		if !failed {
+			sc.scan.scan(c.Args)
+		}
+		key = keyOf(r.name, sc.scan.hash(r.ignore))
 		t.mu.Lock()
 	}
-	phase, pc := t.recordLocked(c, o, key, failed, digest, sig, shape, now, &evs)
+	sc.out = outcome{failed: failed, digest: digest, sig: sig, shape: shape}
+	phase, pc := t.recordLocked(c, o, key, sc, now, &evs)
 	t.mu.Unlock()
 	if pc.resID != "" {
 		t.settle(ctx, c, []held{pc.held()}, true, &evs)
@@ -808,8 +819,10 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	return phase
 }
 
-func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, digest, sig Hash, shape string, now time.Time, evs *events) (Phase, pendingCall) {
+// recordLocked books the outcome sc.out of the call c, whose key is key.
+func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now time.Time, evs *events) (Phase, pendingCall) {
 	ts := &t.turn
+	failed := sc.out.failed
 	// A call id names one call: the call of this turn with that id, else
 	// the call of an earlier turn with it, and only then an id-less call of
 	// this turn with the same key. A late Record never completes a call of
@@ -825,54 +838,33 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 				Status: statusOf(failed), Duration: now.Sub(old.at), Phase: ts.phase})
 			return ts.phase, old
 		}
-		// Never checked: book it as allowed, so the turn stays exact.
-		var buf [128]byte
-		p, names := t.inspect(c, buf[:0])
-		round := t.round.Add(1)
-		p.round = round
-		tool := t.turnTool(p.tool)
-		st := &p.tool.session
-		ks, slot := ts.keyState(key)
-		seq := t.appendLocked(c, p.args, t.descLocked(&p, names), round, now, Decision{Phase: ts.phase})
-		t.reserveLocked(c, &p, round, seq, now, tool, st, &ks)
-		ts.pending[len(ts.pending)-1].slot = ts.storeKey(key, slot, ks)
-		pc, _ = ts.takePending(c.ID, c.Tool, key, true)
+		pc = t.allowUncheckedLocked(c, key, now)
 	}
 
 	entry := pc.tool // found in ShouldSkip: not looked up again
 	r := entry.rule
 	tool := t.turnTool(entry)
 	st := &entry.session
-	ks := &ts.slab[pc.slot]
-	ks.pending--
+	p := &sc.p
+	*p = probe{tool: entry, rule: r, key: key, round: pc.round, turn: tool, ks: &ts.slab[pc.slot], turnNo: t.turnNo, changes: ts.changes, s: sc}
+	out := &sc.out
+	out.seq = pc.seq
 
 	// Progress: the key is new to the turn or its result (for a failure,
 	// its error output) changed. A success that made progress may have
 	// changed the world unless its tool is read-only.
-	res := digest
-	if failed {
-		res = sig
-	}
-	progress := !ks.seen || ks.last != res.short() || ks.failed != failed
+	out.progress = t.repeats.progress(p, out)
+	progress := out.progress
 	if progress {
-		ks.count = 1 + ks.pending
-		ks.hinted = 0
+		ts.esc.forget(key)
+		if !failed && !r.readOnly {
+			ts.changes++
+			out.changed = true
+		}
 	}
-	ks.seen, ks.last, ks.failed = true, res.short(), failed
-	if progress && !failed && !r.readOnly {
-		ts.changes++
-		ks.changes = ts.changes // its own change is no news to it
-	}
-
-	// Repeated failures of this tool in the turn (across turns: see Reset).
-	if !r.exempt {
-		tool.recordFailure(failed, sig, shape, key, ts.changes)
-	}
-
-	newFact := ts.window.settle(pc.seq, c.Tool, failed, digest)
-	_ = newFact
-	if tool.queries != nil {
-		tool.queries.settle(pc.seq, failed, digest)
+	out.changes = ts.changes
+	for _, d := range t.rules() {
+		d.recorded(p, out)
 	}
 
 	// Statistics.
@@ -884,31 +876,8 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		ts.newResults++
 	}
 
-	// Budget.
-	counted := true
-	if t.cfg.unit == UnitRounds {
-		rs := ts.rounds.open[pc.round]
-		counted = rs != nil && !rs.used
-		if rs != nil {
-			rs.used = true
-			if rs.pending--; rs.pending == 0 {
-				ts.rounds.finish(pc.round)
-			}
-		}
-	}
 	from := ts.phase
-	if counted {
-		ts.used++
-		if max := t.cfg.maxCalls; max > 0 {
-			switch {
-			case ts.used >= max:
-				ts.phase = max2(ts.phase, PhaseWindDown)
-			case t.cfg.nudgeAt > 0 && ts.used >= t.cfg.nudgeAt:
-				ts.phase = max2(ts.phase, PhaseNudge)
-			}
-		}
-	}
-
+	t.spendLocked(pc.round)
 	t.finishEntry(pc.seq, pc.at, o, failed, progress, now)
 	if !evs.on {
 		return ts.phase, pc
@@ -919,6 +888,55 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, failed bool, dige
 		evs.add(Event{Kind: EventPhase, Seq: pc.seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, From: from, Phase: ts.phase})
 	}
 	return ts.phase, pc
+}
+
+// allowUncheckedLocked books a call recorded without being checked as
+// allowed, so that the turn stays exact, and returns its pending call.
+func (t *Tracker) allowUncheckedLocked(c Call, key callKey, now time.Time) pendingCall {
+	ts := &t.turn
+	var buf [128]byte
+	p, names := t.inspect(c, buf[:0])
+	defer p.done()
+	p.round = t.round.Add(1)
+	ks := &p.s.ks
+	var slot int32
+	*ks, slot = ts.keyState(key)
+	t.probeLocked(p, ks)
+	seq := t.appendLocked(c, p.args, t.descLocked(p, names), p.round, now, Decision{Phase: ts.phase})
+	t.reserveLocked(c, p, seq, now)
+	ts.pending[len(ts.pending)-1].slot = ts.storeKey(key, slot, *ks)
+	pc, _ := ts.takePending(c.ID, c.Tool, key, true)
+	return pc
+}
+
+// spendLocked books the budget unit a recorded call of round used, and
+// moves the turn's phase: PhaseNudge at NudgeRatio of the budget,
+// PhaseWindDown at its end.
+func (t *Tracker) spendLocked(round uint64) {
+	ts := &t.turn
+	if t.cfg.unit == UnitRounds {
+		rs := ts.rounds.open[round]
+		if rs == nil {
+			return
+		}
+		counted := !rs.used
+		rs.used = true
+		if rs.pending--; rs.pending == 0 {
+			ts.rounds.finish(round)
+		}
+		if !counted {
+			return // the round's unit is used already
+		}
+	}
+	ts.used++
+	if max := t.cfg.maxCalls; max > 0 {
+		switch {
+		case ts.used >= max:
+			ts.phase = max2(ts.phase, PhaseWindDown)
+		case t.cfg.nudgeAt > 0 && ts.used >= t.cfg.nudgeAt:
+			ts.phase = max2(ts.phase, PhaseNudge)
+		}
+	}
 }
 
 func max2(a, b Phase) Phase {
@@ -994,13 +1012,8 @@ func (t *Tracker) Reset() {
 	if t.turn.stop.reason != ReasonNone || t.turn.phase >= PhaseWindDown {
 		t.stoppedTurns++
 	}
-	// The calls whose last run in the turn failed, for the rule across
-	// turns; a success forgets the call.
-	for i := range t.turn.slab {
-		// (Those of exempt tools too: the rule does not read them.)
-		if ks := &t.turn.slab[i]; ks.seen {
-			t.across.record(ks.key, ks.failed, ks.last, t.turnNo)
-		}
+	for _, r := range t.rules() {
+		r.endTurn(t.turnNo)
 	}
 	t.clearToolTurnsLocked()
 	t.turnNo++

@@ -1,87 +1,43 @@
 package toolguard
 
 import (
-	"crypto/sha256"
+	"bytes"
 	"time"
 )
 
-// callKey identifies identical calls: the hash of their canonical
-// arguments combined with the hash of their tool's name (see keyOf).
-type callKey Hash
-
-// keyOf returns the key of the calls of a tool whose name hashes to tool
-// (toolRule.id) with arguments that hash to args. Two calls of different
-// tools share a key only if their hashes differ exactly as the tools'
-// names do: as unlikely as a collision of the hashes themselves.
-func keyOf(tool, args Hash) callKey {
-	for i := range args {
-		args[i] ^= tool[i]
-	}
-	return callKey(args)
+// callKey identifies identical calls: the same tool with arguments of the
+// same canonical hash.
+type callKey struct {
+	tool string
+	args Hash
 }
 
-// nameHash returns the hash of a tool's name that keyOf combines.
-func nameHash(name string) Hash {
-	sum := sha256.Sum256([]byte(name))
-	return Hash(sum[:16])
-}
+// keyOf returns the key of the calls of tool with arguments that hash to
+// args.
+func keyOf(tool string, args Hash) callKey { return callKey{tool, args} }
 
 // keyState is the repeat counter of one callKey in the turn.
 type keyState struct {
 	key     callKey
 	last    uint64 // digest of the last result or error output (noise masked; see Hash.short)
-	hinted  uint64 // the round of a Hint for this key (0: none); a later firing aborts
 	count   int32  // identical calls since the key last made progress, pending included
 	pending int32  // allowed, not yet recorded (at most maxPending)
 	changes uint32 // turnState.changes when the key last ran
-	hintBy  uint8  // the Reason of the rule that gave the hint
 	seen    bool   // a result was recorded
 	failed  bool   // the last result was a failure
 	used    bool   // stored again since the eviction hand last passed it
-}
-
-// refresh starts the key's count over when another call may have changed
-// the world since the key last ran (turnState.changes moved on): a build
-// after an edit, a check after a setting changed, is not a repeat.
-func (ks *keyState) refresh(changes uint32) {
-	if ks.changes != changes {
-		ks.count, ks.hinted, ks.changes = ks.pending, 0, changes
-	}
 }
 
 // toolState is what the turn knows of one tool.
 type toolState struct {
 	turn    int32       // the turn it is of (wraps past 2³¹ turns)
 	stats   toolStats   // stats.reserved: the calls allowed this turn
-	more    *toolMore   // allocated at the tool's first failure or hint in the turn
+	more    *failState  // allocated at the tool's first failure in the turn
 	queries *queryIndex // search tools only
 }
 
-// toolMore is what the turn knows of a tool that failed or was hinted at:
-// most tools never are.
-type toolMore struct {
-	fail          failState
-	limitHinted   uint64 // rounds of the hints given, 0: none
-	quotaHinted   uint64
-	similarHinted uint64
-	churnHinted   uint64
-}
-
-// hints returns the tool's toolMore, allocating it.
-func (s *toolState) hints() *toolMore {
-	if s.more == nil {
-		s.more = &toolMore{}
-	}
-	return s.more
-}
-
 // fail returns the tool's failures in the turn, or nil before its first.
-func (s *toolState) fail() *failState {
-	if s.more == nil {
-		return nil
-	}
-	return &s.more.fail
-}
+func (s *toolState) fail() *failState { return s.more }
 
 // failStage walks a tool through MaxFailures: count equivalent failures,
 // hint, let one evidence-backed attempt run, abort if it fails the same way.
@@ -95,13 +51,13 @@ const (
 )
 
 type failState struct {
+	chain   uint32  // counts the chains of the turn: the scope of a hint
 	count   int     // equivalent failures in a row
 	sig     Hash    // masked error text of the last failure
 	shape   string  // argsShape of the last failure
 	key     callKey // the call of the last failure
 	changes uint32  // turnState.changes at the last failure
 	stage   failStage
-	hinted  uint64
 }
 
 // check tells whether the rule fires for the tool's next call, and whether
@@ -110,26 +66,33 @@ type failState struct {
 // (retries reports it): a call of the tool with other arguments is another
 // approach and runs.
 func (f *failState) check(max int, retries func() bool) (fire, insisted bool) {
-	if f == nil {
+	switch {
+	case f == nil:
 		return false, false // no failure yet
-	}
-	switch f.stage {
-	case failCounting:
+	case f.stage == failCounting:
 		return f.count >= max && retries(), false
-	case failHinted:
-		f.stage = failAttempt // the one evidence-backed attempt runs
-	case failAttempt:
-	case failAbortNext:
+	case f.stage == failAbortNext:
 		return retries(), true
 	}
 	return false, false
 }
 
+// allowed books that a call of the tool will run: after the hint, it is
+// the one evidence-backed attempt.
+func (f *failState) allowed() {
+	if f != nil && f.stage == failHinted {
+		f.stage = failAttempt
+	}
+}
+
+// restart starts a new chain (or none).
+func (f *failState) restart(count int) { *f = failState{chain: f.chain + 1, count: count} }
+
 // refresh starts over when another call may have changed the world since
 // the last failure: an edit or an install makes the next attempt new.
 func (f *failState) refresh(changes uint32) {
 	if f != nil && f.count > 0 && f.changes != changes {
-		*f = failState{}
+		f.restart(0)
 	}
 }
 
@@ -141,7 +104,7 @@ func (f *failState) refresh(changes uint32) {
 // its arguments.
 func (f *failState) record(failed bool, sig Hash, shape string, key callKey, changes uint32) {
 	if !failed {
-		*f = failState{}
+		f.restart(0)
 		return
 	}
 	if f.count > 0 && f.changes == changes && (key == f.key || sig == f.sig && (f.stage == failAttempt || tweaked(shape, f.shape))) {
@@ -151,7 +114,7 @@ func (f *failState) record(failed bool, sig Hash, shape string, key callKey, cha
 			return // the retries it watches stay those before the attempt
 		}
 	} else {
-		*f = failState{count: 1}
+		f.restart(1)
 	}
 	f.sig, f.shape, f.key, f.changes = sig, shape, key, changes
 }
@@ -162,7 +125,10 @@ func (s *toolState) recordFailure(failed bool, sig Hash, shape string, key callK
 	if s.more == nil && !failed {
 		return
 	}
-	s.hints().fail.record(failed, sig, shape, key, changes)
+	if s.more == nil {
+		s.more = &failState{}
+	}
+	s.more.record(failed, sig, shape, key, changes)
 }
 
 // toolStats are the counters behind the escalation summary.
@@ -204,8 +170,8 @@ type pendingCall struct {
 	round    uint64
 	at       time.Time
 	// args is the caller's arguments slice (not a copy), so that Record can
-	// recognize the same slice and skip hashing it again. It is dropped
-	// with the pending call.
+	// recognize the same arguments and skip hashing them again. It is
+	// dropped with the pending call.
 	args []byte
 }
 
@@ -288,25 +254,22 @@ type turnState struct {
 	// world, so every call before it may now answer differently. Only
 	// equality with what keys and failures remember of it matters: it may
 	// wrap.
-	changes     uint32
-	cycleHinted uint64 // the round of the turn's cycle hint (0: none)
-	reserved    int    // budget units held by allowed calls
-	used        int    // budget units used by recorded calls
-	skipped     int
-	failed      int
-	newResults  int
-	queries     int32 // search queries remembered (at most maxTurnQueries)
-	hand        int32 // the slot the eviction looks at next (see evict)
+	changes    uint32
+	reserved   int // budget units held by allowed calls
+	used       int // budget units used by recorded calls
+	skipped    int
+	failed     int
+	newResults int
+	hand       int32 // the slot the eviction looks at next (see evict)
 	// slab holds the state of the turn's keys, grown as they come; keys
 	// finds a key's slot once the turn has more than maxKeyScan of them
 	// (nil before: the slab is scanned).
-	keys       map[callKey]int32
-	slab       []keyState
-	evictSteps uint64     // slots the eviction looked at, for tests
-	rounds     *roundBook // UnitRounds only
-	pending    []pendingCall
-	window     window
-	stop       stop // the first Abort of the turn, or the wind-down
+	keys    map[callKey]int32
+	slab    []keyState
+	rounds  *roundBook // UnitRounds only
+	pending []pendingCall
+	stop    stop // the first Abort of the turn, or the wind-down
+	esc     escalation
 }
 
 // stop is what stopped a turn: the rule and the tool of its first Abort.
@@ -323,13 +286,13 @@ func (ts *turnState) init(c *config) {
 	if c.unit == UnitRounds {
 		ts.rounds = &roundBook{open: make(map[uint64]*roundState)}
 	}
-	ts.window.init(c.window)
 }
 
 func (ts *turnState) reset() {
-	ts.phase, ts.changes, ts.cycleHinted = PhaseNormal, 0, 0
+	ts.phase, ts.changes = PhaseNormal, 0
+	ts.esc.reset()
 	ts.stop = stop{}
-	ts.reserved, ts.used, ts.skipped, ts.failed, ts.newResults, ts.queries = 0, 0, 0, 0, 0, 0
+	ts.reserved, ts.used, ts.skipped, ts.failed, ts.newResults = 0, 0, 0, 0, 0
 	clear(ts.keys) // kept, like the slab, for the next turn
 	clear(ts.slab)
 	ts.slab, ts.hand = ts.slab[:0], 0
@@ -339,7 +302,6 @@ func (ts *turnState) reset() {
 	}
 	clear(ts.pending) // Reset copied them to the stale calls
 	ts.pending = ts.pending[:0]
-	ts.window.clear()
 }
 
 // keyState returns the state of the key k and its slot in ts.slab, or a
@@ -404,7 +366,6 @@ func (ts *turnState) evict() int32 {
 	for {
 		i := ts.hand
 		ts.hand = (ts.hand + 1) % int32(len(ts.slab))
-		ts.evictSteps++
 		st := &ts.slab[i]
 		switch {
 		case st.pending > 0:
@@ -418,15 +379,13 @@ func (ts *turnState) evict() int32 {
 	}
 }
 
-// keyOf returns the key of a pending call whose arguments are the very
-// slice c.Args (same array, same length), with c's tool.
+// keyOf returns the key of a pending call of c's tool, with c's id if it
+// has one, whose arguments are c's bytes: Record then need not hash them
+// again.
 func (ts *turnState) keyOf(c Call) (callKey, bool) {
-	if len(c.Args) == 0 {
-		return callKey{}, false
-	}
 	for i := len(ts.pending) - 1; i >= 0; i-- {
 		p := &ts.pending[i]
-		if p.tool.rule.name == c.Tool && len(p.args) == len(c.Args) && &p.args[0] == &c.Args[0] && (c.ID == "" || p.id == c.ID) {
+		if p.tool.rule.name == c.Tool && (c.ID == "" || p.id == c.ID) && bytes.Equal(p.args, c.Args) {
 			return p.key, true
 		}
 	}
@@ -456,101 +415,6 @@ func appendBounded[T any](s []T, it T, size int) []T {
 	return append(s, it)
 }
 
-// window is a ring of the turn's most recent searches (with a query) and
-// fetches (with a URL), for the rolling-window rule.
-type window struct {
-	items []windowItem // appended to until size, then a ring: most turns see few
-	size  int
-	start int // the oldest item, once the ring is full
-}
-
-type windowItem struct {
-	key      callKey
-	tool     *toolRule
-	seq      uint64
-	round    uint64
-	sim      *simKey // of the query, for searches whose query has a word; shared with the query index
-	url      string  // host and path, for fetches
-	recorded bool
-	failed   bool
-	newFact  bool // the result differed from every earlier result of the tool in the window
-	digest   Hash
-}
-
-func (w *window) init(size int) { w.size = size }
-
-func (w *window) clear() {
-	clear(w.items)
-	w.items, w.start = w.items[:0], 0
-}
-
-func (w *window) push(it windowItem) {
-	if w.size == 0 {
-		return
-	}
-	if len(w.items) < w.size {
-		w.items = appendBounded(w.items, it, w.size)
-		return
-	}
-	w.items[w.start] = it
-	w.start = (w.start + 1) % len(w.items)
-}
-
-func (w *window) at(i int) *windowItem { return &w.items[(w.start+i)%len(w.items)] }
-
-// settle records the outcome of the call seq and reports whether it
-// produced a new fact: a result that differs from every earlier result of
-// the tool in the window, when there is at least one.
-func (w *window) settle(seq uint64, tool string, failed bool, digest Hash) bool {
-	var self *windowItem
-	earlier, same := 0, false
-	for i := range w.items {
-		it := w.at(i)
-		if it.seq == seq {
-			self = it
-			break
-		}
-		if it.tool.name == tool && it.recorded && !it.failed {
-			earlier++
-			if it.digest == digest {
-				same = true
-			}
-		}
-	}
-	if self == nil {
-		return false
-	}
-	self.recorded, self.failed, self.digest = true, failed, digest
-	self.newFact = !failed && earlier > 0 && !same
-	return self.newFact
-}
-
-// count returns how many calls in the window the candidate call repeats:
-// calls of the same tool, from earlier rounds, other than identical ones
-// (MaxRepeats governs those), that brought no new fact, with a similar
-// query (searches) or the same host and path (fetches).
-func (w *window) count(p *probe, round uint64, threshold float64) int {
-	if p.query == "" && p.url == "" {
-		return 0
-	}
-	n := 0
-	for i := range w.items {
-		it := w.at(i)
-		if it.tool.name != p.rule.name || it.key == p.key || it.round == round || it.newFact {
-			continue
-		}
-		switch {
-		case p.query != "":
-			if it.sim != nil && simScore(it.sim, &p.sim, threshold) >= threshold {
-				n++
-			}
-		case it.url == p.url:
-			n++
-		}
-	}
-	return n
-}
-
 // acrossTurns remembers, over the session, the calls whose last runs
 // failed the same way (the same masked error text) in consecutive turns.
 // A model that sends the same failing call once per user message is not
@@ -563,26 +427,19 @@ type acrossTurns struct {
 }
 
 type acrossCall struct {
-	sig    uint64 // Hash.short of the masked error text
-	turns  int    // consecutive turns, ending with turn, in which it failed with sig
-	turn   int
-	hinted int // the turn of the last hint
+	sig   uint64 // Hash.short of the masked error text
+	turns int    // consecutive turns, ending with turn, in which it failed with sig
+	turn  int
 }
 
 // maxAcross bounds the calls remembered; past it the map starts over.
 const maxAcross = 256
 
-// record books how the last run of a call in turn ended (sig: its masked
-// error text), when the turn ends.
-func (a *acrossTurns) record(key callKey, failed bool, sig uint64, turn int) {
+// record books that the last run of a call in turn failed with the error
+// text sig, when the turn ends.
+func (a *acrossTurns) record(key callKey, sig uint64, turn int) {
 	c := a.calls[key]
-	switch {
-	case !failed:
-		if c != nil {
-			delete(a.calls, key)
-		}
-		return
-	case c == nil:
+	if c == nil {
 		if a.calls == nil || len(a.calls) >= maxAcross {
 			a.calls = make(map[callKey]*acrossCall)
 		}
@@ -597,14 +454,20 @@ func (a *acrossTurns) record(key callKey, failed bool, sig uint64, turn int) {
 	c.sig, c.turn = sig, turn
 }
 
+// forget forgets a call that succeeded.
+func (a *acrossTurns) forget(key callKey) {
+	if a.calls != nil {
+		delete(a.calls, key)
+	}
+}
+
 // check returns the number of consecutive earlier turns in which the call
-// failed the same way when it reaches min and the call was not hinted yet
-// in this turn, and 0 otherwise.
+// failed the same way when it reaches min, and 0 otherwise. (The
+// escalation gives its hint once per turn.)
 func (a *acrossTurns) check(key callKey, turn, min int) int {
 	c := a.calls[key]
-	if c == nil || c.turn != turn-1 || c.turns < min || c.hinted == turn {
+	if c == nil || c.turn != turn-1 || c.turns < min {
 		return 0
 	}
-	c.hinted = turn
 	return c.turns
 }

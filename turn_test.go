@@ -37,10 +37,10 @@ func TestWindowGrows(t *testing.T) {
 // turn's last calls only, skipped calls included, none of an exempt tool,
 // and as many as the ledger keeps.
 func TestLedgerCycle(t *testing.T) {
-	a := &toolRule{name: "a", id: nameHash("a")}
-	b := &toolRule{name: "b", id: nameHash("b")}
-	x := &toolRule{name: "x", id: nameHash("x"), exempt: true}
-	key := func(r *toolRule) callKey { return keyOf(r.id, Hash{}) }
+	a := &toolRule{name: "a"}
+	b := &toolRule{name: "b"}
+	x := &toolRule{name: "x", exempt: true}
+	key := func(r *toolRule) callKey { return keyOf(r.name, Hash{}) }
 	add := func(l *ledger, r *toolRule, turn, keep int) {
 		var d *callDesc
 		if r != nil {
@@ -85,7 +85,7 @@ func TestLedgerCycle(t *testing.T) {
 
 	// A result new for its key breaks the cycle.
 	l = cycle(1, 0, a, b, a, b, a, b)
-	l.recent(2).status |= newResult
+	l.recent(2).newResult = true
 	_, ok = l.continues(key(a), 1, 4, 3)
 	assert.False(t, ok)
 
@@ -98,7 +98,7 @@ func TestLedgerCycle(t *testing.T) {
 
 // testKey returns the key of the calls of tool with arguments hashing to
 // args.
-func testKey(tool string, args Hash) callKey { return keyOf(nameHash(tool), args) }
+func testKey(tool string, args Hash) callKey { return keyOf(tool, args) }
 
 // TestLedgerRounds checks that the ledger gives back each entry's round
 // (it keeps the round's difference from the entry's Seq): calls of one

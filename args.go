@@ -1,0 +1,340 @@
+package toolguard
+
+import (
+	"bytes"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// What the rules read of a call's arguments, from the members argScan.scan
+// listed: nothing here scans the payload again.
+
+// topKeys returns the key positions of the top-level object's members, in
+// key order (scan lists the top-level object always); nil for any other
+// payload.
+func (c *argScan) topKeys() []int32 {
+	if !c.ok || c.topStart < 0 {
+		return nil
+	}
+	o, ok := c.listed(int(c.topStart))
+	if !ok {
+		return nil // {}
+	}
+	return c.keys[o.off : o.off+o.n]
+}
+
+// rawKey returns the raw content (escapes not decoded) of the key at in[k].
+func (c *argScan) rawKey(k int32) []byte {
+	e, _, _ := canonScanString(c.in, int(k))
+	return c.in[k+1 : e-1]
+}
+
+// rawString returns the raw content of the value of the key at in[k] if
+// it is a string.
+func (c *argScan) rawString(k int32) ([]byte, bool) {
+	in := c.in
+	e, _, _ := canonScanString(in, int(k))
+	i := canonSkipWS(in, canonSkipWS(in, e)+1)
+	if in[i] != '"' {
+		return nil, false
+	}
+	e, _, _ = canonScanString(in, i)
+	return in[i+1 : e-1], true
+}
+
+// stringArg returns the decoded value, cut to at most max bytes, of the
+// first key of keys, in their order, whose value in the top-level object is
+// a string, and that key. As with encoding/json, the last of duplicate keys
+// counts. ok is false if the payload is not a valid JSON object or has none
+// of the keys with a string value.
+func (c *argScan) stringArg(keys []string, max int) (key, s string, ok bool) {
+	ks := c.topKeys()
+	for _, k := range keys {
+		last := int32(-1)
+		for _, pos := range ks {
+			if pos > last && canonKeyIs(c.in, int(pos), k) {
+				last = pos
+			}
+		}
+		if last < 0 {
+			continue
+		}
+		if raw, ok := c.rawString(last); ok {
+			return k, canonRawString(raw, max), true
+		}
+	}
+	return "", "", false
+}
+
+// url returns the lower-cased host (port kept, user information dropped)
+// and the path ("/" if empty) of the first top-level string value, in
+// document order, that is an absolute http or https URL with a host; query
+// and fragment are ignored. ok is false if there is none or the payload is
+// not a valid JSON object.
+func (c *argScan) url() (host, path string, ok bool) {
+	first := int32(-1)
+	for _, pos := range c.topKeys() {
+		raw, ok := c.rawString(pos)
+		if !ok || first >= 0 && pos > first {
+			continue
+		}
+		var pre [8]byte
+		p := pre[:canonRawPrefix(pre[:], raw)]
+		for k, ch := range p {
+			p[k] = maskLower(ch)
+		}
+		if !bytes.HasPrefix(p, []byte("http://")) && !bytes.HasPrefix(p, []byte("https://")) {
+			continue
+		}
+		u, err := url.Parse(canonRawString(raw, len(raw)))
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			continue
+		}
+		first, host, path = pos, strings.ToLower(u.Host), u.Path
+	}
+	if first < 0 {
+		return "", "", false
+	}
+	if path == "" {
+		path = "/"
+	}
+	return host, path, true
+}
+
+// Limits of appendNames.
+const (
+	canonNameMax  = 32 // bytes kept of each key
+	canonNamesMax = 8  // keys listed
+)
+
+// appendNames appends to dst the sorted, de-duplicated top-level key names
+// of the JSON object, comma-separated (for example "command,timeout"), for a
+// redacted description of a call: names only, never values. Each name is
+// the decoded key cut to 32 bytes, with bytes that are not printable ASCII,
+// and commas, replaced by '?'; names are de-duplicated and sorted after
+// that. At most 8 names are listed, followed by ",…" if there are more. If
+// the payload is not a valid JSON object or has no keys, dst is returned
+// unchanged. It allocates only to grow dst.
+func (c *argScan) appendNames(dst []byte) []byte {
+	var set canonNameSet
+	for _, k := range c.topKeys() {
+		set.add(c.rawKey(k))
+	}
+	return set.appendTo(dst)
+}
+
+// shape returns the arguments with their particulars masked, for the
+// failure rule's tweaked retries: the names and the values of the JSON
+// arguments, written out ("name: value ", object members in key order,
+// numbers as Go formats a float64, null as <nil>), masked by maskError and
+// cut to queryMaxBytes. "grep -n 'x' ./a.py" and "grep -n 'y' ./b.py" have
+// one shape. Arguments that are not JSON (or that encoding/json would
+// refuse: a number out of float64's range), or larger than maxInspect, are
+// masked as they are. The shape stays in memory for the failure rule: it
+// is never logged.
+func (c *argScan) shape() string {
+	lo, hi := canonTrim(c.in)
+	if len(c.in) <= maxInspect && c.ok && lo < hi {
+		var b []byte
+		if _, ok := c.shapeOf(&b, lo); ok {
+			return cutShape(maskError(string(b)))
+		}
+	}
+	return cutShape(maskError(string(c.in[:min(len(c.in), maxInspect)])))
+}
+
+// shapeOf appends the shape of the value at in[i] to b and returns the
+// index after the value; ok is false for a number out of float64's range.
+func (c *argScan) shapeOf(b *[]byte, i int) (end int, ok bool) {
+	in := c.in
+	switch in[i] {
+	case '{':
+		return c.shapeObject(b, i)
+	case '[':
+		for i = canonSkipWS(in, i+1); in[i] != ']'; {
+			if i, ok = c.shapeOf(b, i); !ok {
+				return 0, false
+			}
+			*b = append(*b, ' ')
+			if i = canonSkipWS(in, i); in[i] == ',' {
+				i = canonSkipWS(in, i+1)
+			}
+		}
+		return i + 1, true
+	case '"':
+		e, _, _ := canonScanString(in, i)
+		*b = appendDecoded(*b, in[i+1:e-1])
+		return e, true
+	case 't', 'f':
+		e := canonScanLiteral(in, i)
+		*b = append(*b, in[i:e]...)
+		return e, true
+	case 'n':
+		*b = append(*b, "<nil>"...)
+		return i + 4, true
+	}
+	e, _ := canonScanNumber(in, i)
+	f, err := strconv.ParseFloat(string(in[i:e]), 64)
+	if err != nil {
+		return 0, false
+	}
+	*b = strconv.AppendFloat(*b, f, 'g', -1, 64)
+	return e, true
+}
+
+// shapeObject is shapeOf of an object: its members in key order, the last
+// of duplicate keys only, as encoding/json decodes them into a map.
+func (c *argScan) shapeObject(b *[]byte, i int) (end int, ok bool) {
+	in := c.in
+	member := func(k int) (int, bool) {
+		e, _, _ := canonScanString(in, k)
+		*b = appendDecoded(*b, in[k+1:e-1])
+		*b = append(*b, ':', ' ')
+		e, ok := c.shapeOf(b, canonSkipWS(in, canonSkipWS(in, e)+1))
+		*b = append(*b, ' ')
+		return e, ok
+	}
+	o, listed := c.listed(i)
+	if !listed {
+		for i = canonSkipWS(in, i+1); in[i] != '}'; {
+			if i, ok = member(i); !ok {
+				return 0, false
+			}
+			if i = canonSkipWS(in, i); in[i] == ',' {
+				i = canonSkipWS(in, i+1)
+			}
+		}
+		return i + 1, true
+	}
+	ks := c.keys[o.off : o.off+o.n]
+	end = i + 1
+	for a := 0; a < len(ks); {
+		last := ks[a]
+		b := a + 1
+		for ; b < len(ks) && canonCmpKeys(in, int(ks[a]), int(ks[b])) == 0; b++ {
+			last = max(last, ks[b])
+		}
+		e, ok := member(int(last))
+		if !ok {
+			return 0, false
+		}
+		end, a = max(end, e), b
+	}
+	return canonSkipWS(in, end) + 1, true
+}
+
+// appendDecoded appends the decoded raw JSON string content raw as
+// encoding/json decodes it: invalid UTF-8 and lone surrogates become U+FFFD.
+func appendDecoded(dst, raw []byte) []byte {
+	var tmp [utf8.UTFMax]byte
+	for j := 0; j < len(raw); {
+		var p []byte
+		p, j = canonRawPiece(raw, j, &tmp)
+		for len(p) > 0 {
+			r, size := utf8.DecodeRune(p)
+			if r == utf8.RuneError && size == 1 {
+				dst = utf8.AppendRune(dst, r)
+			} else {
+				dst = append(dst, p[:size]...)
+			}
+			p = p[size:]
+		}
+	}
+	return dst
+}
+
+// canonRawPiece decodes the next piece of the validated raw JSON string
+// content raw at j: a run of unescaped bytes, or the UTF-8 bytes of one
+// escape (lone surrogates become U+FFFD) written to tmp. It returns the piece
+// and the index after it.
+func canonRawPiece(raw []byte, j int, tmp *[utf8.UTFMax]byte) ([]byte, int) {
+	if raw[j] != '\\' {
+		k := bytes.IndexByte(raw[j:], '\\')
+		if k < 0 {
+			k = len(raw) - j
+		}
+		return raw[j : j+k], j + k
+	}
+	r, j := canonDecodeEscape(raw, j)
+	return utf8.AppendRune(tmp[:0], r), j
+}
+
+// canonRawString returns the decoded raw JSON string content raw, cut to
+// at most max bytes.
+func canonRawString(raw []byte, max int) string {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[:min(len(raw), max)])
+	}
+	var b strings.Builder
+	b.Grow(min(len(raw), max)) // escapes decode to fewer bytes
+	var tmp [utf8.UTFMax]byte
+	for j := 0; j < len(raw) && b.Len() < max; {
+		var p []byte
+		p, j = canonRawPiece(raw, j, &tmp)
+		b.Write(p[:min(len(p), max-b.Len())])
+	}
+	return b.String()
+}
+
+// canonRawPrefix decodes at most len(dst) bytes of the raw JSON string
+// content raw into dst and returns how many it wrote.
+func canonRawPrefix(dst []byte, raw []byte) int {
+	var tmp [utf8.UTFMax]byte
+	n := 0
+	for j := 0; j < len(raw) && n < len(dst); {
+		var p []byte
+		p, j = canonRawPiece(raw, j, &tmp)
+		n += copy(dst[n:], p)
+	}
+	return n
+}
+
+// canonNameSet collects key names for appendKeyNames: the sorted,
+// de-duplicated smallest canonNamesMax+1 of them.
+type canonNameSet struct {
+	names [canonNamesMax + 1][canonNameMax]byte
+	lens  [canonNamesMax + 1]int
+	count int
+}
+
+// add adds the name of the raw (possibly escaped) key content.
+func (s *canonNameSet) add(key []byte) {
+	var name [canonNameMax]byte
+	n := canonRawPrefix(name[:], key)
+	for i, c := range name[:n] {
+		if c < 0x20 || c >= 0x7f || c == ',' {
+			name[i] = '?'
+		}
+	}
+	// Insert into the sorted set of the smallest names.
+	pos := 0
+	for pos < s.count && bytes.Compare(s.names[pos][:s.lens[pos]], name[:n]) < 0 {
+		pos++
+	}
+	if pos < s.count && bytes.Equal(s.names[pos][:s.lens[pos]], name[:n]) || pos == len(s.names) {
+		return
+	}
+	if s.count < len(s.names) {
+		s.count++
+	}
+	copy(s.names[pos+1:s.count], s.names[pos:s.count-1])
+	copy(s.lens[pos+1:s.count], s.lens[pos:s.count-1])
+	s.names[pos], s.lens[pos] = name, n
+}
+
+// appendTo appends the names, comma-separated, with ",…" if there are more
+// than canonNamesMax.
+func (s *canonNameSet) appendTo(dst []byte) []byte {
+	for i := range min(s.count, canonNamesMax) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, s.names[i][:s.lens[i]]...)
+	}
+	if s.count > canonNamesMax {
+		dst = append(dst, ",…"...)
+	}
+	return dst
+}

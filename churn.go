@@ -1,0 +1,130 @@
+package toolguard
+
+// churn is the rule of the rolling window (Policy.Window, WindowLimit): a
+// search similar to, or a fetch of the same host and path as, too many of
+// the turn's recent calls of the tool that brought nothing new. Its state
+// is the window of the turn's most recent searches and fetches.
+type churn struct {
+	cfg    *config
+	window window
+}
+
+func (c *churn) check(p *probe) (firing, bool) {
+	if p.rule.exempt {
+		return firing{}, false
+	}
+	n := c.window.count(p, p.round, c.cfg.threshold)
+	if n < c.cfg.windowLimit {
+		return firing{}, false
+	}
+	return firing{reason: ReasonChurn, scope: hintScope{rule: ruleChurn, tool: p.tool}, count: n,
+		limit: c.cfg.windowLimit, msg: churnMessage(p.rule.name, p.query != "", n, c.cfg.window)}, true
+}
+
+// allowed adds a search or a fetch to the window; a search's key is the one
+// the similar rule keeps (p.held), shared.
+func (c *churn) allowed(p *probe) {
+	if c.cfg.window > 0 && !p.rule.exempt && (p.query != "" || p.url != "") {
+		c.window.push(windowItem{key: p.key, tool: p.rule, seq: p.seq, round: p.round, sim: heldKey(p.held, &p.sim), url: p.url})
+	}
+}
+
+func (c *churn) recorded(p *probe, r *outcome) {
+	c.window.settle(r.seq, p.rule.name, r.failed, r.digest)
+}
+
+func (c *churn) endTurn(int) { c.window.clear() }
+
+// window is a ring of the turn's most recent searches (with a query) and
+// fetches (with a URL), for the rolling-window rule.
+type window struct {
+	items []windowItem // appended to until size, then a ring: most turns see few
+	size  int
+	start int // the oldest item, once the ring is full
+}
+
+type windowItem struct {
+	key      callKey
+	tool     *toolRule
+	seq      uint64
+	round    uint64
+	sim      *simKey // of the query, for searches whose query has a word; shared with the query index
+	url      string  // host and path, for fetches
+	recorded bool
+	failed   bool
+	newFact  bool // the result differed from every earlier result of the tool in the window
+	digest   Hash
+}
+
+func (w *window) init(size int) { w.size = size }
+
+func (w *window) clear() {
+	clear(w.items)
+	w.items, w.start = w.items[:0], 0
+}
+
+func (w *window) push(it windowItem) {
+	if w.size == 0 {
+		return
+	}
+	if len(w.items) < w.size {
+		w.items = appendBounded(w.items, it, w.size)
+		return
+	}
+	w.items[w.start] = it
+	w.start = (w.start + 1) % len(w.items)
+}
+
+func (w *window) at(i int) *windowItem { return &w.items[(w.start+i)%len(w.items)] }
+
+// settle records the outcome of the call seq and whether it produced a new
+// fact: a result that differs from every earlier result of the tool in the
+// window, when there is at least one.
+func (w *window) settle(seq uint64, tool string, failed bool, digest Hash) {
+	var self *windowItem
+	earlier, same := 0, false
+	for i := range w.items {
+		it := w.at(i)
+		if it.seq == seq {
+			self = it
+			break
+		}
+		if it.tool.name == tool && it.recorded && !it.failed {
+			earlier++
+			if it.digest == digest {
+				same = true
+			}
+		}
+	}
+	if self == nil {
+		return
+	}
+	self.recorded, self.failed, self.digest = true, failed, digest
+	self.newFact = !failed && earlier > 0 && !same
+}
+
+// count returns how many calls in the window the candidate call repeats:
+// calls of the same tool, from earlier rounds, other than identical ones
+// (MaxRepeats governs those), that brought no new fact, with a similar
+// query (searches) or the same host and path (fetches).
+func (w *window) count(p *probe, round uint64, threshold float64) int {
+	if p.query == "" && p.url == "" {
+		return 0
+	}
+	n := 0
+	for i := range w.items {
+		it := w.at(i)
+		if it.tool.name != p.rule.name || it.key == p.key || it.round == round || it.newFact {
+			continue
+		}
+		switch {
+		case p.query != "":
+			if it.sim != nil && simScore(it.sim, &p.sim, threshold) >= threshold {
+				n++
+			}
+		case it.url == p.url:
+			n++
+		}
+	}
+	return n
+}

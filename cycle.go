@@ -1,0 +1,27 @@
+package toolguard
+
+// cycles is the rule of cycles (Policy.CyclePeriod, CycleRepeats): the turn's
+// last calls repeat a sequence of two or more distinct calls, none of which
+// brought anything new, and the call continues it. It reads the turn's
+// calls in the ledger and keeps no state of its own.
+type cycles struct {
+	cfg    *config
+	ledger *ledger
+}
+
+func (c *cycles) check(p *probe) (firing, bool) {
+	if p.rule.exempt {
+		return firing{}, false
+	}
+	period, ok := c.ledger.continues(p.key, p.turnNo, c.cfg.cyclePeriod, c.cfg.cycleRepeats)
+	if !ok {
+		return firing{}, false
+	}
+	n := c.cfg.cycleRepeats
+	return firing{reason: ReasonCycle, scope: hintScope{rule: ruleCycle}, count: n, limit: n,
+		msg: cycleMessage(p.rule.name, period, n)}, true
+}
+
+func (c *cycles) allowed(*probe)            {}
+func (c *cycles) recorded(*probe, *outcome) {}
+func (c *cycles) endTurn(int)               {}

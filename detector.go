@@ -1,0 +1,29 @@
+package toolguard
+
+// detector is one loop rule: a plain type with its own state, run by the
+// Tracker under its lock, in the order of Tracker.rules. A new rule is a
+// new file, its field in the Tracker (started in initRules) and its place
+// in that list.
+type detector interface {
+	// check reports whether the rule would refuse the call; it never
+	// changes state. The escalation decides the verdict.
+	check(p *probe) (firing, bool)
+	// allowed books that the call will run (every rule passed it).
+	allowed(p *probe)
+	// recorded books the outcome of an allowed call.
+	recorded(p *probe, r *outcome)
+	// endTurn keeps what survives the end of turn, and nothing else.
+	endTurn(turn int)
+}
+
+// outcome is what the Tracker derives from a Record, for the detectors.
+type outcome struct {
+	seq      uint64 // the call's ledger entry
+	failed   bool
+	digest   Hash   // of the result (noise masked), for a success
+	sig      Hash   // of the error text (masked), for a failure
+	shape    string // of a failure's arguments (argScan.shape)
+	progress bool   // the key made progress (repeats.progress)
+	changed  bool   // the call may have changed the world: it moved turnState.changes
+	changes  uint32 // turnState.changes after the call
+}

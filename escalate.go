@@ -1,0 +1,124 @@
+package toolguard
+
+// Escalation: the one place that decides whether a rule that fired gives a
+// Hint or an Abort, and that remembers the hints given. Rules report a
+// firing with its scope and never see the Action.
+
+// rule names a rule as a scope of hints: a hint given by one rule in one
+// scope makes that rule's next firing in the scope an Abort.
+type rule uint8
+
+const (
+	ruleLimit   rule = iota // the per-turn limit of a tool
+	ruleQuota               // a session quota, local or shared, of a tool
+	ruleRepeat              // identical calls
+	ruleSimilar             // similar search queries of a tool
+	ruleFailure             // a tool's failure chain
+	ruleAcross              // a call failing the same way turn after turn
+	ruleCycle               // the turn's cycle
+	ruleChurn               // a tool's window of similar searches or fetches
+)
+
+// hintScope is where a hint counts: a rule and, as the rule has it, a
+// tool, a call and a failure chain. Fields a rule does not scope by are
+// zero: the cycle's scope is the turn. A scope with a call (identical
+// calls) is that call's hint, which progress of the call or a change of
+// the world since forgets.
+type hintScope struct {
+	rule  rule
+	tool  *toolEntry
+	key   callKey
+	chain uint32 // the failure chain of the tool (failState.chain)
+}
+
+// firing is what a rule reports when it would refuse a call.
+type firing struct {
+	reason       Reason
+	scope        hintScope
+	count, limit int    // for LoopError
+	msg          string // the hint's text
+	abort        bool   // abort whatever was hinted (the attempt after a failure hint failed the same way)
+	once         bool   // one hint per scope and turn, never an Abort: then the call runs
+}
+
+// callHint is the hint a call got, whichever rule gave it.
+type callHint struct {
+	round   uint64
+	changes uint32 // turnState.changes when it was given
+	reason  Reason
+}
+
+// escalation remembers the hints of the turn: the round of the hint in each
+// scope, and the hint each call got. Both maps are made at the turn's first
+// hint; most turns give none.
+type escalation struct {
+	scopes map[hintScope]uint64
+	calls  map[callKey]callHint
+}
+
+// insisted reports whether the call was hinted in an earlier round, by any
+// rule but the failure chain's, and nothing changed since (changes is
+// turnState.changes; a key that made progress is forgotten): one escalation
+// per call, whichever rule gave the hint. After a failure hint one attempt
+// runs (see failState).
+func (e *escalation) insisted(p *probe, changes uint32) (firing, bool) {
+	h, ok := e.calls[p.key]
+	if !ok || h.round == p.round || h.changes != changes || h.reason == ReasonRepeatedFailure {
+		return firing{}, false
+	}
+	return firing{reason: h.reason, scope: hintScope{rule: ruleRepeat, key: p.key}, msg: insistMessage(p.rule.name), abort: true}, true
+}
+
+// decide returns the verdict for a firing: a Hint the first time in its
+// scope (with ActionHint), an Abort when the model insists — the scope or
+// this very call was hinted in an earlier round — or with ActionAbort. Calls
+// of the round that got a hint were sent before the model could read it, so
+// they get the hint too. A Hint is remembered for its scope and the call. A
+// firing once in its scope and turn is never escalated and does not mark
+// the call; it is remembered whatever its verdict, and fires no more in the
+// turn (ok false: the call goes on to the next rule).
+func (e *escalation) decide(p *probe, f firing, action Action, changes uint32) (v Verdict, ok bool) {
+	r, scoped := e.scopes[f.scope]
+	if f.once {
+		if scoped {
+			return Allow, false
+		}
+		e.remember(p, f, changes, false)
+		if action != ActionHint {
+			return Abort, true
+		}
+		return Hint, true
+	}
+	if f.scope.key != (callKey{}) {
+		scoped = false // a call's scope is its hint, read below
+	}
+	h, called := e.calls[p.key]
+	insists := scoped && r != p.round || called && h.changes == changes && h.round != p.round
+	if f.abort || action != ActionHint || insists {
+		return Abort, true
+	}
+	e.remember(p, f, changes, true)
+	return Hint, true
+}
+
+func (e *escalation) remember(p *probe, f firing, changes uint32, call bool) {
+	if e.scopes == nil {
+		e.scopes = make(map[hintScope]uint64)
+		e.calls = make(map[callKey]callHint)
+	}
+	if !call || f.scope.key == (callKey{}) {
+		e.scopes[f.scope] = p.round
+	}
+	if call {
+		e.calls[p.key] = callHint{round: p.round, changes: changes, reason: f.reason}
+	}
+}
+
+// forget drops the hint of a call that made progress.
+func (e *escalation) forget(key callKey) { delete(e.calls, key) }
+
+// reset forgets the turn's hints.
+func (e *escalation) reset() {
+	clear(e.scopes)
+	clear(e.calls)
+}

@@ -1,0 +1,24 @@
+package toolguard
+
+// limits is the per-turn limit of a tool (ToolPolicy.MaxPerTurn) and its
+// session quota (Quota): a call past either is refused. It reads the
+// counts of calls allowed that the Tracker keeps per tool; it keeps no
+// state of its own.
+type limits struct{ cfg *config }
+
+func (l *limits) check(p *probe) (firing, bool) {
+	r := p.rule
+	if n := int(p.turn.stats.reserved); r.limit > 0 && n >= r.limit {
+		return firing{reason: ReasonToolLimit, scope: hintScope{rule: ruleLimit, tool: p.tool},
+			count: n, limit: r.limit, msg: turnLimitMessage(r.name, r.limit)}, true
+	}
+	if n := int(p.tool.session.reserved); r.quota > 0 && n >= r.quota {
+		return firing{reason: ReasonToolLimit, scope: hintScope{rule: ruleQuota, tool: p.tool}, count: n, limit: r.quota,
+			msg: quotaMessage(r.name, r.quotaFrom, r.quota, n, p.used, l.cfg.maxCalls, l.cfg.unit)}, true
+	}
+	return firing{}, false
+}
+
+func (l *limits) allowed(*probe)            {}
+func (l *limits) recorded(*probe, *outcome) {}
+func (l *limits) endTurn(int)               {}

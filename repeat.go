@@ -1,0 +1,64 @@
+package toolguard
+
+// repeats is the rule of identical calls (ToolPolicy.MaxRepeats): the same
+// tool with the same canonical arguments, called again although nothing
+// changed. It is the one place that decides whether a call made progress
+// of its own (progress): a key new to the turn, or a result (for a
+// failure, its error output) other than the key's last. Its state is the
+// key's keyState, which the Tracker finds for the probe (p.ks).
+type repeats struct{}
+
+// count returns the key's identical calls since it last made progress:
+// when the world may have changed since it last ran (changes moved on),
+// only its pending calls count. A build after an edit is not a repeat.
+func (ks *keyState) countAt(changes uint32) int32 {
+	if ks.changes != changes {
+		return ks.pending
+	}
+	return ks.count
+}
+
+func (repeats) check(p *probe) (firing, bool) {
+	n, max := int(p.ks.countAt(p.changes)), p.rule.maxRepeats
+	if max <= 0 || n < max {
+		return firing{}, false
+	}
+	return firing{reason: ReasonDuplicate, scope: hintScope{rule: ruleRepeat, key: p.key}, count: n, limit: max,
+		msg: duplicateMessage(p.rule.name, n)}, true
+}
+
+func (repeats) allowed(p *probe) {
+	ks := p.ks
+	ks.count, ks.changes = ks.countAt(p.changes), p.changes
+	ks.count++
+	ks.pending++
+}
+
+// progress reports whether the outcome r of the call p is progress of its
+// own: the key is new to the turn, or its result or error output changed.
+func (repeats) progress(p *probe, r *outcome) bool {
+	res := r.digest
+	if r.failed {
+		res = r.sig
+	}
+	ks := p.ks
+	return !ks.seen || ks.last != res.short() || ks.failed != r.failed
+}
+
+func (repeats) recorded(p *probe, r *outcome) {
+	res := r.digest
+	if r.failed {
+		res = r.sig
+	}
+	ks := p.ks
+	ks.pending--
+	if r.progress {
+		ks.count = 1 + ks.pending
+	}
+	ks.seen, ks.last, ks.failed = true, res.short(), r.failed
+	if r.changed {
+		ks.changes = r.changes // its own change is no news to it
+	}
+}
+
+func (repeats) endTurn(int) {}
