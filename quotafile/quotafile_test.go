@@ -187,11 +187,11 @@ func TestParseErrors(t *testing.T) {
 	tests := []errorCase{
 		// Keys.
 		{name: "unknown top-level key", file: "q.yaml", data: "tool_quota: {Bash: 1}\nloop_detect:\n  max_retries: 3\n",
-			line: 2, key: "loop_detect", problem: "unknown key (known: tool_quota, loop_detection)"},
+			line: 2, key: "loop_detect", problem: "unknown key; did you mean loop_detection?"},
 		{name: "agent key in a plain file", file: "q.yaml", data: "name: reviewer\n",
 			line: 1, key: "name", problem: "unknown key"},
 		{name: "unknown loop_detection key", file: "q.yaml", data: "loop_detection:\n  max_retries: 3\n  same_call_windw: 5\n",
-			line: 3, key: "loop_detection.same_call_windw", problem: "unknown key (known: same_call_window, max_retries)"},
+			line: 3, key: "loop_detection.same_call_windw", problem: "unknown key; did you mean same_call_window?"},
 		{name: "unknown loop_detection key in front matter", file: "a.md", data: "---\nname: a\nloop_detection:\n  retries: 3\n---\n",
 			line: 4, key: "loop_detection.retries", problem: "unknown key"},
 		{name: "near miss in front matter", file: "a.md", data: "---\nname: a\ntool_quotas:\n  Bash: 3\n---\n",
@@ -290,7 +290,7 @@ func TestParseErrors(t *testing.T) {
 		{name: "scalar for tools", file: "q.yaml", data: "tool_quota:\n  tools: 5\n",
 			line: 2, key: "tool_quota.tools", problem: "write tool_quota: {tools: {tools: N}}"},
 		{name: "list at the top", file: "q.yaml", data: "- tool_quota\n",
-			line: 1, key: "", problem: "want a mapping with tool_quota and loop_detection, got a list"},
+			line: 1, key: "", problem: "want a mapping of policy keys (tool_quota, loop_detection, tools, …), got a list"},
 		{name: "scalar at the top", file: "q.yaml", data: "Bash: 10\n", line: 1, key: "Bash", problem: "unknown key"},
 
 		// Aliases.

@@ -55,7 +55,8 @@ output, guarding every tools/call with toolguard: a repeated or looping call
 gets a tool result that tells the model what to do instead, and is not sent
 to the server.
 
-  --policy FILE        a quota file (YAML or JSON), over the defaults or
+  --policy FILE        a policy file (YAML, docs/policy.md: every field,
+                       a preset, per-tool overrides), over the defaults or
                        over --preset
   --preset NAME        a preset policy: %s
   --max-message BYTES  the largest message read from either side
