@@ -1,8 +1,10 @@
 // Package mcpproxy is the "toolguard mcp-proxy" command: a stdio MCP
 // server that starts any MCP server command as its child, forwards every
-// message both ways, and guards tools/call with one toolguard Tracker per
-// proxy process. MCP hosts start a stdio server for each session, so that
-// is one Tracker per client conversation.
+// message both ways, and guards tools/call with a toolguard Tracker per
+// conversation. Desktop hosts start a stdio server once and keep it for
+// every chat, so the proxy decides what a conversation and a turn are (see
+// conversation.go and docs/integrations.md): an idle gap, a new initialize,
+// or a conversation id the client sends in _meta.
 //
 // The proxy speaks newline-delimited JSON-RPC (the stdio transport of
 // every MCP revision) and reads only what it needs: tools/call requests
@@ -43,12 +45,15 @@ type Env struct {
 	// is nil, layered onto the --preset policy otherwise. nil means
 	// --policy is refused.
 	PolicyFile func(base *toolguard.Policy, path string) (toolguard.Policy, error)
+	// Now is the clock of the idle reset and of the Trackers. nil means
+	// time.Now.
+	Now func() time.Time
 	// Signals, when set, receives the signals that end the proxy as if
 	// the client had closed its input. nil means SIGINT and SIGTERM.
 	Signals <-chan os.Signal
 }
 
-const usage = `usage: toolguard mcp-proxy [--policy FILE] [--preset NAME] [--max-message BYTES] [--grace DURATION] -- COMMAND [ARG...]
+const usage = `usage: toolguard mcp-proxy [--policy FILE] [--preset NAME] [--idle-reset DURATION] [--max-message BYTES] [--grace DURATION] -- COMMAND [ARG...]
 
 Runs COMMAND as a stdio MCP server and serves it on standard input and
 output, guarding every tools/call with toolguard: a repeated or looping call
@@ -59,6 +64,10 @@ to the server.
                        a preset, per-tool overrides), over the defaults or
                        over --preset
   --preset NAME        a preset policy: %s
+  --idle-reset DURATION
+                       a gap without tool calls that ends a conversation
+                       (a turn, for a client that names its conversations
+                       in _meta); 0 turns it off (default %s)
   --max-message BYTES  the largest message read from either side
                        (default %d); a longer one is dropped with an error
   --grace DURATION     how long the server may take to exit once the client
@@ -79,13 +88,14 @@ func Main(args []string, env Env) int {
 	policyFile := fset.String("policy", "", "")
 	maxMessage := fset.Int("max-message", DefaultMaxMessage, "")
 	grace := fset.Duration("grace", DefaultGrace, "")
+	idle := fset.Duration("idle-reset", DefaultIdleReset, "")
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(env.Stderr, "toolguard mcp-proxy: "+format+"\n", a...)
 		fmt.Fprintln(env.Stderr, `run "toolguard mcp-proxy -h" for help`)
 		return ExitBadInput
 	}
 	if err := fset.Parse(args); errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(env.Stdout, usage, strings.Join(toolguard.PresetNames(), ", "), DefaultMaxMessage, DefaultGrace)
+		fmt.Fprintf(env.Stdout, usage, strings.Join(toolguard.PresetNames(), ", "), DefaultIdleReset, DefaultMaxMessage, DefaultGrace)
 		return ExitOK
 	} else if err != nil {
 		return fail("%v", err)
@@ -100,17 +110,20 @@ func Main(args []string, env Env) int {
 	if *grace < 0 {
 		return fail("--grace %v is negative", *grace)
 	}
+	if *idle < 0 {
+		return fail("--idle-reset %v is negative", *idle)
+	}
 
-	var (
-		p    toolguard.Policy
-		base *toolguard.Policy
-	)
+	// No turn budget unless the user sets one: a proxy does not see turns,
+	// and a budget over a host's whole life refuses every call once spent.
+	p := toolguard.Policy{MaxCallsPerTurn: -1}
+	base := &p
 	if *preset != "" {
 		pp, err := toolguard.Preset(*preset)
 		if err != nil {
 			return fail("--preset: %v", err)
 		}
-		p, base = pp, &pp
+		p = pp
 	}
 	if *policyFile != "" {
 		if env.PolicyFile == nil {
@@ -137,6 +150,6 @@ func Main(args []string, env Env) int {
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stderr = env.Stderr
 	prepare(cmd)
-	px := newProxy(p, *maxMessage, env.Stdout, env.Stderr)
+	px := newProxy(p, *maxMessage, *idle, env.Now, env.Stdout, env.Stderr)
 	return px.run(context.Background(), cmd, env.Stdin, sigs, *grace)
 }

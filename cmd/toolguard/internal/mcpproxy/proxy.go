@@ -69,6 +69,7 @@ type callParams struct {
 type pendingCall struct {
 	call   toolguard.Call
 	before toolguard.Phase
+	conv   *conversation
 }
 
 // proxy is the state of one proxy process.
@@ -80,22 +81,32 @@ type proxy struct {
 	outMu sync.Mutex
 	out   io.Writer // to the client
 
+	now func() time.Time
+
 	mu       sync.Mutex
-	tracker  *toolguard.Tracker     // made at the first tools/call
+	convs    conversations          // their Trackers, made at their first tools/call
 	readOnly []string               // tools whose tools/list annotations say readOnlyHint
 	version  string                 // the protocol revision of initialize
 	inflight map[string]string      // client requests sent to the server: id → method
 	calls    map[string]pendingCall // tools/call among them
 	lists    map[string]bool        // tools/list among them
-	late     bool                   // read-only hints came after the tracker was made
+	late     bool                   // read-only hints came after the policy was resolved
 	// clientGone is set when the client closed its input: requests still
 	// waiting are not answered.
 	clientGone bool
 }
 
-func newProxy(p toolguard.Policy, max int, stdout, stderr io.Writer) *proxy {
+func newProxy(p toolguard.Policy, max int, idle time.Duration, now func() time.Time, stdout, stderr io.Writer) *proxy {
+	if now == nil {
+		now = time.Now
+	}
+	if p.Now == nil {
+		p.Now = now
+	}
 	return &proxy{
 		policy:   p,
+		now:      now,
+		convs:    conversations{idle: idle},
 		max:      max,
 		stderr:   stderr,
 		out:      stdout,
@@ -256,6 +267,9 @@ func (px *proxy) clientMessage(ctx context.Context, line []byte) []byte {
 			if json.Unmarshal(m.Params, &p) == nil && px.version == "" {
 				px.version = p.ProtocolVersion
 			}
+			// A client connecting (again): its conversations start over.
+			px.convs.reset()
+			px.late = false
 		}
 		px.mu.Unlock()
 	case m.Method == "notifications/cancelled":
@@ -283,7 +297,8 @@ func (px *proxy) toolCall(ctx context.Context, m *message, line []byte) []byte {
 	retry := len(p.InputResponses) > 0 || p.RequestState != ""
 
 	px.mu.Lock()
-	t := px.trackerLocked()
+	conv := px.convs.get(conversationKey(p.Meta), px.now(), px.policyLocked)
+	t := conv.tracker
 	stateless := mcpguard.IsStateless(px.version)
 	px.mu.Unlock()
 	var v string
@@ -304,18 +319,10 @@ func (px *proxy) toolCall(ctx context.Context, m *message, line []byte) []byte {
 	}
 	px.mu.Lock()
 	px.inflight[key] = m.Method
-	px.calls[key] = pendingCall{call: c, before: before}
+	px.calls[key] = pendingCall{call: c, before: before, conv: conv}
+	conv.inflight++
 	px.mu.Unlock()
 	return line
-}
-
-// trackerLocked returns the Tracker, made at the first call with the
-// read-only hints learned so far.
-func (px *proxy) trackerLocked() *toolguard.Tracker {
-	if px.tracker == nil {
-		px.tracker = toolguard.NewTracker(mcpguard.ReadOnly(px.policy, px.readOnly...))
-	}
-	return px.tracker
 }
 
 // skipped is the result of a refused call.
@@ -337,10 +344,12 @@ func (px *proxy) cancelled(ctx context.Context, key string) {
 	pc, ok := px.calls[key]
 	delete(px.calls, key)
 	delete(px.inflight, key) // a cancelled request gets no response
-	t := px.tracker
+	if ok {
+		px.doneLocked(pc)
+	}
 	px.mu.Unlock()
 	if ok {
-		t.RecordContext(ctx, pc.call, toolguard.Outcome{Err: errors.New("toolguard mcp-proxy: the client cancelled the call")})
+		pc.conv.tracker.RecordContext(ctx, pc.call, toolguard.Outcome{Err: errors.New("toolguard mcp-proxy: the client cancelled the call")})
 	}
 }
 
@@ -368,12 +377,14 @@ func (px *proxy) fromServer(ctx context.Context, fromServer io.Reader) {
 	inflight := px.inflight
 	calls := px.calls
 	px.inflight, px.calls = make(map[string]string), make(map[string]pendingCall)
-	t := px.tracker
+	for _, pc := range calls {
+		px.doneLocked(pc)
+	}
 	gone := px.clientGone
 	px.mu.Unlock()
 	for key, method := range inflight {
 		if pc, ok := calls[key]; ok {
-			t.RecordContext(ctx, pc.call, toolguard.Outcome{Err: errors.New("toolguard mcp-proxy: the MCP server ended before answering")})
+			pc.conv.tracker.RecordContext(ctx, pc.call, toolguard.Outcome{Err: errors.New("toolguard mcp-proxy: the MCP server ended before answering")})
 		}
 		if gone {
 			continue
@@ -400,12 +411,14 @@ func (px *proxy) serverMessage(ctx context.Context, line []byte) []byte {
 	delete(px.calls, key)
 	isList := px.lists[key]
 	delete(px.lists, key)
-	t := px.tracker
+	if isCall {
+		px.doneLocked(pc)
+	}
 	px.mu.Unlock()
 
 	switch {
 	case isCall:
-		return px.callResult(ctx, t, pc, line, &m)
+		return px.callResult(ctx, pc.conv.tracker, pc, line, &m)
 	case isList:
 		px.learn(m.Result)
 	case method == "initialize":
@@ -529,14 +542,12 @@ func (px *proxy) learn(result json.RawMessage) {
 		if tool.Annotations == nil || !tool.Annotations.ReadOnlyHint || contains(px.readOnly, tool.Name) {
 			continue
 		}
-		if px.tracker != nil {
-			if !px.late {
-				px.late = true
-				px.logf("tool %q is read-only by its annotations, listed after the first tools/call: the hints of later listings are not applied", tool.Name)
-			}
-			continue
-		}
 		px.readOnly = append(px.readOnly, tool.Name)
+		px.convs.changed = true
+		if len(px.convs.byKey) > 0 && !px.late {
+			px.late = true
+			px.logf("tool %q is read-only by its annotations, listed after a conversation began: the hint applies from the next conversation on", tool.Name)
+		}
 	}
 }
 
@@ -547,6 +558,13 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// doneLocked books the end of a call sent to the server: its
+// conversation's clock starts again.
+func (px *proxy) doneLocked(pc pendingCall) {
+	pc.conv.inflight--
+	pc.conv.last = px.now()
 }
 
 // writeResult answers the request id with result.

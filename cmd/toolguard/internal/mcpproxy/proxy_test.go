@@ -79,6 +79,12 @@ func (s *syncBuffer) String() string {
 // start runs Main with args in front of the test server.
 func start(t *testing.T, env []string, args ...string) *session {
 	t.Helper()
+	return startEnv(t, env, Env{}, args...)
+}
+
+// startEnv is start with the Now and PolicyFile of e.
+func startEnv(t *testing.T, env []string, e Env, args ...string) *session {
+	t.Helper()
 	for _, e := range env {
 		k, v, _ := strings.Cut(e, "=")
 		t.Setenv(k, v)
@@ -87,7 +93,11 @@ func start(t *testing.T, env []string, args ...string) *session {
 	outR, outW := io.Pipe()
 	s := &session{t: t, in: inW, out: bufio.NewReader(outR), stderr: &syncBuffer{}, done: make(chan int, 1)}
 	go func() {
-		code := Main(append(args, "--", serverBin), Env{Stdin: inR, Stdout: outW, Stderr: s.stderr})
+		e.Stdin, e.Stdout = inR, outW
+		if e.Stderr == nil {
+			e.Stderr = s.stderr
+		}
+		code := Main(append(args, "--", serverBin), e)
 		outW.Close()
 		inR.Close()
 		s.done <- code

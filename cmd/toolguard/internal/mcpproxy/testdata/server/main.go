@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,6 +36,10 @@ type blobArgs struct {
 }
 
 type none struct{}
+
+type sizeArgs struct {
+	Size int `json:"size"`
+}
 
 func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
@@ -66,6 +71,14 @@ func main() {
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo_size", Description: "counts bytes"},
 		func(_ context.Context, _ *mcp.CallToolRequest, in blobArgs) (*mcp.CallToolResult, any, error) {
 			return text(fmt.Sprintf("got %d bytes", len(in.Blob))), nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "deploy", Description: "always fails"},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "permission denied"}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "big", Description: "returns size bytes"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in sizeArgs) (*mcp.CallToolResult, any, error) {
+			return text(strings.Repeat("x", in.Size)), nil, nil
 		})
 	err := srv.Run(context.Background(), &mcp.StdioTransport{})
 	if os.Getenv("HANG_AFTER_EOF") == "1" {
