@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -53,7 +54,8 @@ type Env struct {
 	Signals <-chan os.Signal
 }
 
-const usage = `usage: toolguard mcp-proxy [--policy FILE] [--preset NAME] [--idle-reset DURATION] [--max-message BYTES] [--grace DURATION] -- COMMAND [ARG...]
+const usage = `usage: toolguard mcp-proxy [flags] -- COMMAND [ARG...]
+       toolguard mcp-proxy --version
 
 Runs COMMAND as a stdio MCP server and serves it on standard input and
 output, guarding every tools/call with toolguard: a repeated or looping call
@@ -68,6 +70,11 @@ to the server.
                        a gap without tool calls that ends a conversation
                        (a turn, for a client that names its conversations
                        in _meta); 0 turns it off (default %s)
+  --dry-run            shadow mode: refuse nothing, log each call that
+                       would have been refused
+  --log-format FORMAT  text (default) or json: the log on standard error
+                       (refusals, problems, the session summary at exit)
+  --version            print the version and exit
   --max-message BYTES  the largest message read from either side
                        (default %d); a longer one is dropped with an error
   --grace DURATION     how long the server may take to exit once the client
@@ -80,6 +87,38 @@ const DefaultMaxMessage = 16 << 20
 // DefaultGrace is the default of --grace.
 const DefaultGrace = 5 * time.Second
 
+// Version is the version of the toolguard command: its module's version
+// when built by "go install …@version", else the VCS revision it was built
+// from, else "(devel)".
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(devel)"
+	}
+	v := bi.Main.Version
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = "+dirty"
+			}
+		}
+	}
+	if (v == "" || v == "(devel)") && rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		return "(devel) " + rev + modified
+	}
+	if v == "" {
+		return "(devel)"
+	}
+	return v
+}
+
 // Main runs the command and returns its exit status.
 func Main(args []string, env Env) int {
 	fset := flag.NewFlagSet("toolguard mcp-proxy", flag.ContinueOnError)
@@ -89,6 +128,9 @@ func Main(args []string, env Env) int {
 	maxMessage := fset.Int("max-message", DefaultMaxMessage, "")
 	grace := fset.Duration("grace", DefaultGrace, "")
 	idle := fset.Duration("idle-reset", DefaultIdleReset, "")
+	dryRun := fset.Bool("dry-run", false, "")
+	logFormat := fset.String("log-format", "text", "")
+	version := fset.Bool("version", false, "")
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(env.Stderr, "toolguard mcp-proxy: "+format+"\n", a...)
 		fmt.Fprintln(env.Stderr, `run "toolguard mcp-proxy -h" for help`)
@@ -99,6 +141,10 @@ func Main(args []string, env Env) int {
 		return ExitOK
 	} else if err != nil {
 		return fail("%v", err)
+	}
+	if *version {
+		fmt.Fprintf(env.Stdout, "toolguard mcp-proxy %s\n", Version())
+		return ExitOK
 	}
 	command := fset.Args()
 	if len(command) == 0 {
@@ -112,6 +158,15 @@ func Main(args []string, env Env) int {
 	}
 	if *idle < 0 {
 		return fail("--idle-reset %v is negative", *idle)
+	}
+	opts := options{max: *maxMessage, idle: *idle, dryRun: *dryRun, now: env.Now}
+	switch *logFormat {
+	case "text":
+		opts.log = slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	case "json":
+		opts.log = slog.New(slog.NewJSONHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	default:
+		return fail("--log-format %q: want text or json", *logFormat)
 	}
 
 	// No turn budget unless the user sets one: a proxy does not see turns,
@@ -135,9 +190,6 @@ func Main(args []string, env Env) int {
 		}
 		p = pp
 	}
-	if p.Logger == nil {
-		p.Logger = slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	}
 
 	sigs := env.Signals
 	if sigs == nil {
@@ -150,6 +202,6 @@ func Main(args []string, env Env) int {
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stderr = env.Stderr
 	prepare(cmd)
-	px := newProxy(p, *maxMessage, *idle, env.Now, env.Stdout, env.Stderr)
+	px := newProxy(p, opts, env.Stdout, env.Stderr)
 	return px.run(context.Background(), cmd, env.Stdin, sigs, *grace)
 }

@@ -198,8 +198,8 @@ func TestInitializeStartsOver(t *testing.T) {
 //	go test -run TestManyChatsMemory -v ./internal/mcpproxy/
 func TestManyChatsMemory(t *testing.T) {
 	chats := 10000
-	if testing.Short() {
-		chats = 500
+	if testing.Short() || raceEnabled {
+		chats = 500 // the figure comes from the run without -race (.ci/run)
 	}
 	clk := newClock()
 	s := startEnv(t, nil, Env{Now: clk.Now, Stderr: io.Discard}) // the log is not the proxy's memory

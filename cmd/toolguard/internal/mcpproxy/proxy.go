@@ -8,8 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -72,11 +75,31 @@ type pendingCall struct {
 	conv   *conversation
 }
 
+// options are the proxy's settings besides its policy.
+type options struct {
+	max    int           // --max-message
+	idle   time.Duration // --idle-reset
+	dryRun bool          // --dry-run: refuse nothing, log what would be refused
+	now    func() time.Time
+	log    *slog.Logger // nil: text on stderr
+}
+
+// stats are the counts of the session summary.
+type stats struct {
+	started     time.Time
+	checked     int            // tools/call checked
+	refused     map[string]int // by verdict and reason, "hint/duplicate"
+	wouldRefuse int            // --dry-run: refusals not made
+	oversized   int            // messages over --max-message
+	cancelled   int
+}
+
 // proxy is the state of one proxy process.
 type proxy struct {
 	policy toolguard.Policy
 	max    int
-	stderr io.Writer
+	dryRun bool
+	log    *slog.Logger
 
 	outMu sync.Mutex
 	out   io.Writer // to the client
@@ -94,30 +117,40 @@ type proxy struct {
 	// clientGone is set when the client closed its input: requests still
 	// waiting are not answered.
 	clientGone bool
+	stats      stats
 }
 
-func newProxy(p toolguard.Policy, max int, idle time.Duration, now func() time.Time, stdout, stderr io.Writer) *proxy {
-	if now == nil {
-		now = time.Now
+func newProxy(p toolguard.Policy, o options, stdout, stderr io.Writer) *proxy {
+	if o.now == nil {
+		o.now = time.Now
 	}
 	if p.Now == nil {
-		p.Now = now
+		p.Now = o.now
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	if p.Logger == nil {
+		p.Logger = o.log
 	}
 	return &proxy{
 		policy:   p,
-		now:      now,
-		convs:    conversations{idle: idle},
-		max:      max,
-		stderr:   stderr,
+		now:      o.now,
+		convs:    conversations{idle: o.idle},
+		max:      o.max,
+		dryRun:   o.dryRun,
+		log:      o.log,
 		out:      stdout,
+		stats:    stats{started: o.now(), refused: make(map[string]int)},
 		inflight: make(map[string]string),
 		calls:    make(map[string]pendingCall),
 		lists:    make(map[string]bool),
 	}
 }
 
+// logf logs a problem of the proxy or of the server, at Warn.
 func (px *proxy) logf(format string, a ...any) {
-	fmt.Fprintf(px.stderr, "toolguard mcp-proxy: "+format+"\n", a...)
+	px.log.Warn("toolguard mcp-proxy: " + fmt.Sprintf(format, a...))
 }
 
 // run starts the server and forwards until the client or the server ends.
@@ -180,6 +213,7 @@ func (px *proxy) run(ctx context.Context, cmd *exec.Cmd, stdin io.Reader, sigs <
 		}
 	}
 	werr := cmd.Wait()
+	px.summary()
 	if clientGone {
 		return ExitOK
 	}
@@ -192,19 +226,24 @@ func (px *proxy) run(ctx context.Context, cmd *exec.Cmd, stdin io.Reader, sigs <
 }
 
 // readLine reads one newline-terminated message of at most max bytes.
-// A longer one is read to its end and dropped: tooLong is true.
-func readLine(r *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+// A longer one is read to its end and dropped, its top-level id and
+// method kept: big is not nil.
+func readLine(r *bufio.Reader, max int) (line []byte, big *idScanner, err error) {
 	for {
 		frag, err := r.ReadSlice('\n')
-		if !tooLong {
-			if len(line)+len(frag) > max+1 { // +1: the newline
-				tooLong, line = true, nil
-			} else {
-				line = append(line, frag...)
-			}
+		switch {
+		case big != nil:
+			big.feed(frag)
+		case len(line)+len(frag) > max+1: // +1: the newline
+			big = &idScanner{}
+			big.feed(line)
+			big.feed(frag)
+			line = nil
+		default:
+			line = append(line, frag...)
 		}
 		if !errors.Is(err, bufio.ErrBufferFull) {
-			return line, tooLong, err
+			return line, big, err
 		}
 	}
 }
@@ -215,15 +254,18 @@ func (px *proxy) fromClient(ctx context.Context, stdin io.Reader, toServer io.Wr
 	r := bufio.NewReaderSize(stdin, 64<<10)
 	w := bufio.NewWriter(toServer)
 	for {
-		line, tooLong, err := readLine(r, px.max)
-		if tooLong {
-			px.logf("dropped a client message larger than %d bytes", px.max)
-			px.writeError(nil, codeInvalidRequest, fmt.Sprintf("toolguard mcp-proxy: message larger than %d bytes (--max-message); it was not sent to the server", px.max))
+		line, big, err := readLine(r, px.max)
+		if big != nil {
+			px.clientTooLarge(big)
 		}
 		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
 			if forward := px.clientMessage(ctx, trimmed); forward != nil {
-				if _, werr := w.Write(append(forward, '\n')); werr == nil {
+				_, werr := w.Write(append(forward, '\n'))
+				if werr == nil {
 					werr = w.Flush()
+				}
+				if werr != nil {
+					px.sendFailed(ctx, forward, werr)
 				}
 			}
 		}
@@ -236,6 +278,89 @@ func (px *proxy) fromClient(ctx context.Context, stdin io.Reader, toServer io.Wr
 	}
 }
 
+// clientTooLarge answers a client message over --max-message: a request
+// gets an error with its id, so the client does not wait for it.
+func (px *proxy) clientTooLarge(big *idScanner) {
+	id, method := big.result()
+	px.mu.Lock()
+	px.stats.oversized++
+	px.mu.Unlock()
+	px.log.Warn(fmt.Sprintf("toolguard mcp-proxy: dropped a client message larger than %d bytes (--max-message)", px.max),
+		"method", method, "gen_ai.tool.call.id", callIDOf(id))
+	if !hasID(id) && method != "" {
+		return // a notification: nothing to answer
+	}
+	px.writeError(id, codeInvalidRequest, fmt.Sprintf("toolguard mcp-proxy: message larger than %d bytes (--max-message); it was not sent to the server", px.max))
+}
+
+// serverTooLarge replaces a server response over --max-message: a
+// tools/call gets an error result the model reads (booked as a failed
+// call), any other request an error.
+func (px *proxy) serverTooLarge(ctx context.Context, big *idScanner) {
+	id, method := big.result()
+	px.log.Warn(fmt.Sprintf("toolguard mcp-proxy: dropped a server message larger than %d bytes (--max-message)", px.max),
+		"method", method, "gen_ai.tool.call.id", callIDOf(id))
+	if !hasID(id) || method != "" {
+		return // a notification or a request of the server's: nothing waits for it here
+	}
+	key := idKey(id)
+	px.mu.Lock()
+	px.stats.oversized++
+	reqMethod, waiting := px.inflight[key]
+	delete(px.inflight, key)
+	delete(px.lists, key)
+	pc, isCall := px.calls[key]
+	delete(px.calls, key)
+	if isCall {
+		px.doneLocked(pc)
+	}
+	px.mu.Unlock()
+	msg := fmt.Sprintf("toolguard mcp-proxy: the MCP server's response was larger than %d bytes (--max-message) and was dropped", px.max)
+	switch {
+	case isCall:
+		pc.conv.tracker.RecordContext(ctx, pc.call, toolguard.Outcome{Err: errors.New(msg)})
+		px.writeResult(id, map[string]any{
+			"content": []any{map[string]any{"type": "text", "text": msg + ". Ask for less (a narrower query, a smaller page)."}},
+			"isError": true,
+		})
+	case waiting:
+		px.writeError(id, codeInternalError, msg+" (the answer to "+reqMethod+")")
+	}
+}
+
+// sendFailed answers a message the server could not be sent, when it is a
+// request the client waits for.
+func (px *proxy) sendFailed(ctx context.Context, msg []byte, werr error) {
+	px.logf("writing to the MCP server: %v", werr)
+	var m message
+	if msg[0] != '{' || json.Unmarshal(msg, &m) != nil || !m.isRequest() {
+		return
+	}
+	key := idKey(m.ID)
+	px.mu.Lock()
+	delete(px.inflight, key)
+	delete(px.lists, key)
+	pc, isCall := px.calls[key]
+	delete(px.calls, key)
+	if isCall {
+		px.doneLocked(pc)
+	}
+	px.mu.Unlock()
+	text := fmt.Sprintf("toolguard mcp-proxy: the MCP server is not reading its input: %v", werr)
+	if isCall {
+		pc.conv.tracker.RecordContext(ctx, pc.call, toolguard.Outcome{Err: errors.New(text)})
+	}
+	px.writeError(m.ID, codeInternalError, text)
+}
+
+// callIDOf is callID of a raw JSON-RPC id ("" for none).
+func callIDOf(id json.RawMessage) string {
+	if !hasID(id) {
+		return ""
+	}
+	return callID(idKey(id))
+}
+
 // clientMessage handles one message from the client and returns what to
 // send to the server: the message, or nil when the proxy answered it.
 func (px *proxy) clientMessage(ctx context.Context, line []byte) []byte {
@@ -243,8 +368,50 @@ func (px *proxy) clientMessage(ctx context.Context, line []byte) []byte {
 		px.writeError(nil, codeParseError, "toolguard mcp-proxy: parse error: the message is not valid JSON")
 		return nil
 	}
+	if line[0] == '[' {
+		return px.clientBatch(ctx, line)
+	}
+	return px.clientObject(ctx, line)
+}
+
+// clientBatch guards the tools/call requests of a JSON-RPC batch one by
+// one: those refused are answered here (each in a message of its own,
+// which a receiver of batches accepts), the rest go to the server as a
+// batch. An empty batch, or one that is not a list of objects, goes to
+// the server as it is, which answers it.
+func (px *proxy) clientBatch(ctx context.Context, line []byte) []byte {
+	var items []json.RawMessage
+	if json.Unmarshal(line, &items) != nil || len(items) == 0 {
+		return line
+	}
+	for _, it := range items {
+		if len(it) == 0 || it[0] != '{' {
+			return line
+		}
+	}
+	kept := items[:0]
+	for _, it := range items {
+		if fwd := px.clientObject(ctx, it); fwd != nil {
+			kept = append(kept, fwd)
+		}
+	}
+	switch len(kept) {
+	case 0:
+		return nil
+	case len(items):
+		return line // nothing refused: byte for byte
+	}
+	out, err := json.Marshal(kept)
+	if err != nil {
+		return line
+	}
+	return out
+}
+
+// clientObject handles one JSON-RPC message object of the client.
+func (px *proxy) clientObject(ctx context.Context, line []byte) []byte {
 	if line[0] != '{' {
-		return line // a batch or other JSON: the server answers it
+		return line
 	}
 	var m message
 	if json.Unmarshal(line, &m) != nil {
@@ -290,8 +457,8 @@ func (px *proxy) toolCall(ctx context.Context, m *message, line []byte) []byte {
 	if json.Unmarshal(m.Params, &p) != nil || p.Name == "" {
 		return line // the server answers the malformed call
 	}
-	c := toolguard.Call{Tool: p.Name, Args: p.Arguments}
 	key := idKey(m.ID)
+	c := toolguard.Call{ID: callID(key), Tool: p.Name, Args: p.Arguments}
 	// A retry that carries the answers to an input-required result
 	// continues a call that was already allowed: it is not checked again.
 	retry := len(p.InputResponses) > 0 || p.RequestState != ""
@@ -311,6 +478,23 @@ func (px *proxy) toolCall(ctx context.Context, m *message, line []byte) []byte {
 		before = t.Guidance().Phase
 	} else {
 		d := t.ShouldSkipContext(ctx, c)
+		px.mu.Lock()
+		px.stats.checked++
+		if d.Skip() {
+			px.stats.refused[d.Verdict.String()+"/"+d.Reason.String()]++
+		}
+		px.mu.Unlock()
+		if d.Skip() && px.dryRun {
+			// Shadow mode: the Tracker saw a refusal; the server runs the
+			// call, and its result is not booked.
+			px.log.Warn("toolguard mcp-proxy: dry run: this call would be refused; it was sent to the server",
+				"gen_ai.tool.name", c.Tool, "gen_ai.tool.call.id", c.ID, "verdict", d.Verdict.String(), "reason", d.Reason.String())
+			px.mu.Lock()
+			px.stats.wouldRefuse++
+			px.inflight[key] = m.Method
+			px.mu.Unlock()
+			return line
+		}
 		if d.Skip() {
 			px.writeResult(m.ID, skipped(d, stateless))
 			return nil
@@ -348,9 +532,15 @@ func (px *proxy) cancelled(ctx context.Context, key string) {
 		px.doneLocked(pc)
 	}
 	px.mu.Unlock()
-	if ok {
-		pc.conv.tracker.RecordContext(ctx, pc.call, toolguard.Outcome{Err: errors.New("toolguard mcp-proxy: the client cancelled the call")})
+	if !ok {
+		return
 	}
+	px.mu.Lock()
+	px.stats.cancelled++
+	px.mu.Unlock()
+	// Booked as a failure: the Tracker has no way yet to drop an allowed
+	// call as if it had not run (a cancelled call has no result).
+	pc.conv.tracker.RecordContext(ctx, pc.call, toolguard.Outcome{Err: errors.New("toolguard mcp-proxy: the client cancelled the call before it returned")})
 }
 
 // fromServer forwards the server's messages to the client, recording the
@@ -359,9 +549,9 @@ func (px *proxy) cancelled(ctx context.Context, key string) {
 func (px *proxy) fromServer(ctx context.Context, fromServer io.Reader) {
 	r := bufio.NewReaderSize(fromServer, 64<<10)
 	for {
-		line, tooLong, err := readLine(r, px.max)
-		if tooLong {
-			px.logf("dropped a server message larger than %d bytes (--max-message)", px.max)
+		line, big, err := readLine(r, px.max)
+		if big != nil {
+			px.serverTooLarge(ctx, big)
 		}
 		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
 			px.writeLine(px.serverMessage(ctx, trimmed))
@@ -396,7 +586,37 @@ func (px *proxy) fromServer(ctx context.Context, fromServer io.Reader) {
 // serverMessage handles one message from the server and returns what to
 // send to the client.
 func (px *proxy) serverMessage(ctx context.Context, line []byte) []byte {
-	if line[0] != '{' {
+	if line[0] == '[' {
+		return px.serverBatch(ctx, line)
+	}
+	return px.serverObject(ctx, line)
+}
+
+// serverBatch handles each response of a batch, as serverMessage does.
+func (px *proxy) serverBatch(ctx context.Context, line []byte) []byte {
+	var items []json.RawMessage
+	if json.Unmarshal(line, &items) != nil {
+		return line
+	}
+	changed := false
+	for i, it := range items {
+		if out := px.serverObject(ctx, it); !bytes.Equal(out, it) {
+			items[i], changed = out, true
+		}
+	}
+	if !changed {
+		return line
+	}
+	out, err := json.Marshal(items)
+	if err != nil {
+		return line
+	}
+	return out
+}
+
+// serverObject handles one JSON-RPC message object of the server.
+func (px *proxy) serverObject(ctx context.Context, line []byte) []byte {
+	if len(line) == 0 || line[0] != '{' {
 		return line
 	}
 	var m message
@@ -558,6 +778,47 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// callID is the call id of a tools/call in the Tracker and the log: its
+// JSON-RPC id, a string without its quotes.
+func callID(key string) string {
+	var s string
+	if json.Unmarshal([]byte(key), &s) == nil {
+		return s
+	}
+	return key
+}
+
+// summary logs what the proxy did, when it ends.
+func (px *proxy) summary() {
+	px.mu.Lock()
+	st := px.stats
+	refused := maps.Clone(st.refused)
+	opened, turns := px.convs.opened, px.convs.turns
+	px.mu.Unlock()
+	total := 0
+	for _, n := range refused {
+		total += n
+	}
+	attrs := []any{
+		"duration", px.now().Sub(st.started).Round(time.Millisecond).String(),
+		"conversations", opened, "turns", turns,
+		"calls", st.checked, "refused", total,
+	}
+	if px.dryRun {
+		attrs = append(attrs, "dry_run", true, "would_refuse", st.wouldRefuse)
+	}
+	for _, k := range slices.Sorted(maps.Keys(refused)) {
+		attrs = append(attrs, "refused."+k, refused[k])
+	}
+	if st.cancelled > 0 {
+		attrs = append(attrs, "cancelled", st.cancelled)
+	}
+	if st.oversized > 0 {
+		attrs = append(attrs, "oversized", st.oversized)
+	}
+	px.log.Info("toolguard mcp-proxy: session summary", attrs...)
 }
 
 // doneLocked books the end of a call sent to the server: its
