@@ -303,17 +303,9 @@ func (px *proxy) serverTooLarge(ctx context.Context, big *idScanner) {
 	if !hasID(id) || method != "" {
 		return // a notification or a request of the server's: nothing waits for it here
 	}
-	key := idKey(id)
 	px.mu.Lock()
 	px.stats.oversized++
-	reqMethod, waiting := px.inflight[key]
-	delete(px.inflight, key)
-	delete(px.lists, key)
-	pc, isCall := px.calls[key]
-	delete(px.calls, key)
-	if isCall {
-		px.doneLocked(pc)
-	}
+	reqMethod, waiting, pc, isCall := px.takeLocked(idKey(id))
 	px.mu.Unlock()
 	msg := fmt.Sprintf("toolguard mcp-proxy: the MCP server's response was larger than %d bytes (--max-message) and was dropped", px.max)
 	switch {
@@ -328,6 +320,20 @@ func (px *proxy) serverTooLarge(ctx context.Context, big *idScanner) {
 	}
 }
 
+// takeLocked removes the request key from those waiting for the server:
+// its method, whether it was waiting, and its call when it is a tools/call.
+func (px *proxy) takeLocked(key string) (method string, waiting bool, pc pendingCall, isCall bool) {
+	method, waiting = px.inflight[key]
+	delete(px.inflight, key)
+	delete(px.lists, key)
+	pc, isCall = px.calls[key]
+	delete(px.calls, key)
+	if isCall {
+		px.doneLocked(pc)
+	}
+	return method, waiting, pc, isCall
+}
+
 // sendFailed answers a message the server could not be sent, when it is a
 // request the client waits for.
 func (px *proxy) sendFailed(ctx context.Context, msg []byte, werr error) {
@@ -336,15 +342,8 @@ func (px *proxy) sendFailed(ctx context.Context, msg []byte, werr error) {
 	if msg[0] != '{' || json.Unmarshal(msg, &m) != nil || !m.isRequest() {
 		return
 	}
-	key := idKey(m.ID)
 	px.mu.Lock()
-	delete(px.inflight, key)
-	delete(px.lists, key)
-	pc, isCall := px.calls[key]
-	delete(px.calls, key)
-	if isCall {
-		px.doneLocked(pc)
-	}
+	_, _, pc, isCall := px.takeLocked(idKey(m.ID))
 	px.mu.Unlock()
 	text := fmt.Sprintf("toolguard mcp-proxy: the MCP server is not reading its input: %v", werr)
 	if isCall {
