@@ -32,8 +32,8 @@ import (
 // ended to open another, so memory stays bounded however many chats pass.
 
 // MetaConversation is the _meta key of a tools/call that names its
-// conversation: a string or a number.
-const MetaConversation = "toolguard/conversation"
+// conversation: a string or a number. The MCP adapters read the same key.
+const MetaConversation = mcpguard.MetaConversation
 
 // DefaultIdleReset is the default of --idle-reset.
 const DefaultIdleReset = 60 * time.Second
