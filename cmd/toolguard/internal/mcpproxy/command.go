@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -55,6 +56,7 @@ type Env struct {
 }
 
 const usage = `usage: toolguard mcp-proxy [flags] -- COMMAND [ARG...]
+       toolguard mcp-proxy [flags] --url URL
        toolguard mcp-proxy --version
 
 Runs COMMAND as a stdio MCP server and serves it on standard input and
@@ -70,6 +72,9 @@ to the server.
                        a gap without tool calls that ends a conversation
                        (a turn, for a client that names its conversations
                        in _meta); 0 turns it off (default %s)
+  --url URL            a remote MCP server on streamable HTTP instead of a
+                       COMMAND (no OAuth yet: a server that needs a login
+                       answers each request with an error)
   --dry-run            shadow mode: refuse nothing, log each call that
                        would have been refused
   --log-format FORMAT  text (default) or json: the log on standard error
@@ -131,6 +136,7 @@ func Main(args []string, env Env) int {
 	dryRun := fset.Bool("dry-run", false, "")
 	logFormat := fset.String("log-format", "text", "")
 	version := fset.Bool("version", false, "")
+	remote := fset.String("url", "", "")
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(env.Stderr, "toolguard mcp-proxy: "+format+"\n", a...)
 		fmt.Fprintln(env.Stderr, `run "toolguard mcp-proxy -h" for help`)
@@ -147,7 +153,14 @@ func Main(args []string, env Env) int {
 		return ExitOK
 	}
 	command := fset.Args()
-	if len(command) == 0 {
+	switch {
+	case *remote != "" && len(command) > 0:
+		return fail("give a server command or --url, not both")
+	case *remote != "":
+		if u, err := url.Parse(*remote); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return fail("--url %q: want an http:// or https:// URL", *remote)
+		}
+	case len(command) == 0:
 		return fail("no server command: give it after --, as in toolguard mcp-proxy -- npx -y some-mcp-server")
 	}
 	if *maxMessage < 1024 {
@@ -199,9 +212,12 @@ func Main(args []string, env Env) int {
 		sigs = ch
 	}
 
+	px := newProxy(p, opts, env.Stdout, env.Stderr)
+	if *remote != "" {
+		return px.run(context.Background(), newHTTPServer(*remote, px.logf), env.Stdin, sigs, *grace)
+	}
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stderr = env.Stderr
 	prepare(cmd)
-	px := newProxy(p, opts, env.Stdout, env.Stderr)
-	return px.run(context.Background(), cmd, env.Stdin, sigs, *grace)
+	return px.run(context.Background(), &stdioServer{cmd: cmd, log: px.logf}, env.Stdin, sigs, *grace)
 }

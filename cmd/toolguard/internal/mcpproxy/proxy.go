@@ -153,19 +153,24 @@ func (px *proxy) logf(format string, a ...any) {
 	px.log.Warn("toolguard mcp-proxy: " + fmt.Sprintf(format, a...))
 }
 
+// upstream is the MCP server the proxy forwards to: a command on stdio,
+// or a streamable HTTP endpoint (--url).
+type upstream interface {
+	// start connects: what is written to toServer goes to the server, one
+	// message a line; fromServer yields its messages, one a line, and ends
+	// when the server does.
+	start() (toServer io.WriteCloser, fromServer io.Reader, err error)
+	// stop ends the server once toServer is closed: it has grace to finish
+	// (done is closed when fromServer has ended) before it is ended.
+	stop(grace time.Duration, done <-chan struct{})
+	// wait returns why the server ended (nil: it closed its output).
+	wait() error
+}
+
 // run starts the server and forwards until the client or the server ends.
-func (px *proxy) run(ctx context.Context, cmd *exec.Cmd, stdin io.Reader, sigs <-chan os.Signal, grace time.Duration) int {
-	toServer, err := cmd.StdinPipe()
+func (px *proxy) run(ctx context.Context, up upstream, stdin io.Reader, sigs <-chan os.Signal, grace time.Duration) int {
+	toServer, fromServer, err := up.start()
 	if err != nil {
-		px.logf("%v", err)
-		return ExitServer
-	}
-	fromServer, err := cmd.StdoutPipe()
-	if err != nil {
-		px.logf("%v", err)
-		return ExitServer
-	}
-	if err := cmd.Start(); err != nil {
 		px.logf("cannot start the MCP server: %v", err)
 		return ExitServer
 	}
@@ -194,25 +199,9 @@ func (px *proxy) run(ctx context.Context, cmd *exec.Cmd, stdin io.Reader, sigs <
 		px.clientGone = true
 		px.mu.Unlock()
 	}
-	// Closing its input asks a stdio server to exit; it gets grace to do
-	// so (and to write what it still has to say) before it is terminated,
-	// then killed.
 	_ = toServer.Close()
-	timer := time.NewTimer(grace)
-	defer timer.Stop()
-	select {
-	case <-serverDone:
-	case <-timer.C:
-		px.logf("the MCP server did not exit within %v: terminating it", grace)
-		terminate(cmd)
-		select {
-		case <-serverDone:
-		case <-time.After(2 * time.Second):
-			px.logf("the MCP server did not end on SIGTERM: killing it")
-			kill(cmd)
-		}
-	}
-	werr := cmd.Wait()
+	up.stop(grace, serverDone)
+	werr := up.wait()
 	px.summary()
 	if clientGone {
 		return ExitOK
@@ -224,6 +213,49 @@ func (px *proxy) run(ctx context.Context, cmd *exec.Cmd, stdin io.Reader, sigs <
 	}
 	return ExitServer
 }
+
+// stdioServer is a server command on stdio.
+type stdioServer struct {
+	cmd *exec.Cmd
+	log func(format string, a ...any)
+}
+
+func (u *stdioServer) start() (io.WriteCloser, io.Reader, error) {
+	toServer, err := u.cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	fromServer, err := u.cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := u.cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	return toServer, fromServer, nil
+}
+
+// stop: closing its input asks a stdio server to exit; it gets grace to do
+// so (and to write what it still has to say) before it is terminated, then
+// killed.
+func (u *stdioServer) stop(grace time.Duration, done <-chan struct{}) {
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		u.log("the MCP server did not exit within %v: terminating it", grace)
+		terminate(u.cmd)
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second):
+			u.log("the MCP server did not end on SIGTERM: killing it")
+			kill(u.cmd)
+		}
+	}
+}
+
+func (u *stdioServer) wait() error { return u.cmd.Wait() }
 
 // readLine reads one newline-terminated message of at most max bytes.
 // A longer one is read to its end and dropped, its top-level id and

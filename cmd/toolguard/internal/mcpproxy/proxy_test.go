@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -97,7 +98,10 @@ func startEnv(t *testing.T, env []string, e Env, args ...string) *session {
 		if e.Stderr == nil {
 			e.Stderr = s.stderr
 		}
-		code := Main(append(args, "--", serverBin), e)
+		if !slices.Contains(args, "--url") {
+			args = append(args, "--", serverBin)
+		}
+		code := Main(args, e)
 		outW.Close()
 		inR.Close()
 		s.done <- code

@@ -16,6 +16,8 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"net"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -80,6 +82,18 @@ func main() {
 		func(_ context.Context, _ *mcp.CallToolRequest, in sizeArgs) (*mcp.CallToolResult, any, error) {
 			return text(strings.Repeat("x", in.Size)), nil, nil
 		})
+	if addr := os.Getenv("HTTP_ADDR"); addr != "" {
+		// Streamable HTTP on a loopback address; the first line of output
+		// is the URL.
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("http://%s/mcp\n", ln.Addr())
+		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+			Stateless: os.Getenv("HTTP_STATELESS") == "1", JSONResponse: os.Getenv("HTTP_JSON") == "1"})
+		log.Fatal(http.Serve(ln, h))
+	}
 	err := srv.Run(context.Background(), &mcp.StdioTransport{})
 	if os.Getenv("HANG_AFTER_EOF") == "1" {
 		time.Sleep(time.Hour) // a server that does not exit when its input ends
