@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -50,6 +51,12 @@ type Env struct {
 	// Now is the clock of the idle reset and of the Trackers. nil means
 	// time.Now.
 	Now func() time.Time
+	// OpenURL opens an authorization page for --url servers that ask for
+	// one. nil means the user's browser.
+	OpenURL func(string) error
+	// OAuthDir is where the tokens of --url servers are kept. "" means
+	// os.UserConfigDir()/toolguard/oauth.
+	OAuthDir string
 	// Signals, when set, receives the signals that end the proxy as if
 	// the client had closed its input. nil means SIGINT and SIGTERM.
 	Signals <-chan os.Signal
@@ -73,8 +80,9 @@ to the server.
                        (a turn, for a client that names its conversations
                        in _meta); 0 turns it off (default %s)
   --url URL            a remote MCP server on streamable HTTP instead of a
-                       COMMAND (no OAuth yet: a server that needs a login
-                       answers each request with an error)
+                       COMMAND; one that asks for authorization gets MCP's
+                       OAuth flow in the browser, the tokens kept in the
+                       user's config directory (toolguard/oauth, 0600)
   --dry-run            shadow mode: refuse nothing, log each call that
                        would have been refused
   --log-format FORMAT  text (default) or json: the log on standard error
@@ -214,7 +222,21 @@ func Main(args []string, env Env) int {
 
 	px := newProxy(p, opts, env.Stdout, env.Stderr)
 	if *remote != "" {
-		return px.run(context.Background(), newHTTPServer(*remote, px.logf), env.Stdin, sigs, *grace)
+		auth := &oauth{server: *remote, client: &http.Client{Timeout: 30 * time.Second}, dir: env.OAuthDir,
+			open: env.OpenURL, log: px.logf, wait: 5 * time.Minute}
+		if auth.open == nil {
+			auth.open = openBrowser
+		}
+		if auth.dir == "" {
+			dir, err := defaultOAuthDir()
+			if err != nil {
+				px.logf("no directory for OAuth tokens (%v): a server that asks for authorization cannot be used", err)
+				auth = nil
+			} else {
+				auth.dir = dir
+			}
+		}
+		return px.run(context.Background(), newHTTPServer(*remote, auth, px.logf), env.Stdin, sigs, *grace)
 	}
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stderr = env.Stderr

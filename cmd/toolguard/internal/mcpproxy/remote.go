@@ -21,13 +21,14 @@ import (
 // Mcp-Session-Id the server gives at initialize is sent with every later
 // message, with the negotiated MCP-Protocol-Version.
 //
-// Not yet: the GET stream for messages the server sends unasked, and
-// MCP's OAuth authorization flow (a server that answers 401 is reported to
-// the client as an error).
+// A server that answers 401 gets MCP's authorization flow (oauth.go) and
+// the request is sent again with the token. Not yet: the GET stream for
+// messages the server sends unasked.
 type httpServer struct {
 	url    string
 	client *http.Client
 	log    func(format string, a ...any)
+	auth   *oauth // nil: no authorization
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -44,9 +45,9 @@ type httpServer struct {
 	version string // the negotiated protocol revision
 }
 
-func newHTTPServer(url string, log func(format string, a ...any)) *httpServer {
+func newHTTPServer(url string, auth *oauth, log func(format string, a ...any)) *httpServer {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &httpServer{url: url, client: &http.Client{}, log: log, ctx: ctx, cancel: cancel}
+	return &httpServer{url: url, client: &http.Client{}, auth: auth, log: log, ctx: ctx, cancel: cancel}
 }
 
 func (u *httpServer) start() (io.WriteCloser, io.Reader, error) {
@@ -92,10 +93,28 @@ func (u *httpServer) Close() error { return nil }
 
 // post sends one message and writes what the server answers.
 func (u *httpServer) post(line []byte, m *message) {
-	req, err := http.NewRequestWithContext(u.ctx, http.MethodPost, u.url, bytes.NewReader(line))
+	resp, err := u.do(line)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized && u.auth != nil {
+		sent := resp.Request.Header.Get("Authorization")
+		resp.Body.Close()
+		if err = u.auth.unauthorized(u.ctx, resp, strings.TrimPrefix(sent, "Bearer ")); err == nil {
+			resp, err = u.do(line)
+		} else {
+			err = fmt.Errorf("authorization: %w", err)
+		}
+	}
 	if err != nil {
 		u.fail(m, err.Error())
 		return
+	}
+	u.handle(resp, m)
+}
+
+// do POSTs one message.
+func (u *httpServer) do(line []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(u.ctx, http.MethodPost, u.url, bytes.NewReader(line))
+	if err != nil {
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -107,12 +126,16 @@ func (u *httpServer) post(line []byte, m *message) {
 		req.Header.Set("MCP-Protocol-Version", u.version)
 	}
 	u.mu.Unlock()
-	resp, err := u.client.Do(req)
-	if err != nil {
-		u.fail(m, err.Error())
-		return
+	if u.auth != nil {
+		if tok := u.auth.token(); tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
 	}
-	defer resp.Body.Close()
+	return u.client.Do(req)
+}
+
+// handle writes the server's answer to a message.
+func (u *httpServer) handle(resp *http.Response, m *message) {
 	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
 		u.mu.Lock()
 		u.session = id

@@ -2,8 +2,18 @@ package mcpproxy
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -68,4 +78,102 @@ func TestRemoteServerDown(t *testing.T) {
 	var out, errOut strings.Builder
 	assert.Equal(t, ExitBadInput, Main([]string{"--url", "ftp://x"}, Env{Stdout: &out, Stderr: &errOut}))
 	assert.Equal(t, ExitBadInput, Main([]string{"--url", "http://x", "--", "y"}, Env{Stdout: &out, Stderr: &errOut}))
+}
+
+// authServer is an OAuth authorization server on loopback for the test:
+// dynamic registration, the authorization code with PKCE (S256) and the
+// resource indicator, approved at once, and the token endpoint.
+func authServer(t *testing.T, resource *string, token string) *httptest.Server {
+	var mu sync.Mutex
+	challenges := map[string]string{} // code → challenge
+	mux := http.NewServeMux()
+	var ts *httptest.Server
+	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"issuer": ts.URL, "authorization_endpoint": ts.URL + "/authorize", "token_endpoint": ts.URL + "/token",
+			"registration_endpoint": ts.URL + "/register", "code_challenge_methods_supported": []string{"S256"},
+		})
+	})
+	mux.HandleFunc("/register", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			RedirectURIs []string `json:"redirect_uris"`
+		}
+		if json.NewDecoder(r.Body).Decode(&req) != nil || len(req.RedirectURIs) != 1 || !strings.HasPrefix(req.RedirectURIs[0], "http://127.0.0.1:") {
+			http.Error(w, "bad registration", http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"client_id":"client-1"}`))
+	})
+	mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if q.Get("client_id") != "client-1" || q.Get("code_challenge_method") != "S256" || q.Get("resource") != *resource {
+			http.Error(w, "bad authorization request: "+r.URL.RawQuery, http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		challenges["code-1"] = q.Get("code_challenge")
+		mu.Unlock()
+		http.Redirect(w, r, q.Get("redirect_uri")+"?code=code-1&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
+	})
+	mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		mu.Lock()
+		challenge := challenges[r.PostForm.Get("code")]
+		mu.Unlock()
+		sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
+		if r.PostForm.Get("grant_type") != "authorization_code" || challenge == "" ||
+			base64.RawURLEncoding.EncodeToString(sum[:]) != challenge || r.PostForm.Get("resource") != *resource {
+			http.Error(w, "bad token request", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"access_token":"` + token + `","token_type":"Bearer","expires_in":3600,"refresh_token":"refresh-1"}`))
+	})
+	ts = httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// A remote server that asks for authorization: the proxy runs MCP's OAuth
+// flow once (the "browser" follows the redirects), keeps the token in its
+// directory with mode 0600, and a later proxy uses it without asking.
+func TestRemoteServerOAuth(t *testing.T) {
+	var resource string
+	as := authServer(t, &resource, "token-1")
+	resource = httpTestServer(t, "HTTP_TOKENS=token-1", "HTTP_AS="+as.URL)
+	dir := t.TempDir()
+	opened := 0
+	env := Env{OAuthDir: dir, OpenURL: func(u string) error {
+		opened++
+		resp, err := http.Get(u) // the user approves: redirects to the proxy's loopback
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("authorize: %s", resp.Status)
+		}
+		return nil
+	}}
+	for run := range 2 {
+		s := startEnv(t, nil, env, "--url", resource)
+		s.initialize()
+		var got []string
+		for range 3 {
+			got = append(got, verdict(s.call("read_file", map[string]any{"path": "/etc/hosts"})))
+		}
+		assert.Equal(t, []string{"allow", "allow", "hint"}, got, "run %d: %s", run, s.stderr.String())
+		require.Equal(t, ExitOK, s.stop())
+	}
+	assert.Equal(t, 1, opened, "authorized once, the token kept")
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	fi, err := os.Stat(files[0])
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	data, _ := os.ReadFile(files[0])
+	assert.Contains(t, string(data), `"access_token":"token-1"`)
 }

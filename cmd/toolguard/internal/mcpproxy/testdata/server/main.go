@@ -19,6 +19,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -92,7 +93,7 @@ func main() {
 		fmt.Printf("http://%s/mcp\n", ln.Addr())
 		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 			Stateless: os.Getenv("HTTP_STATELESS") == "1", JSONResponse: os.Getenv("HTTP_JSON") == "1"})
-		log.Fatal(http.Serve(ln, h))
+		log.Fatal(http.Serve(ln, protect(h, ln.Addr().String())))
 	}
 	err := srv.Run(context.Background(), &mcp.StdioTransport{})
 	if os.Getenv("HANG_AFTER_EOF") == "1" {
@@ -101,4 +102,29 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+}
+
+// protect asks for a bearer token among HTTP_TOKENS (comma-separated) when
+// that is set, naming HTTP_AS as the authorization server in its protected
+// resource metadata, as MCP's authorization asks of a server.
+func protect(h http.Handler, addr string) http.Handler {
+	tokens := os.Getenv("HTTP_TOKENS")
+	if tokens == "" {
+		return h
+	}
+	prm := "http://" + addr + "/.well-known/oauth-protected-resource"
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/.well-known/oauth-protected-resource" {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"resource":"http://%s/mcp","authorization_servers":[%q]}`, addr, os.Getenv("HTTP_AS"))
+			return
+		}
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || !slices.Contains(strings.Split(tokens, ","), tok) {
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+prm+`"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
