@@ -37,6 +37,9 @@ Commands:
   mcp-proxy
           run an MCP server behind a guard of its tool calls (run
           "toolguard mcp-proxy -h" for its flags)
+  interceptor
+          guard the tool calls of Docker's MCP Gateway (run
+          "toolguard interceptor -h")
 `
 
 // run dispatches the subcommand and returns the exit status.
@@ -54,6 +57,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, terminal bool
 		})
 	case "mcp-proxy":
 		return mcpproxy.Main(args[1:], mcpproxy.Env{
+			Stdin: stdin, Stdout: stdout, Stderr: stderr,
+			PolicyFile: applyPolicyFile,
+		})
+	case "interceptor":
+		return mcpproxy.InterceptorMain(args[1:], mcpproxy.Env{
 			Stdin: stdin, Stdout: stdout, Stderr: stderr,
 			PolicyFile: applyPolicyFile,
 		})

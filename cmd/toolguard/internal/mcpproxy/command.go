@@ -57,6 +57,8 @@ type Env struct {
 	// OAuthDir is where the tokens of --url servers are kept. "" means
 	// os.UserConfigDir()/toolguard/oauth.
 	OAuthDir string
+	// Ready, when set, is told the URL "interceptor serve" listens on.
+	Ready func(url string)
 	// Signals, when set, receives the signals that end the proxy as if
 	// the client had closed its input. nil means SIGINT and SIGTERM.
 	Signals <-chan os.Signal
@@ -136,13 +138,9 @@ func Version() string {
 func Main(args []string, env Env) int {
 	fset := flag.NewFlagSet("toolguard mcp-proxy", flag.ContinueOnError)
 	fset.SetOutput(io.Discard)
-	preset := fset.String("preset", "", "")
-	policyFile := fset.String("policy", "", "")
+	gf := addGuardFlags(fset)
 	maxMessage := fset.Int("max-message", DefaultMaxMessage, "")
 	grace := fset.Duration("grace", DefaultGrace, "")
-	idle := fset.Duration("idle-reset", DefaultIdleReset, "")
-	dryRun := fset.Bool("dry-run", false, "")
-	logFormat := fset.String("log-format", "text", "")
 	version := fset.Bool("version", false, "")
 	remote := fset.String("url", "", "")
 	fail := func(format string, a ...any) int {
@@ -177,48 +175,14 @@ func Main(args []string, env Env) int {
 	if *grace < 0 {
 		return fail("--grace %v is negative", *grace)
 	}
-	if *idle < 0 {
-		return fail("--idle-reset %v is negative", *idle)
+	p, opts, err := gf.setup(env)
+	if err != nil {
+		return fail("%v", err)
 	}
-	opts := options{max: *maxMessage, idle: *idle, dryRun: *dryRun, now: env.Now}
-	switch *logFormat {
-	case "text":
-		opts.log = slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	case "json":
-		opts.log = slog.New(slog.NewJSONHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	default:
-		return fail("--log-format %q: want text or json", *logFormat)
-	}
+	opts.max = *maxMessage
 
-	// No turn budget unless the user sets one: a proxy does not see turns,
-	// and a budget over a host's whole life refuses every call once spent.
-	p := toolguard.Policy{MaxCallsPerTurn: -1}
-	base := &p
-	if *preset != "" {
-		pp, err := toolguard.Preset(*preset)
-		if err != nil {
-			return fail("--preset: %v", err)
-		}
-		p = pp
-	}
-	if *policyFile != "" {
-		if env.PolicyFile == nil {
-			return fail("--policy is not supported here")
-		}
-		pp, err := env.PolicyFile(base, *policyFile)
-		if err != nil {
-			return fail("--policy: %v", err)
-		}
-		p = pp
-	}
-
-	sigs := env.Signals
-	if sigs == nil {
-		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-		defer signal.Stop(ch)
-		sigs = ch
-	}
+	sigs, stop := signals(env)
+	defer stop()
 
 	px := newProxy(p, opts, env.Stdout, env.Stderr)
 	if *remote != "" {
@@ -242,4 +206,70 @@ func Main(args []string, env Env) int {
 	cmd.Stderr = env.Stderr
 	prepare(cmd)
 	return px.run(context.Background(), &stdioServer{cmd: cmd, log: px.logf}, env.Stdin, sigs, *grace)
+}
+
+// guardFlags are the flags of the guard that mcp-proxy and interceptor
+// share.
+type guardFlags struct {
+	preset, policyFile, logFormat *string
+	idle                          *time.Duration
+	dryRun                        *bool
+}
+
+func addGuardFlags(fset *flag.FlagSet) *guardFlags {
+	return &guardFlags{
+		preset:     fset.String("preset", "", ""),
+		policyFile: fset.String("policy", "", ""),
+		logFormat:  fset.String("log-format", "text", ""),
+		idle:       fset.Duration("idle-reset", DefaultIdleReset, ""),
+		dryRun:     fset.Bool("dry-run", false, ""),
+	}
+}
+
+// setup returns the policy and the options the flags set.
+func (g *guardFlags) setup(env Env) (toolguard.Policy, options, error) {
+	if *g.idle < 0 {
+		return toolguard.Policy{}, options{}, fmt.Errorf("--idle-reset %v is negative", *g.idle)
+	}
+	opts := options{max: DefaultMaxMessage, idle: *g.idle, dryRun: *g.dryRun, now: env.Now}
+	switch *g.logFormat {
+	case "text":
+		opts.log = slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	case "json":
+		opts.log = slog.New(slog.NewJSONHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	default:
+		return toolguard.Policy{}, options{}, fmt.Errorf("--log-format %q: want text or json", *g.logFormat)
+	}
+	// No turn budget unless the user sets one: a proxy does not see turns,
+	// and a budget over a host's whole life refuses every call once spent.
+	p := toolguard.Policy{MaxCallsPerTurn: -1}
+	if *g.preset != "" {
+		pp, err := toolguard.Preset(*g.preset)
+		if err != nil {
+			return toolguard.Policy{}, options{}, fmt.Errorf("--preset: %w", err)
+		}
+		p = pp
+	}
+	if *g.policyFile != "" {
+		if env.PolicyFile == nil {
+			return toolguard.Policy{}, options{}, errors.New("--policy is not supported here")
+		}
+		pp, err := env.PolicyFile(&p, *g.policyFile)
+		if err != nil {
+			return toolguard.Policy{}, options{}, fmt.Errorf("--policy: %w", err)
+		}
+		p = pp
+	}
+	return p, opts, nil
+}
+
+// signals returns env.Signals, or SIGINT and SIGTERM with the function
+// that stops receiving them.
+func signals(env Env) (<-chan os.Signal, func()) {
+	if env.Signals != nil {
+		return env.Signals, func() {}
+	}
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	return ch, func() { signal.Stop(ch) }
 }
