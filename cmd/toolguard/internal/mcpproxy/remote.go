@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/toolguard/toolguard/internal/mcpguard"
 )
 
 // httpServer is a remote MCP server on the streamable HTTP transport
@@ -122,10 +125,38 @@ func (u *httpServer) do(line []byte) (*http.Response, error) {
 	if u.session != "" {
 		req.Header.Set("Mcp-Session-Id", u.session)
 	}
-	if u.version != "" {
-		req.Header.Set("MCP-Protocol-Version", u.version)
-	}
+	version := u.version
 	u.mu.Unlock()
+	// From 2026-07-28 each request names its revision in _meta, and the
+	// header must say the same.
+	var p struct {
+		Method string `json:"method"`
+		Params struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+			Name string                     `json:"name"`
+			URI  string                     `json:"uri"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(line, &p) == nil {
+		var v string
+		if json.Unmarshal(p.Params.Meta[mcpguard.MetaProtocolVersion], &v) == nil && v != "" {
+			version = v
+		}
+	}
+	if version != "" {
+		req.Header.Set("MCP-Protocol-Version", version)
+	}
+	// From 2026-07-28 a request names its method (and the tool, prompt or
+	// resource it is about) in headers too.
+	if mcpguard.IsStateless(version) && p.Method != "" {
+		req.Header.Set("Mcp-Method", p.Method)
+		switch p.Method {
+		case "tools/call", "prompts/get":
+			req.Header.Set("Mcp-Name", headerValue(p.Params.Name))
+		case "resources/read":
+			req.Header.Set("Mcp-Name", headerValue(p.Params.URI))
+		}
+	}
 	if u.auth != nil {
 		if tok := u.auth.token(); tok != "" {
 			req.Header.Set("Authorization", "Bearer "+tok)
@@ -145,8 +176,17 @@ func (u *httpServer) handle(resp *http.Response, m *message) {
 	case resp.StatusCode == http.StatusAccepted:
 		return
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		u.fail(m, fmt.Sprintf("HTTP %s: %s", resp.Status, strings.TrimSpace(string(body))))
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		var r message
+		if json.Unmarshal(body, &r) == nil && r.isResponse() && r.Error != nil && idKey(r.ID) == idKey(m.ID) {
+			// The server's own JSON-RPC error for the request: the client
+			// gets it as the server wrote it.
+			u.outMu.Lock()
+			_, _ = u.pw.Write(append(bytes.Join(bytes.Fields(body), []byte(" ")), '\n'))
+			u.outMu.Unlock()
+			return
+		}
+		u.fail(m, fmt.Sprintf("HTTP %s: %s", resp.Status, strings.TrimSpace(string(body[:min(len(body), 512)]))))
 		return
 	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
@@ -291,3 +331,16 @@ func (u *httpServer) stop(grace time.Duration, _ <-chan struct{}) {
 }
 
 func (u *httpServer) wait() error { return nil }
+
+// headerValue is s as an HTTP header value: as it is when it is printable
+// ASCII without surrounding blanks, else in the =?base64?…?= form MCP uses.
+func headerValue(s string) string {
+	plain := s == strings.TrimSpace(s)
+	for i := 0; i < len(s) && plain; i++ {
+		plain = s[i] >= 0x20 && s[i] < 0x7f
+	}
+	if plain {
+		return s
+	}
+	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(s)) + "?="
+}
