@@ -25,8 +25,11 @@ import (
 // message, with the negotiated MCP-Protocol-Version.
 //
 // A server that answers 401 gets MCP's authorization flow (oauth.go) and
-// the request is sent again with the token. Not yet: the GET stream for
-// messages the server sends unasked.
+// the request is sent again with the token. Once the session is
+// initialized, a GET stream carries what the server sends unasked
+// (notifications, its own requests). From revision 2026-07-28 the
+// Mcp-Method and Mcp-Name headers are sent; Mcp-Param-* headers, which a
+// tool's schema may ask for, are not.
 type httpServer struct {
 	url    string
 	client *http.Client
@@ -40,7 +43,8 @@ type httpServer struct {
 	pr *io.PipeReader
 	pw *io.PipeWriter
 
-	outMu sync.Mutex // one message at a time into pw
+	outMu      sync.Mutex // one message at a time into pw
+	listenOnce sync.Once
 
 	mu      sync.Mutex
 	buf     []byte // a partial line written by the proxy
@@ -174,6 +178,9 @@ func (u *httpServer) handle(resp *http.Response, m *message) {
 	}
 	switch {
 	case resp.StatusCode == http.StatusAccepted:
+		if m.Method == "notifications/initialized" {
+			u.listenOnce.Do(func() { go u.listen() })
+		}
 		return
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
@@ -343,4 +350,41 @@ func headerValue(s string) string {
 		return s
 	}
 	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(s)) + "?="
+}
+
+// listen reads the stream of messages the server sends unasked: a GET on
+// the endpoint with the session. A server without one answers 405.
+func (u *httpServer) listen() {
+	u.mu.Lock()
+	session, version := u.session, u.version
+	u.mu.Unlock()
+	if session == "" {
+		return // a stateless server has no stream to listen to
+	}
+	req, err := http.NewRequestWithContext(u.ctx, http.MethodGet, u.url, nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", session)
+	if version != "" {
+		req.Header.Set("MCP-Protocol-Version", version)
+	}
+	if u.auth != nil {
+		if tok := u.auth.token(); tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+	}
+	resp, err := u.client.Do(req)
+	if err != nil {
+		if u.ctx.Err() == nil {
+			u.log("the MCP server at %s: no stream of server messages: %v", u.url, err)
+		}
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return // 405: the server sends nothing unasked
+	}
+	u.events(resp.Body, &message{})
 }

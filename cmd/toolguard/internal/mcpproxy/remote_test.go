@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -176,4 +177,29 @@ func TestRemoteServerOAuth(t *testing.T) {
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	data, _ := os.ReadFile(files[0])
 	assert.Contains(t, string(data), `"access_token":"token-1"`)
+}
+
+// What the server sends unasked (here: that its tool list changed) reaches
+// the client through the GET stream, which opens after initialized: the
+// tool is added until the notification comes.
+func TestRemoteServerNotifications(t *testing.T) {
+	u := httpTestServer(t)
+	s := start(t, nil, "--url", u)
+	s.initialize()
+	seen := false
+	for i := 0; i < 50 && !seen; i++ {
+		id := fmt.Sprint("add-", i)
+		s.send(`{"jsonrpc":"2.0","id":"` + id + `","method":"tools/call","params":{"name":"add_tool","arguments":{}}}`)
+		for {
+			m := s.reply()
+			if m["method"] == "notifications/tools/list_changed" {
+				seen = true
+			}
+			if m["id"] == id {
+				break
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	assert.True(t, seen, "no notifications/tools/list_changed")
 }

@@ -75,6 +75,14 @@ func main() {
 		func(_ context.Context, _ *mcp.CallToolRequest, in blobArgs) (*mcp.CallToolResult, any, error) {
 			return text(fmt.Sprintf("got %d bytes", len(in.Blob))), nil, nil
 		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "add_tool", Description: "adds a tool (its clients are told the list changed)"},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			mcp.AddTool(srv, &mcp.Tool{Name: "added", Description: "added at run time"},
+				func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+					return text("added"), nil, nil
+				})
+			return text("added a tool"), nil, nil
+		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "deploy", Description: "always fails"},
 		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "permission denied"}}}, nil, nil
