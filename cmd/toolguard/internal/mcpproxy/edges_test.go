@@ -3,6 +3,7 @@ package mcpproxy
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -86,4 +87,28 @@ func TestBatchIsGuardedCallByCall(t *testing.T) {
 		got[it["id"].(string)] = verdict(it)
 	}
 	assert.Equal(t, map[string]string{"b1": "allow", "b2": "allow", "b3": "hint", "b4": "abort"}, got)
+}
+
+// A call the client cancelled has no result: the same call sent again is
+// not refused as a repeat "without a new result".
+func TestCancelledCallsAreNotResults(t *testing.T) {
+	s := start(t, nil)
+	s.initialize()
+	for _, id := range []string{"h1", "h2", "h3"} {
+		// Sent from a goroutine: a refusal the test does not read yet must
+		// not block the next line.
+		go func() {
+			_, _ = io.WriteString(s.in, `{"jsonrpc":"2.0","id":"`+id+`","method":"tools/call","params":{"name":"hang","arguments":{}}}`+"\n"+
+				`{"jsonrpc":"2.0","id":"`+id+`-list","method":"tools/list","params":{}}`+"\n")
+		}()
+		for {
+			m := s.reply()
+			require.NotEqual(t, id, m["id"], "%s was refused: %v", id, m)
+			if m["id"] == id+"-list" {
+				break
+			}
+		}
+		s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"` + id + `"}}`)
+	}
+	assert.NotContains(t, s.stderr.String(), "call skipped")
 }

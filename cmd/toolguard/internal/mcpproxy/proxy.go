@@ -568,10 +568,30 @@ func (px *proxy) cancelled(ctx context.Context, key string) {
 	}
 	px.mu.Lock()
 	px.stats.cancelled++
+	n := px.stats.cancelled
 	px.mu.Unlock()
-	// Booked as a failure: the Tracker has no way yet to drop an allowed
-	// call as if it had not run (a cancelled call has no result).
-	pc.conv.tracker.RecordContext(ctx, pc.call, toolguard.Outcome{Err: errors.New("toolguard mcp-proxy: the client cancelled the call before it returned")})
+	// A cancelled call has no result, so the same call sent again is not a
+	// repeat "without a new result" (whose hint would point the model to a
+	// result it never got). The Tracker cannot drop an allowed call, so it
+	// is booked as a failure whose text no other outcome has: the Tracker
+	// compares outcomes with numbers masked, so the text is told apart by
+	// a word (cancellationWord). Repeated cancellations of one call still
+	// form a failure chain.
+	pc.conv.tracker.RecordContext(ctx, pc.call, toolguard.Outcome{Err: fmt.Errorf(
+		"toolguard mcp-proxy: the client cancelled the call before it returned: no result (cancellation %s)", cancellationWord(n))})
+}
+
+// cancellationWord names the nth cancellation with letters only (a, b, …,
+// z, ba, bb, …), which the Tracker's masking keeps.
+func cancellationWord(n int) string {
+	var b []byte
+	for {
+		b = append([]byte{byte('a' + n%26)}, b...)
+		n /= 26
+		if n == 0 {
+			return string(b)
+		}
+	}
 }
 
 // fromServer forwards the server's messages to the client, recording the
