@@ -159,7 +159,9 @@ func (d *decoder) policyKey(k, v *yaml.Node, name string) {
 			d.setField(k, name, "NudgeRatio", func(p *toolguard.Policy) { p.NudgeRatio = f })
 		}
 	case keySimilarityThreshold:
-		if f, ok := d.float(v, name); ok {
+		if f, ok := d.float(v, name); ok && f > 1 {
+			d.fail(v, name, "%s is above 1, where no two queries are similar; use off to turn the check off", clip(v.Value))
+		} else if ok {
 			d.setField(k, name, "SimilarityThreshold", func(p *toolguard.Policy) { p.SimilarityThreshold = f })
 		}
 	case keyBudgetUnit:
@@ -355,6 +357,10 @@ func (d *decoder) sharedQuotas(k, v *yaml.Node) {
 			d.fail(item, prefix, "a shared quota needs a limit")
 		}
 		qs = append(qs, q)
+	}
+	if err := (toolguard.Policy{Quotas: toolguard.Quotas{SharedQuotas: qs}}).Validate(); err != nil {
+		d.fail(v, keySharedQuotas, "%s", strings.TrimPrefix(err.Error(), "toolguard: invalid policy: "))
+		return
 	}
 	d.setField(k, keySharedQuotas, "SharedQuotas", func(p *toolguard.Policy) { p.SharedQuotas = qs })
 }

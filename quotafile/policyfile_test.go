@@ -253,6 +253,8 @@ func TestPolicyFileErrors(t *testing.T) {
 		{"shared limit", "shared_quotas:\n  - {name: a, limit: 0}\n", 2, 22, "shared_quotas[0].limit", "limit 0 is not allowed"},
 		{"shared key", "shared_quotas:\n  - {name: a, limit: 1, per: hour}\n", 2, 25, "shared_quotas[0].per", "unknown key"},
 		{"shared window", "shared_quotas:\n  - {name: a, limit: 1, window: day}\n", 2, 33, "shared_quotas[0].window", "want a duration"},
+		{"threshold above 1", "similarity_threshold: 1.5\n", 1, 23, "similarity_threshold", "above 1"},
+		{"shared keys meet", "shared_quotas:\n  - {name: t, limit: 1, per_tool: true}\n  - {name: 't:web', limit: 1}\n", 2, 3, "shared_quotas", "uses its counter"},
 		{"platform quota", "platform_quota: {Bash: 0}\n", 1, 24, "platform_quota.Bash", "limit 0 is not allowed"},
 		{"alias value", "a: &x 3\nmax_repeats: *x\n", 1, 1, "a", "unknown key"},
 		{"alias value only", "max_failures: &x 3\nmax_repeats: *x\n", 2, 14, "max_repeats", "aliases are not allowed"},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -648,6 +649,9 @@ func FuzzParse(f *testing.F) {
 		"\uFEFF---\r\n---\r\n",
 		"tool_quota: {<<: {a: 1}}",
 		"loop_detection: {same_call_window: 0x10, max_retries: 010}",
+		"preset: quota-rule\nmax_calls_per_turn: off\naction: abort\ntools:\n  'mcp__*': {max_repeats: 4, read_only: false}\n  poll: {exempt: true}\n",
+		"nudge_ratio: 0.5\nsearch_tools: []\nshared_quotas:\n  - {name: a, limit: 3, window: 1h, per_tool: true}\nstore_timeout: 1s\n",
+		"budget_unit: rounds\nsimilarity_threshold: off\nmax_failures: 2\nloop_detection: {max_retries: 2}\n",
 	} {
 		for _, name := range []string{"q.yaml", "agent.md"} {
 			f.Add(name, []byte(seed))
@@ -669,6 +673,20 @@ func FuzzParse(f *testing.F) {
 		}
 		if err := p.Validate(); err != nil {
 			t.Fatalf("loaded an invalid policy: %v", err)
+		}
+		// What a plain file declares round-trips through Format.
+		if !strings.HasSuffix(strings.ToLower(name), ".md") && !strings.HasSuffix(strings.ToLower(name), ".markdown") {
+			out, err := quotafile.Format(p)
+			if err != nil {
+				t.Fatalf("Format of a parsed policy: %v", err)
+			}
+			back, err := quotafile.Parse("back.yaml", out)
+			if err != nil {
+				t.Fatalf("Parse of Format: %v\n%s", err, out)
+			}
+			if !reflect.DeepEqual(p, back) {
+				t.Fatalf("round trip changed the policy:\n%s", out)
+			}
 		}
 		if q := p.AgentQuota; q != nil {
 			if q.Default < 0 {
