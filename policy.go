@@ -278,6 +278,11 @@ type ToolPolicy struct {
 	// for other calls: a repeat after them is still a repeat. Search tools
 	// count as read-only. Leaving it false costs firings, never false ones.
 	ReadOnly bool
+	// NotReadOnly overrides what a server says of the tool: the MCP
+	// adapters and the MCP proxy do not mark it read-only from its
+	// readOnlyHint annotation (a policy file's "read_only: false"). The
+	// Tracker itself reads only ReadOnly, which wins when both are set.
+	NotReadOnly bool
 	// HighCost marks an external, paid or rate-limited tool: its rule
 	// default session limit is Policy.HighCostLimit.
 	HighCost bool

@@ -1,6 +1,7 @@
-// Package quotafile loads the tool quotas an agent declares into a
-// toolguard.Policy, from a YAML quota file or from the YAML front matter of
-// a Markdown agent definition:
+// Package quotafile loads policy files into a toolguard.Policy: the tool
+// quotas an agent declares, from a YAML quota file or from the YAML front
+// matter of a Markdown agent definition, or the whole policy (see The full
+// policy below). A quota file:
 //
 //	tool_quota:
 //	  Bash: 10        # calls per session of the tool Bash
@@ -15,6 +16,22 @@
 // same_call_window becomes Policy.WindowLimit and max_retries
 // Policy.MaxFailures. Everything the file leaves out keeps its zero value
 // (the default) with Parse and Load, or the base policy's value with Apply.
+//
+// # The full policy
+//
+// A plain file may set every other field of toolguard.Policy that a file can
+// hold (all but Store, Breaker, Now, OnEvent and Logger), in snake case:
+//
+//	preset: loop-detection   # the base, replacing Apply's
+//	max_calls_per_turn: off  # off is -1
+//	action: abort
+//	tools:
+//	  "mcp__*": {max_repeats: 4}
+//	  get_status: {exempt: true}
+//	  list_issues: {read_only: false} # ToolPolicy.NotReadOnly
+//
+// Format writes the file of a Policy; Parse reads it back field for field.
+// The README lists every key.
 //
 // # Reserved names
 //

@@ -86,7 +86,7 @@ loop_detection:
 	// Output:
 	// quotafile: quota.yaml:3:9: tool_quota.Bash: negative limit -1 (use a positive limit or remove the key)
 	// quotafile: quota.yaml:4:13: tool_quota.WebFetch: want a positive integer, got "five"
-	// quotafile: quota.yaml:6:3: loop_detection.same_call_windw: unknown key (known: same_call_window, max_retries)
+	// quotafile: quota.yaml:6:3: loop_detection.same_call_windw: unknown key; did you mean same_call_window?
 }
 
 // Apply layers an agent's declaration onto a preset and the platform's own

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -138,23 +137,24 @@ func Apply(base toolguard.Policy, name string, data []byte) (toolguard.Policy, e
 	if err != nil {
 		return base, err
 	}
-	if d.quota != nil {
-		base.AgentQuota = d.quota
+	if d.preset != "" {
+		p, err := toolguard.Preset(d.preset)
+		if err != nil { // checked in decode; kept for safety
+			return base, &Error{File: name, Key: keyPreset, Problem: err.Error()}
+		}
+		base = p
 	}
-	if d.windowLimit > 0 {
-		base.WindowLimit = d.windowLimit
-	}
-	if d.maxFailures > 0 {
-		base.MaxFailures = d.maxFailures
+	for _, set := range d.set {
+		set(&base)
 	}
 	return base, nil
 }
 
-// declaration is what a file declares; zero fields are not set.
+// declaration is what a file declares: a preset to start from, then the
+// fields it sets, in the order of the file.
 type declaration struct {
-	quota       *toolguard.Quota
-	windowLimit int
-	maxFailures int
+	preset string
+	set    []func(*toolguard.Policy)
 }
 
 // isMarkdown reports whether name is read as a Markdown agent definition.
@@ -226,6 +226,7 @@ type decoder struct {
 	frontMatter bool // unknown top-level keys are ignored
 	lineOffset  int  // lines before the YAML (the opening "---")
 	decl        declaration
+	fields      map[string]string // Policy field → the key that set it
 	errs        []error
 }
 
@@ -321,7 +322,7 @@ func (d *decoder) document(root *yaml.Node) {
 	if root == nil {
 		return
 	}
-	if !d.kind(root, "", yaml.MappingNode, "a mapping with tool_quota and loop_detection") {
+	if !d.kind(root, "", yaml.MappingNode, "a mapping of policy keys (tool_quota, loop_detection, tools, …)") {
 		return
 	}
 	seen := map[string]int{}
@@ -335,12 +336,12 @@ func (d *decoder) document(root *yaml.Node) {
 		}
 		switch name {
 		case keyToolQuota:
-			d.toolQuota(v)
+			d.toolQuota(k, v, keyToolQuota)
 		case keyLoopDetection:
 			d.loopDetection(v)
 		default:
 			if !d.frontMatter {
-				d.fail(k, name, "unknown key (known: tool_quota, loop_detection)")
+				d.policyKey(k, v, name)
 			} else if want := nearMiss(name); want != "" {
 				d.fail(k, name, "unknown key; did you mean %s?", want)
 			}
@@ -362,30 +363,32 @@ func nearMiss(name string) string {
 	return ""
 }
 
-func (d *decoder) toolQuota(v *yaml.Node) {
-	if !d.kind(v, keyToolQuota, yaml.MappingNode, "a mapping of tool names to limits") {
+// toolQuota reads tool_quota (the agent quota) or platform_quota, named
+// key, written at k.
+func (d *decoder) toolQuota(k, v *yaml.Node, key string) {
+	if !d.kind(v, key, yaml.MappingNode, "a mapping of tool names to limits") {
 		return
 	}
 	q := &toolguard.Quota{}
 	reserved := map[string]int{} // defaults and tools
 	names := map[string]int{}    // tool names, top level and under tools
 	d.pairs(v, func(k, v *yaml.Node) {
-		name, ok := d.key(k, keyToolQuota, nil)
+		name, ok := d.key(k, key, nil)
 		if !ok {
 			return
 		}
 		switch name {
 		case keyDefaults:
-			if d.unique(k, keyToolQuota, name, reserved) {
-				if n, ok := d.limit(v, keyPath(keyToolQuota, name)); ok {
+			if d.unique(k, key, name, reserved) {
+				if n, ok := d.limit(v, keyPath(key, name)); ok {
 					q.Default = n
 				}
 			}
 		case keyTools:
-			if !d.unique(k, keyToolQuota, name, reserved) {
+			if !d.unique(k, key, name, reserved) {
 				return
 			}
-			prefix := keyPath(keyToolQuota, keyTools)
+			prefix := keyPath(key, keyTools)
 			if !d.kind(v, prefix, yaml.MappingNode,
 				`a mapping of tool names to limits (to limit a tool named "tools", write tool_quota: {tools: {tools: N}})`) {
 				return
@@ -396,31 +399,21 @@ func (d *decoder) toolQuota(v *yaml.Node) {
 				}
 			})
 		default:
-			d.tool(q, k, v, keyToolQuota, name, names)
+			d.tool(q, k, v, key, name, names)
 		}
 	})
-	d.decl.quota = q
+	if key == keyPlatformQuota {
+		d.setField(k, key, "PlatformQuota", func(p *toolguard.Policy) { p.PlatformQuota = q })
+	} else {
+		d.setField(k, key, "AgentQuota", func(p *toolguard.Policy) { p.AgentQuota = q })
+	}
 }
 
 // tool checks the tool name or glob pattern name, written at key k of the
 // mapping parent, and its limit v, and adds them to q.
 func (d *decoder) tool(q *toolguard.Quota, k, v *yaml.Node, parent, name string, seen map[string]int) {
 	key := keyPath(parent, name)
-	switch {
-	case !d.unique(k, parent, name, seen):
-		return
-	case strings.TrimSpace(name) == "":
-		d.fail(k, key, "empty tool name")
-		return
-	case strings.TrimSpace(name) != name:
-		d.fail(k, key, "tool name has leading or trailing blanks")
-		return
-	case !utf8.ValidString(name):
-		d.fail(k, key, "tool name is not valid UTF-8")
-		return
-	}
-	if _, err := path.Match(name, ""); err != nil {
-		d.fail(k, key, "malformed glob pattern (see path.Match)")
+	if !d.unique(k, parent, name, seen) || !d.toolName(k, key, name) {
 		return
 	}
 	if n, ok := d.limit(v, key); ok {
@@ -445,14 +438,14 @@ func (d *decoder) loopDetection(v *yaml.Node) {
 		switch name {
 		case keyWindow:
 			if n, ok := d.limit(v, path); ok {
-				d.decl.windowLimit = n
+				d.setField(k, path, "WindowLimit", func(p *toolguard.Policy) { p.WindowLimit = n })
 			}
 		case keyRetries:
 			if n, ok := d.limit(v, path); ok {
-				d.decl.maxFailures = n
+				d.setField(k, path, "MaxFailures", func(p *toolguard.Policy) { p.MaxFailures = n })
 			}
 		default:
-			d.fail(k, keyPath(keyLoopDetection, name), "unknown key (known: same_call_window, max_retries)")
+			d.fail(k, keyPath(keyLoopDetection, name), "%s", unknownKey(name, []string{keyWindow, keyRetries}))
 		}
 	})
 }

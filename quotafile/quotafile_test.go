@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -187,11 +188,11 @@ func TestParseErrors(t *testing.T) {
 	tests := []errorCase{
 		// Keys.
 		{name: "unknown top-level key", file: "q.yaml", data: "tool_quota: {Bash: 1}\nloop_detect:\n  max_retries: 3\n",
-			line: 2, key: "loop_detect", problem: "unknown key (known: tool_quota, loop_detection)"},
+			line: 2, key: "loop_detect", problem: "unknown key; did you mean loop_detection?"},
 		{name: "agent key in a plain file", file: "q.yaml", data: "name: reviewer\n",
 			line: 1, key: "name", problem: "unknown key"},
 		{name: "unknown loop_detection key", file: "q.yaml", data: "loop_detection:\n  max_retries: 3\n  same_call_windw: 5\n",
-			line: 3, key: "loop_detection.same_call_windw", problem: "unknown key (known: same_call_window, max_retries)"},
+			line: 3, key: "loop_detection.same_call_windw", problem: "unknown key; did you mean same_call_window?"},
 		{name: "unknown loop_detection key in front matter", file: "a.md", data: "---\nname: a\nloop_detection:\n  retries: 3\n---\n",
 			line: 4, key: "loop_detection.retries", problem: "unknown key"},
 		{name: "near miss in front matter", file: "a.md", data: "---\nname: a\ntool_quotas:\n  Bash: 3\n---\n",
@@ -290,7 +291,7 @@ func TestParseErrors(t *testing.T) {
 		{name: "scalar for tools", file: "q.yaml", data: "tool_quota:\n  tools: 5\n",
 			line: 2, key: "tool_quota.tools", problem: "write tool_quota: {tools: {tools: N}}"},
 		{name: "list at the top", file: "q.yaml", data: "- tool_quota\n",
-			line: 1, key: "", problem: "want a mapping with tool_quota and loop_detection, got a list"},
+			line: 1, key: "", problem: "want a mapping of policy keys (tool_quota, loop_detection, tools, …), got a list"},
 		{name: "scalar at the top", file: "q.yaml", data: "Bash: 10\n", line: 1, key: "Bash", problem: "unknown key"},
 
 		// Aliases.
@@ -648,6 +649,9 @@ func FuzzParse(f *testing.F) {
 		"\uFEFF---\r\n---\r\n",
 		"tool_quota: {<<: {a: 1}}",
 		"loop_detection: {same_call_window: 0x10, max_retries: 010}",
+		"preset: quota-rule\nmax_calls_per_turn: off\naction: abort\ntools:\n  'mcp__*': {max_repeats: 4, read_only: false}\n  poll: {exempt: true}\n",
+		"nudge_ratio: 0.5\nsearch_tools: []\nshared_quotas:\n  - {name: a, limit: 3, window: 1h, per_tool: true}\nstore_timeout: 1s\n",
+		"budget_unit: rounds\nsimilarity_threshold: off\nmax_failures: 2\nloop_detection: {max_retries: 2}\n",
 	} {
 		for _, name := range []string{"q.yaml", "agent.md"} {
 			f.Add(name, []byte(seed))
@@ -669,6 +673,20 @@ func FuzzParse(f *testing.F) {
 		}
 		if err := p.Validate(); err != nil {
 			t.Fatalf("loaded an invalid policy: %v", err)
+		}
+		// What a plain file declares round-trips through Format.
+		if !strings.HasSuffix(strings.ToLower(name), ".md") && !strings.HasSuffix(strings.ToLower(name), ".markdown") {
+			out, err := quotafile.Format(p)
+			if err != nil {
+				t.Fatalf("Format of a parsed policy: %v", err)
+			}
+			back, err := quotafile.Parse("back.yaml", out)
+			if err != nil {
+				t.Fatalf("Parse of Format: %v\n%s", err, out)
+			}
+			if !reflect.DeepEqual(p, back) {
+				t.Fatalf("round trip changed the policy:\n%s", out)
+			}
 		}
 		if q := p.AgentQuota; q != nil {
 			if q.Default < 0 {

@@ -105,13 +105,19 @@ func TestNodeClientsHTTP(t *testing.T) {
 		checkLoop(t, out.Calls)
 		assert.Equal(t, "2026-07-28", out.ProtocolVersion)
 	})
+	t.Run("sdk2-2026-07-28-meta-by-default", func(t *testing.T) {
+		ts := httpServer(t, mcpgo.SessionOptions{})
+		out := mcpnode.Run(t, mcpnode.Spec{SDK: "2", Pin: "2026-07-28", HTTP: ts.URL, Calls: loop(conv)})
+		checkLoop(t, out.Calls)
+	})
 	t.Run("sdk2-2026-07-28-no-key", func(t *testing.T) {
 		ts := httpServer(t, mcpgo.SessionOptions{})
 		out := mcpnode.Run(t, mcpnode.Spec{SDK: "2", Pin: "2026-07-28", HTTP: ts.URL, Calls: loop(nil)[:1]})
 		c := out.Calls[0]
 		t.Logf("call 1: %s", c.Summary())
-		require.False(t, c.OK)
-		assert.Contains(t, c.Error, "no conversation key")
+		require.True(t, c.OK, "a tool result, not a JSON-RPC error: %s", c.Summary())
+		assert.True(t, c.IsError())
+		assert.Contains(t, c.Text(), "cannot tell this conversation from others")
 	})
 	t.Run("sdk1-stateless-header-key", func(t *testing.T) {
 		ts := httpServer(t, mcpgo.SessionOptions{Key: mcpgo.HeaderKey("X-User")}, server.WithStateLess(true))

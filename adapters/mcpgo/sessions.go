@@ -16,9 +16,12 @@ import (
 // keeps when SessionOptions.MaxSessions is 0.
 const DefaultMaxSessions = sessions.DefaultMax
 
-// ErrNoKey is the error of a tools/call for which Sessions found no
-// conversation key and SessionOptions.Unkeyed is UnkeyedRefuse: the call
-// did not run, and the client gets a JSON-RPC error.
+// ErrNoKey is why Sessions refuses a tools/call for which it found no
+// conversation key (SessionOptions.Key, the client's MetaConversation, a
+// session) when SessionOptions.Unkeyed is UnkeyedRefuse: the call does not
+// run, and its result is a tool error the model reads (mcpguard's
+// NoKeyText, with _meta dev.toolguard/reason "no-key"), the same in both MCP
+// adapters.
 var ErrNoKey = mcpguard.ErrNoKey
 
 // Unkeyed says what Sessions does with a tools/call that has no
@@ -28,8 +31,8 @@ var ErrNoKey = mcpguard.ErrNoKey
 type Unkeyed int
 
 const (
-	// UnkeyedRefuse answers the call with the JSON-RPC error ErrNoKey
-	// without running it. It is the default: a server that cannot tell
+	// UnkeyedRefuse answers the call with a tool error (ErrNoKey) without
+	// running it. It is the default: a server that cannot tell
 	// its clients apart finds out at its first call.
 	UnkeyedRefuse Unkeyed = iota
 	// UnkeyedPerRequest guards the call with a Tracker of its own, which
@@ -43,8 +46,8 @@ type SessionOptions struct {
 	// Key returns the conversation key of a call, such as the
 	// authenticated principal, a header (HeaderKey) or a conversation
 	// handle the client sends in _meta (MetaKey). "" means the call has
-	// none; then the session id is used where the transport has one. nil
-	// means session ids only. Calls with equal keys share a Tracker, so a
+	// none; then the client's MetaConversation, then the session id where
+	// the transport has one. nil means those two only. Calls with equal keys share a Tracker, so a
 	// key must tell apart the clients (and conversations) that must not
 	// share one.
 	Key func(ctx context.Context, req mcp.CallToolRequest) string
@@ -99,6 +102,10 @@ func (s *Sessions) Tracker(ctx context.Context, req mcp.CallToolRequest) (*toolg
 			return t, true
 		}
 	}
+	if k := metaConversation(ctx, req); k != "" {
+		t, _ := s.m.Get(key{conv: k})
+		return t, true
+	}
 	if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {
 		return s.TrackerFor(cs.SessionID()), true
 	}
@@ -144,7 +151,7 @@ func (s *Sessions) Middleware() server.ToolHandlerMiddleware {
 			t, ok := s.Tracker(ctx, req)
 			if !ok {
 				if s.opts.Unkeyed != UnkeyedPerRequest {
-					return nil, ErrNoKey
+					return noKey(), nil
 				}
 				s.opts.Logger.WarnContext(ctx, "toolguard: tools/call without a conversation key or session: guarded by a tracker of its own, so loops across calls go unnoticed; set SessionOptions.Key",
 					"gen_ai.tool.name", req.Params.Name)
@@ -153,6 +160,18 @@ func (s *Sessions) Middleware() server.ToolHandlerMiddleware {
 			return guard(ctx, t, next, req)
 		}
 	}
+}
+
+// metaConversation is the conversation key every Sessions reads after
+// SessionOptions.Key: the client's MetaConversation.
+var metaConversation = MetaKey(MetaConversation)
+
+// noKey is the result of a call refused with ErrNoKey: a tool result the
+// model reads, the same in both MCP adapters.
+func noKey() *mcp.CallToolResult {
+	res := mcp.NewToolResultError(mcpguard.NoKeyText)
+	res.Meta = mcp.NewMetaFromMap(map[string]any{MetaVerdict: "abort", MetaReason: mcpguard.MetaReasonNoKey})
+	return res
 }
 
 // MetaKey returns a SessionOptions.Key that reads the string value of the

@@ -28,10 +28,12 @@
 //
 // Which calls share a Tracker is up to Sessions: a key from
 // SessionOptions.Key (an auth principal, HeaderKey, MetaKey), else the
-// session where one exists. Protocol revision 2026-07-28 and stateless
-// HTTP have no sessions: a call without a key gets the JSON-RPC error
-// ErrNoKey, or with UnkeyedPerRequest a Tracker of its own and a logged
-// warning; clients never share one by accident.
+// client's _meta MetaConversation, else the session where one exists.
+// Protocol revision 2026-07-28 and stateless HTTP have no sessions: a call
+// with none of these is not run and gets a tool error result the model
+// reads (ErrNoKey; reason "no-key" in _meta), or with UnkeyedPerRequest a
+// Tracker of its own and a logged warning; clients never share one by
+// accident.
 //
 // On the client side, Client guards CallTool with the Tracker of one
 // conversation: a hint comes back as the result, an abort as the

@@ -16,9 +16,12 @@ import (
 // keeps when SessionOptions.MaxSessions is 0.
 const DefaultMaxSessions = sessions.DefaultMax
 
-// ErrNoKey is the error of a tools/call for which Sessions found no
-// conversation key and SessionOptions.Unkeyed is UnkeyedRefuse: the call
-// did not run, and the client gets a JSON-RPC error.
+// ErrNoKey is why Sessions refuses a tools/call for which it found no
+// conversation key (SessionOptions.Key, the client's MetaConversation, a
+// session) when SessionOptions.Unkeyed is UnkeyedRefuse: the call does not
+// run, and its result is a tool error the model reads (mcpguard's
+// NoKeyText, with _meta dev.toolguard/reason "no-key"), the same in both MCP
+// adapters.
 var ErrNoKey = mcpguard.ErrNoKey
 
 // Unkeyed says what Sessions does with a tools/call that has no
@@ -28,8 +31,8 @@ var ErrNoKey = mcpguard.ErrNoKey
 type Unkeyed int
 
 const (
-	// UnkeyedRefuse answers the call with the JSON-RPC error ErrNoKey
-	// without running it. It is the default: a server that cannot tell
+	// UnkeyedRefuse answers the call with a tool error (ErrNoKey) without
+	// running it. It is the default: a server that cannot tell
 	// its clients apart finds out at its first call.
 	UnkeyedRefuse Unkeyed = iota
 	// UnkeyedPerRequest guards the call with a Tracker of its own, which
@@ -43,8 +46,9 @@ type SessionOptions struct {
 	// Key returns the conversation key of a call, such as the
 	// authenticated principal (TokenInfo of req.Extra), a header
 	// (HeaderKey) or a conversation handle the client sends in _meta
-	// (MetaKey). "" means the call has none; then the session is used
-	// where it identifies a client. nil means sessions only. Calls with
+	// (MetaKey). "" means the call has none; then the client's
+	// MetaConversation, then the session where it identifies a client. nil
+	// means those two only. Calls with
 	// equal keys share a Tracker, so a key must tell apart the clients
 	// (and conversations) that must not share one.
 	Key func(ctx context.Context, req *mcp.CallToolRequest) string
@@ -115,6 +119,10 @@ func (s *Sessions) Tracker(ctx context.Context, req *mcp.CallToolRequest) (*tool
 			t, _ := s.m.Get(key{conv: k})
 			return t, true
 		}
+	}
+	if k := metaConversation(ctx, req); k != "" {
+		t, _ := s.m.Get(key{conv: k})
+		return t, true
 	}
 	ss := req.Session
 	if ss == nil {
@@ -199,7 +207,10 @@ func (s *Sessions) Middleware() mcp.Middleware {
 			t, ok := s.Tracker(ctx, ctr)
 			if !ok {
 				if s.opts.Unkeyed != UnkeyedPerRequest {
-					return nil, ErrNoKey
+					if speaksStateless(ctr) {
+						return complete(noKey()), nil
+					}
+					return noKey(), nil
 				}
 				s.opts.Logger.WarnContext(ctx, "toolguard: tools/call without a conversation key or session: guarded by a tracker of its own, so loops across calls go unnoticed; set SessionOptions.Key",
 					"gen_ai.tool.name", ctr.Params.Name)
@@ -207,6 +218,20 @@ func (s *Sessions) Middleware() mcp.Middleware {
 			}
 			return guard(ctx, t, next, method, ctr)
 		}
+	}
+}
+
+// metaConversation is the conversation key every Sessions reads after
+// SessionOptions.Key: the client's MetaConversation.
+var metaConversation = MetaKey(MetaConversation)
+
+// noKey is the result of a call refused with ErrNoKey: a tool result the
+// model reads, the same in both MCP adapters.
+func noKey() *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		IsError: true,
+		Content: []mcp.Content{&mcp.TextContent{Text: mcpguard.NoKeyText}},
+		Meta:    mcp.Meta{MetaVerdict: "abort", MetaReason: mcpguard.MetaReasonNoKey},
 	}
 }
 

@@ -1,4 +1,4 @@
-// Command toolguard works with recorded agent tool calls.
+// Command toolguard guards agent tool calls and audits recorded ones.
 //
 // Usage:
 //
@@ -6,6 +6,7 @@
 //	toolguard mcp-proxy [flags] -- COMMAND [ARG...]
 //	toolguard hook run|install|uninstall|status|log [flags]
 //	toolguard serve [--addr HOST:PORT] [--policy FILE]
+//	toolguard interceptor [flags]
 //
 // audit replays the recorded calls of each episode through a toolguard
 // Tracker and reports what would have fired; run "toolguard audit -h" for
@@ -49,6 +50,9 @@ Commands:
           uninstall, status, log (run "toolguard hook help")
   serve   guard the tool calls of agents that post their hook events over
           HTTP (run "toolguard serve -h" for its flags)
+  interceptor
+          guard the tool calls of Docker's MCP Gateway (run
+          "toolguard interceptor -h")
 `
 
 // run dispatches the subcommand and returns the exit status.
@@ -76,6 +80,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, terminal bool
 		})
 	case "serve":
 		return hook.Serve(args[1:], hook.Env{
+			Stdin: stdin, Stdout: stdout, Stderr: stderr,
+			PolicyFile: applyPolicyFile,
+		})
+	case "interceptor":
+		return mcpproxy.InterceptorMain(args[1:], mcpproxy.Env{
 			Stdin: stdin, Stdout: stdout, Stderr: stderr,
 			PolicyFile: applyPolicyFile,
 		})

@@ -9,9 +9,11 @@ import (
 	"github.com/toolguard/toolguard/quotafile"
 )
 
-// applyPolicyFile reads a --policy quota file. Alone (base is nil) it is
+// applyPolicyFile reads a --policy file: the whole policy or a quota file
+// (quotafile's format, docs/policy.md). Alone (base is nil) it is
 // quotafile.Load: the file's declaration over the defaults. With --preset
-// the declaration is layered onto the preset with quotafile.Apply.
+// the declaration is layered onto the preset with quotafile.Apply (a
+// preset: key in the file replaces it).
 func applyPolicyFile(base *toolguard.Policy, path string) (toolguard.Policy, error) {
 	if base == nil {
 		return quotafile.Load(path)

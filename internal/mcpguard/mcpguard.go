@@ -40,6 +40,17 @@ const Stateless = "2026-07-28"
 // to supply a key or choose a per-request Tracker instead.
 var ErrNoKey = errors.New("toolguard: no conversation key for this tools/call: the transport has no session (stateless HTTP or protocol 2026-07-28); set SessionOptions.Key, or SessionOptions.Unkeyed to UnkeyedPerRequest")
 
+// NoKeyText is the tool result of a call refused with ErrNoKey, written
+// for the model and for the operator who reads the transcript: the call did
+// not run, and why.
+const NoKeyText = "This call was not executed: toolguard on this MCP server cannot tell this conversation from " +
+	"others (the request has no session and no conversation key), so it refuses calls rather than mix " +
+	"conversations. Tell the user that the server's guard needs a conversation key: the client can send _meta " +
+	"\"" + MetaConversation + "\" with each call, or the operator can set SessionOptions.Key."
+
+// MetaReasonNoKey is the MetaReason of a call refused with ErrNoKey.
+const MetaReasonNoKey = "no-key"
+
 // StopText ends the text of an aborted call. An MCP server cannot end the
 // client's agent loop, so an abort is a tool result that tells the model,
 // in plain words, to stop.

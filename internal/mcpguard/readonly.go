@@ -15,7 +15,9 @@ import (
 // would pick (exact names win over patterns, then the longest pattern, then
 // the lexically smallest), so the pattern's settings still apply to it. An
 // empty name, or one that would be a glob pattern (it holds * ? [ or \), is
-// left out. p.Tools is not modified: the result holds a new map.
+// left out, and so is a tool whose entry (or pattern) sets NotReadOnly: the
+// policy overrides the server's hint. p.Tools is not modified: the result
+// holds a new map.
 func ReadOnly(p toolguard.Policy, names ...string) toolguard.Policy {
 	var out map[string]toolguard.ToolPolicy
 	for _, name := range names {
@@ -29,6 +31,9 @@ func ReadOnly(p toolguard.Policy, names ...string) toolguard.Policy {
 			}
 		}
 		tp := resolve(out, name)
+		if tp.NotReadOnly {
+			continue // the policy overrides the server's hint
+		}
 		tp.ReadOnly = true
 		out[name] = tp
 	}

@@ -37,6 +37,12 @@ func TestReadOnly(t *testing.T) {
 		assert.Equal(t, toolguard.ToolPolicy{Limit: 8, ReadOnly: true}, p.Tools["list_files"], "the longest matching pattern")
 		assert.Len(t, p.Tools, 5)
 	})
+	t.Run("NotReadOnly overrides the hint", func(t *testing.T) {
+		user := map[string]toolguard.ToolPolicy{"mcp__*": {NotReadOnly: true}, "get_time": {Exempt: true}}
+		p := ReadOnly(toolguard.Policy{Tools: user}, "mcp__fs__read", "get_time")
+		assert.Equal(t, toolguard.ToolPolicy{Exempt: true, ReadOnly: true}, p.Tools["get_time"])
+		assert.False(t, p.Tools["mcp__fs__read"].ReadOnly, "the policy's read_only: false wins")
+	})
 	t.Run("an empty name or one that would be a pattern is left out", func(t *testing.T) {
 		assert.Nil(t, ReadOnly(toolguard.Policy{}, "get*", "").Tools)
 	})

@@ -37,7 +37,7 @@ func FuzzProxyMessages(f *testing.F) {
 			return // the line reader never hands these on
 		}
 		var out bytes.Buffer
-		px := newProxy(toolguard.Policy{}, DefaultMaxMessage, &out, io.Discard)
+		px := newProxy(toolguard.Policy{}, options{max: DefaultMaxMessage, idle: DefaultIdleReset}, &out, io.Discard)
 		ctx := context.Background()
 		px.clientMessage(ctx, []byte(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`))
 		px.clientMessage(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/a"}}}`))

@@ -113,3 +113,34 @@ func TestNodeCrashThroughProxy(t *testing.T) {
 	assert.False(t, out.Calls[0].OK)
 	assert.Contains(t, out.Calls[0].Error, "the MCP server ended before answering tools/call")
 }
+
+// The TypeScript clients through the proxy to a remote server: stdio to
+// the proxy, streamable HTTP from the proxy to the go-sdk server (which
+// serves 2026-07-28 statelessly only).
+func TestNodeClientsThroughProxyToRemote(t *testing.T) {
+	mcpnode.Require(t)
+	read := mcpnode.Call{Name: "read_file", Arguments: map[string]any{"path": "/etc/hosts"}}
+	for _, tc := range []struct {
+		name, sdk, pin string
+		env            []string
+	}{
+		{"sdk1", "1", "", nil},
+		{"sdk2-2026-07-28-stateless", "2", "2026-07-28", []string{"HTTP_STATELESS=1"}},
+		{"sdk2-json", "2", "", []string{"HTTP_JSON=1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := httpTestServer(t, tc.env...)
+			self, err := os.Executable()
+			require.NoError(t, err)
+			out := mcpnode.Run(t, mcpnode.Spec{SDK: tc.sdk, Pin: tc.pin, Stdio: []string{self, "--url", u}, List: true,
+				Calls: []mcpnode.Call{read, read, read, read}}, proxyEnv+"=1")
+			logCalls(t, out)
+			var got []string
+			for i, c := range out.Calls {
+				require.True(t, c.OK, "call %d threw in the client: %s", i+1, c.Error)
+				got = append(got, c.Verdict())
+			}
+			assert.Equal(t, []string{"allow", "allow", "hint", "abort"}, got)
+		})
+	}
+}

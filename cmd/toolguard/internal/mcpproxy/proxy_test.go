@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -79,6 +80,12 @@ func (s *syncBuffer) String() string {
 // start runs Main with args in front of the test server.
 func start(t *testing.T, env []string, args ...string) *session {
 	t.Helper()
+	return startEnv(t, env, Env{}, args...)
+}
+
+// startEnv is start with the Now and PolicyFile of e.
+func startEnv(t *testing.T, env []string, e Env, args ...string) *session {
+	t.Helper()
 	for _, e := range env {
 		k, v, _ := strings.Cut(e, "=")
 		t.Setenv(k, v)
@@ -87,7 +94,14 @@ func start(t *testing.T, env []string, args ...string) *session {
 	outR, outW := io.Pipe()
 	s := &session{t: t, in: inW, out: bufio.NewReader(outR), stderr: &syncBuffer{}, done: make(chan int, 1)}
 	go func() {
-		code := Main(append(args, "--", serverBin), Env{Stdin: inR, Stdout: outW, Stderr: s.stderr})
+		e.Stdin, e.Stdout = inR, outW
+		if e.Stderr == nil {
+			e.Stderr = s.stderr
+		}
+		if !slices.Contains(args, "--url") {
+			args = append(args, "--", serverBin)
+		}
+		code := Main(args, e)
 		outW.Close()
 		inR.Close()
 		s.done <- code

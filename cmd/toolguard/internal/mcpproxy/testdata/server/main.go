@@ -16,7 +16,11 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"net"
+	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,6 +39,10 @@ type blobArgs struct {
 }
 
 type none struct{}
+
+type sizeArgs struct {
+	Size int `json:"size"`
+}
 
 func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
@@ -67,6 +75,34 @@ func main() {
 		func(_ context.Context, _ *mcp.CallToolRequest, in blobArgs) (*mcp.CallToolResult, any, error) {
 			return text(fmt.Sprintf("got %d bytes", len(in.Blob))), nil, nil
 		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "add_tool", Description: "adds a tool (its clients are told the list changed)"},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			mcp.AddTool(srv, &mcp.Tool{Name: "added", Description: "added at run time"},
+				func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+					return text("added"), nil, nil
+				})
+			return text("added a tool"), nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "deploy", Description: "always fails"},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "permission denied"}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "big", Description: "returns size bytes"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in sizeArgs) (*mcp.CallToolResult, any, error) {
+			return text(strings.Repeat("x", in.Size)), nil, nil
+		})
+	if addr := os.Getenv("HTTP_ADDR"); addr != "" {
+		// Streamable HTTP on a loopback address; the first line of output
+		// is the URL.
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("http://%s/mcp\n", ln.Addr())
+		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+			Stateless: os.Getenv("HTTP_STATELESS") == "1", JSONResponse: os.Getenv("HTTP_JSON") == "1"})
+		log.Fatal(http.Serve(ln, protect(h, ln.Addr().String())))
+	}
 	err := srv.Run(context.Background(), &mcp.StdioTransport{})
 	if os.Getenv("HANG_AFTER_EOF") == "1" {
 		time.Sleep(time.Hour) // a server that does not exit when its input ends
@@ -74,4 +110,29 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+}
+
+// protect asks for a bearer token among HTTP_TOKENS (comma-separated) when
+// that is set, naming HTTP_AS as the authorization server in its protected
+// resource metadata, as MCP's authorization asks of a server.
+func protect(h http.Handler, addr string) http.Handler {
+	tokens := os.Getenv("HTTP_TOKENS")
+	if tokens == "" {
+		return h
+	}
+	prm := "http://" + addr + "/.well-known/oauth-protected-resource"
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/.well-known/oauth-protected-resource" {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"resource":"http://%s/mcp","authorization_servers":[%q]}`, addr, os.Getenv("HTTP_AS"))
+			return
+		}
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || !slices.Contains(strings.Split(tokens, ","), tok) {
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+prm+`"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

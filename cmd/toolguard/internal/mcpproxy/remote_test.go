@@ -1,0 +1,205 @@
+package mcpproxy
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// httpTestServer starts the test server on streamable HTTP on loopback
+// and returns its URL.
+func httpTestServer(t *testing.T, env ...string) string {
+	t.Helper()
+	cmd := exec.Command(serverBin)
+	cmd.Env = append(cmd.Environ(), append(env, "HTTP_ADDR=127.0.0.1:0")...)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	return strings.TrimSpace(line)
+}
+
+// The proxy in front of a remote server: stdio to the client, streamable
+// HTTP to the server (event streams, JSON bodies, stateless), guarded alike.
+func TestRemoteServer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+	}{
+		{"sse-session", nil},
+		{"json-session", []string{"HTTP_JSON=1"}},
+		{"stateless", []string{"HTTP_STATELESS=1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := httpTestServer(t, tc.env...)
+			s := start(t, nil, "--url", u)
+			s.initialize()
+			list := s.request("tools/list", map[string]any{})
+			require.NotNil(t, list["result"], "%v", list)
+			args := map[string]any{"path": "/etc/hosts"}
+			var got []string
+			for range 4 {
+				got = append(got, verdict(s.call("read_file", args)))
+			}
+			assert.Equal(t, []string{"allow", "allow", "hint", "abort"}, got)
+			assert.Equal(t, "got 3 bytes", resultText(s.call("echo_size", map[string]any{"blob": "abc"})))
+			require.Equal(t, ExitOK, s.stop())
+		})
+	}
+}
+
+// A server that cannot be reached: each request gets an error, the proxy
+// stays up.
+func TestRemoteServerDown(t *testing.T) {
+	s := start(t, nil, "--url", "http://127.0.0.1:1/mcp", "--grace", "100ms")
+	m := s.request("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "test", "version": "1"}})
+	require.NotNil(t, m["error"], "%v", m)
+	assert.Contains(t, m["error"].(map[string]any)["message"], "the MCP server at http://127.0.0.1:1/mcp")
+	var out, errOut strings.Builder
+	assert.Equal(t, ExitBadInput, Main([]string{"--url", "ftp://x"}, Env{Stdout: &out, Stderr: &errOut}))
+	assert.Equal(t, ExitBadInput, Main([]string{"--url", "http://x", "--", "y"}, Env{Stdout: &out, Stderr: &errOut}))
+}
+
+// authServer is an OAuth authorization server on loopback for the test:
+// dynamic registration, the authorization code with PKCE (S256) and the
+// resource indicator, approved at once, and the token endpoint.
+func authServer(t *testing.T, resource *string, token string) *httptest.Server {
+	var mu sync.Mutex
+	challenges := map[string]string{} // code → challenge
+	mux := http.NewServeMux()
+	var ts *httptest.Server
+	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"issuer": ts.URL, "authorization_endpoint": ts.URL + "/authorize", "token_endpoint": ts.URL + "/token",
+			"registration_endpoint": ts.URL + "/register", "code_challenge_methods_supported": []string{"S256"},
+		})
+	})
+	mux.HandleFunc("/register", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			RedirectURIs []string `json:"redirect_uris"`
+		}
+		if json.NewDecoder(r.Body).Decode(&req) != nil || len(req.RedirectURIs) != 1 || !strings.HasPrefix(req.RedirectURIs[0], "http://127.0.0.1:") {
+			http.Error(w, "bad registration", http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"client_id":"client-1"}`))
+	})
+	mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if q.Get("client_id") != "client-1" || q.Get("code_challenge_method") != "S256" || q.Get("resource") != *resource {
+			http.Error(w, "bad authorization request: "+r.URL.RawQuery, http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		challenges["code-1"] = q.Get("code_challenge")
+		mu.Unlock()
+		http.Redirect(w, r, q.Get("redirect_uri")+"?code=code-1&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
+	})
+	mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		mu.Lock()
+		challenge := challenges[r.PostForm.Get("code")]
+		mu.Unlock()
+		sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
+		if r.PostForm.Get("grant_type") != "authorization_code" || challenge == "" ||
+			base64.RawURLEncoding.EncodeToString(sum[:]) != challenge || r.PostForm.Get("resource") != *resource {
+			http.Error(w, "bad token request", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"access_token":"` + token + `","token_type":"Bearer","expires_in":3600,"refresh_token":"refresh-1"}`))
+	})
+	ts = httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// A remote server that asks for authorization: the proxy runs MCP's OAuth
+// flow once (the "browser" follows the redirects), keeps the token in its
+// directory with mode 0600, and a later proxy uses it without asking.
+func TestRemoteServerOAuth(t *testing.T) {
+	var resource string
+	as := authServer(t, &resource, "token-1")
+	resource = httpTestServer(t, "HTTP_TOKENS=token-1", "HTTP_AS="+as.URL)
+	dir := t.TempDir()
+	opened := 0
+	env := Env{OAuthDir: dir, OpenURL: func(u string) error {
+		opened++
+		resp, err := http.Get(u) // the user approves: redirects to the proxy's loopback
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("authorize: %s", resp.Status)
+		}
+		return nil
+	}}
+	for run := range 2 {
+		s := startEnv(t, nil, env, "--url", resource)
+		s.initialize()
+		var got []string
+		for range 3 {
+			got = append(got, verdict(s.call("read_file", map[string]any{"path": "/etc/hosts"})))
+		}
+		assert.Equal(t, []string{"allow", "allow", "hint"}, got, "run %d: %s", run, s.stderr.String())
+		require.Equal(t, ExitOK, s.stop())
+	}
+	assert.Equal(t, 1, opened, "authorized once, the token kept")
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	fi, err := os.Stat(files[0])
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	data, _ := os.ReadFile(files[0])
+	assert.Contains(t, string(data), `"access_token":"token-1"`)
+}
+
+// What the server sends unasked (here: that its tool list changed) reaches
+// the client through the GET stream, which opens after initialized: the
+// tool is added until the notification comes.
+func TestRemoteServerNotifications(t *testing.T) {
+	u := httpTestServer(t)
+	s := start(t, nil, "--url", u)
+	s.initialize()
+	seen := false
+	for i := 0; i < 50 && !seen; i++ {
+		id := fmt.Sprint("add-", i)
+		s.send(`{"jsonrpc":"2.0","id":"` + id + `","method":"tools/call","params":{"name":"add_tool","arguments":{}}}`)
+		for {
+			m := s.reply()
+			if m["method"] == "notifications/tools/list_changed" {
+				seen = true
+			}
+			if m["id"] == id {
+				break
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	assert.True(t, seen, "no notifications/tools/list_changed")
+}
