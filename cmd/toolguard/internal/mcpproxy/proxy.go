@@ -211,8 +211,12 @@ func (px *proxy) fromClient(ctx context.Context, stdin io.Reader, toServer io.Wr
 		}
 		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
 			if forward := px.clientMessage(ctx, trimmed); forward != nil {
-				if _, werr := w.Write(append(forward, '\n')); werr == nil {
+				_, werr := w.Write(append(forward, '\n'))
+				if werr == nil {
 					werr = w.Flush()
+				}
+				if werr != nil {
+					px.logf("writing to the server: %v", werr)
 				}
 			}
 		}
