@@ -2,6 +2,8 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -225,7 +227,12 @@ func TestHungServer(t *testing.T) {
 	srv.Resume(t)
 	require.False(t, ok)
 	require.ErrorIs(t, d.Err, toolguard.ErrStoreUnavailable)
-	require.ErrorIs(t, d.Err, context.DeadlineExceeded)
+	// go-redis sets the socket's read deadline from the context's, so the
+	// wait ends as the context's deadline or as the socket's timeout,
+	// whichever the runtime sees first.
+	var ne net.Error
+	require.True(t, errors.Is(d.Err, context.DeadlineExceeded) || errors.As(d.Err, &ne) && ne.Timeout(),
+		"a timeout: %v", d.Err)
 	assert.Less(t, elapsed, 30*time.Second, "bounded by StoreTimeout (2s), not by ReadTimeout (60s)")
 
 	waitUp(t, s)
