@@ -68,7 +68,7 @@ func TestTimeout(t *testing.T) {
 // TestRealSkip runs go test -json on a package whose test skips and checks
 // the reason reaches the report.
 func TestRealSkip(t *testing.T) {
-	raw, err := goTestJSON(t, "func TestNeedsServer(t *testing.T) { t.Skip(\"no server here\") }\n")
+	raw, err := goTestJSON(t, "func TestNeedsServer(t *testing.T) { t.Skip(\"no server here\") }\n", "-timeout", "2m")
 	require.NoError(t, err)
 	var out strings.Builder
 	c, err := report(strings.NewReader(string(raw)), &out)
