@@ -246,7 +246,9 @@ func dedupe(s []string) []string {
 func goCmd(ctx context.Context, dir, work string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK="+work, "GOFLAGS=-buildvcs=false")
+	// -trimpath: a compiled dependency's cache key is its module@version,
+	// so the builds of .ci/run's go vet and release check serve here too.
+	cmd.Env = append(os.Environ(), "GOWORK="+work, "GOFLAGS=-buildvcs=false -trimpath")
 	return cmd
 }
 
