@@ -387,33 +387,50 @@ func TestHashArgsAllocs(t *testing.T) {
 	}
 }
 
-// canonTestScaling returns how much longer f takes on an input 16 times as
-// long: about 16 for linear time, about 256 for quadratic. It takes the best
-// of a few runs to be robust against a busy machine.
-func canonTestScaling(unit string, n int, f func(string)) float64 {
-	best := func(s string) time.Duration {
-		d := time.Duration(1 << 62)
-		for range 5 {
-			start := time.Now()
-			f(s)
-			d = min(d, time.Since(start))
-		}
-		return max(d, time.Microsecond)
-	}
-	small := strings.Repeat(unit, n)
-	large := strings.Repeat(unit, 16*n)
-	return float64(best(large)) / float64(best(small))
+// canonTestLinearUnits are argument fragments that a scan which goes back
+// over what it read would make slow: nesting, duplicate keys, escapes,
+// numbers, spaces.
+var canonTestLinearUnits = []string{
+	`{"b":{"d":1,"c":2},"a":0},`, `{"a":1,"a":[1],"a":{"x":1}},`, `"\u0041",`, `1.5e3,`,
+	`[[[[1]]]],`, `{"k":"v"} , `, `"x",`,
 }
 
+// TestHashArgsLinearTime hashes each fragment repeated to 1 MiB and checks
+// the result against the same arguments indented. It measures no time: a
+// scan quadratic in its input takes hours here and fails at the package's
+// -timeout. The time per byte at 16 KiB and 1 MiB, equal for a linear
+// scan, is BenchmarkHashArgsScaling. Under the race detector, which makes
+// each byte cost far more, the inputs are 64 KiB (.ci/run runs the test
+// without it too).
 func TestHashArgsLinearTime(t *testing.T) {
-	units := []string{
-		`{"b":{"d":1,"c":2},"a":0},`, `{"a":1,"a":[1],"a":{"x":1}},`, `"\u0041",`, `1.5e3,`,
-		`[[[[1]]]],`, `{"k":"v"} , `, `"x",`,
+	size := 1 << 20
+	if raceEnabled {
+		size = 64 << 10
 	}
-	for _, u := range units {
-		n := (16 << 10) / len(u)
-		f := func(s string) { hashArgs([]byte("["+s+"0]"), nil) }
-		assert.Less(t, canonTestScaling(u, n, f), 100.0, "%q", u)
+	for _, u := range canonTestLinearUnits {
+		payload := []byte("[" + strings.Repeat(u, size/len(u)) + "0]")
+		var indented bytes.Buffer
+		require.NoError(t, json.Indent(&indented, payload, "", " "), "%q", u)
+		assert.Equal(t, hashArgs(payload, nil), hashArgs(indented.Bytes(), nil), "%q", u)
+	}
+}
+
+// BenchmarkHashArgsScaling hashes each fragment of canonTestLinearUnits
+// repeated to 16 KiB and to 1 MiB: the MB/s of the two sizes are about
+// equal for a linear scan (a quadratic one is 64 times slower at 1 MiB).
+//
+//	go test -run '^$' -bench HashArgsScaling .
+func BenchmarkHashArgsScaling(b *testing.B) {
+	for i, u := range canonTestLinearUnits {
+		for _, size := range []int{16 << 10, 1 << 20} {
+			payload := []byte("[" + strings.Repeat(u, size/len(u)) + "0]")
+			b.Run(fmt.Sprintf("unit%d/%dKiB", i, size>>10), func(b *testing.B) {
+				b.SetBytes(int64(len(payload)))
+				for b.Loop() {
+					hashArgs(payload, nil)
+				}
+			})
+		}
 	}
 }
 

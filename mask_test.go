@@ -153,18 +153,54 @@ func TestDigestStreamingChunks(t *testing.T) {
 	assert.Equal(t, maskTestSum(true, long), digestError(long))
 }
 
-func TestMaskLinearTime(t *testing.T) {
+// maskTestLinearInputs are texts that a masker which goes back over what
+// it read would make slow, each about size bytes: every fragment the
+// masker treats specially repeated, and hex and digit runs that fail only
+// at their end.
+func maskTestLinearInputs(size int) []string {
 	units := []string{"a.", "1h1.5", "'", "a-", "1_", "f", "ab1://", "x'", "2024-05-20 ", "a/", "\"", "1 ",
 		"-", "0123-", "01234567-", "deadbeef-", "x-deadbeefcafe", "12:"}
+	var out []string
 	for _, u := range units {
-		n := (16 << 10) / len(u)
-		assert.Less(t, canonTestScaling(u, n, func(s string) { digestResult(s) }), 100.0, "noise %q", u)
-		assert.Less(t, canonTestScaling(u, n, func(s string) { digestError(s) }), 100.0, "error %q", u)
+		out = append(out, strings.Repeat(u, size/len(u)))
 	}
-	// Hex runs that fail at their end are scanned once.
-	assert.Less(t, canonTestScaling("f", 8<<10, func(s string) { digestError(s + "g") }), 100.0)
-	assert.Less(t, canonTestScaling("f", 8<<10, func(s string) { digestResult(s + "g") }), 100.0)
-	assert.Less(t, canonTestScaling("0", 8<<10, func(s string) { digestResult("x" + s) }), 100.0)
+	return append(out, strings.Repeat("f", size)+"g", "x"+strings.Repeat("0", size))
+}
+
+// TestMaskLinearTime digests each text of maskTestLinearInputs at 1 MiB
+// and checks the streamed digests against the masked text's. It measures
+// no time: a masker quadratic in its input takes hours here and fails at
+// the package's -timeout. The time per byte at 16 KiB and 1 MiB, equal for
+// a linear masker, is BenchmarkMaskScaling. Under the race detector the
+// texts are 64 KiB (.ci/run runs the test without it too).
+func TestMaskLinearTime(t *testing.T) {
+	size := 1 << 20
+	if raceEnabled {
+		size = 64 << 10
+	}
+	for _, s := range maskTestLinearInputs(size) {
+		assert.Equal(t, maskTestSum(false, maskNoise(s)), digestResult(s), "noise %.20q", s)
+		assert.Equal(t, maskTestSum(true, maskError(s)), digestError(s), "error %.20q", s)
+	}
+}
+
+// BenchmarkMaskScaling digests each text of maskTestLinearInputs at 16 KiB
+// and at 1 MiB: the MB/s of the two sizes are about equal for a linear
+// masker (a quadratic one is 64 times slower at 1 MiB).
+//
+//	go test -run '^$' -bench MaskScaling .
+func BenchmarkMaskScaling(b *testing.B) {
+	for _, size := range []int{16 << 10, 1 << 20} {
+		for i, s := range maskTestLinearInputs(size) {
+			b.Run(fmt.Sprintf("text%d/%dKiB", i, size>>10), func(b *testing.B) {
+				b.SetBytes(int64(len(s)))
+				for b.Loop() {
+					digestResult(s)
+					digestError(s)
+				}
+			})
+		}
+	}
 }
 
 func TestDigestAllocs(t *testing.T) {

@@ -160,14 +160,17 @@ type Policy struct {
 	// 0 means 4; 1 means 2; negative disables cycle detection. At most 16.
 	CyclePeriod int
 	// CycleRepeats is how many unchanged repetitions of a cycle are allowed;
-	// the call that would continue them fires. 0 means 3; 1 means 2. At most 64.
+	// the call that would continue them fires. 0 means 3; 1 means 2;
+	// negative disables cycle detection (as a negative CyclePeriod does).
+	// At most 64.
 	CycleRepeats int
 	// Window is the number of most recent calls of the turn in which
 	// similar searches and fetches of one host and path are counted. 0
 	// means 10; negative disables the rule. At most 1024.
 	Window int
 	// WindowLimit is how many such calls the window may hold; the next one
-	// fires. 0 means 5.
+	// fires. 0 means 5; negative disables the rule (as a negative Window
+	// does).
 	WindowLimit int
 
 	// LedgerSize caps the entries the ledger reports; older entries are
@@ -532,6 +535,13 @@ func newConfig(p Policy) config {
 	c.cycleRepeats = min(max(orDefault(p.CycleRepeats, defaultCycleRepeats), 2), maxCycleRepeats)
 	c.window = min(orDefault(p.Window, defaultWindow), maxWindow)
 	c.windowLimit = max(orDefault(p.WindowLimit, defaultWindowLimit), 1)
+	// A negative count turns its rule off, as it does for every rule.
+	if p.CycleRepeats < 0 {
+		c.cyclePeriod = 0
+	}
+	if p.WindowLimit < 0 {
+		c.window = 0
+	}
 	c.ledgerSize = orDefault(p.LedgerSize, defaultLedgerSize)
 	c.ledgerKeep = c.ledgerSize
 	if c.ledgerKeep > 0 {

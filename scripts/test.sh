@@ -4,18 +4,32 @@
 # repository it requires as they are in the tree (scripts/release.sh
 # work-for). So a module is built with the dependency versions of its own
 # go.mod, as a user who `go get`s it gets them, not with the newest version
-# any module of the repository asks for. Arguments go to `go test`; without
-# any, -race -count=1.
+# any module of the repository asks for. Arguments go to `go test`.
+#
+# Without arguments it is the quick run the README gives a newcomer:
+# -short -count=1, no race detector. -short skips the large-input memory
+# and allocation pins of the core and compiles only the core's
+# documentation snippets (README.md lists what it skips). The full suite
+# is `bash scripts/test.sh -race -count=1` (.ci/run runs it), with the
+# pins run once more without -race.
+#
+# Every `go test` gets -timeout 10m unless the arguments give one; a package
+# that times out is reported as failed with its panic.
 #
 # Every skipped test is listed with its reason (some tests need
-# redis-server; see README.md); failed tests print their whole output.
+# redis-server, some `npm ci` in internal/mcpnode; see README.md); failed
+# tests print their whole output.
 #
-#   bash scripts/test.sh            # every test of every module, with -race
-#   bash scripts/test.sh -short     # quicker
+#   bash scripts/test.sh                    # quick: every module, -short
+#   bash scripts/test.sh -race -count=1     # the full suite, with -race
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-[ $# -eq 0 ] && set -- -race -count=1
+[ $# -eq 0 ] && set -- -short -count=1
+case " $* " in
+  *" -timeout"*) ;;
+  *) set -- "$@" -timeout 10m ;;
+esac
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

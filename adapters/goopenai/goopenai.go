@@ -129,7 +129,9 @@ func StripTools(req *openai.ChatCompletionRequest) {
 	req.Tools = nil
 	req.ToolChoice = nil
 	req.ParallelToolCalls = nil
+	//lint:ignore SA1019 a request may still carry the deprecated fields: they are tools too
 	req.Functions = nil
+	//lint:ignore SA1019 the deprecated choice goes with them
 	req.FunctionCall = nil
 }
 

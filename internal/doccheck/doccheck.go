@@ -21,6 +21,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 )
 
@@ -152,4 +153,30 @@ func Files(root string) (markdown []string, goDoc []string, err error) {
 		goDoc = append(goDoc, "doc.go")
 	}
 	return markdown, goDoc, err
+}
+
+// literalRE finds a composite literal of the core's configuration types
+// written inline: in a Markdown code span, or alone on a line of a Go
+// comment.
+var literalRE = regexp.MustCompile("(?:`|^\\s*//\\s+)((?:toolguard\\.)?(?:Policy|Quotas|Quota|ToolPolicy|SharedQuota|Breaker)\\{[^`]*\\})(?:`|\\s*$)")
+
+// Literals returns the composite literals of the core's configuration
+// types that a text writes inline (`Policy{Quotas: toolguard.Quotas{...}}`
+// in Markdown, or a comment line of Go), each made into a Go file that
+// declares it: a literal that does not compile as written fails the
+// tests.
+func Literals(file string, text []byte) []Snippet {
+	var out []Snippet
+	for n, line := range strings.Split(string(text), "\n") {
+		for _, m := range literalRE.FindAllStringSubmatch(line, -1) {
+			lit := m[1]
+			if !strings.HasPrefix(lit, "toolguard.") {
+				lit = "toolguard." + lit
+			}
+			// One line, so that an error's position is the literal's.
+			code := "package main; import \"github.com/toolguard/toolguard\"; var _ = " + lit + "; func main() {}\n"
+			out = append(out, Snippet{File: file, Line: n + 1, Code: code})
+		}
+	}
+	return out
 }

@@ -116,6 +116,15 @@ func modules(t *testing.T, root string) map[string]*module {
 	return mods
 }
 
+// repository returns the repository's root, absolute, and its modules,
+// with absolute folders.
+func repository(t *testing.T) (string, map[string]*module) {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	return root, modules(t, root)
+}
+
 // owner returns the module of the repository that holds the package, or
 // nil for a package from elsewhere.
 func owner(mods map[string]*module, pkg string) *module {
@@ -237,26 +246,21 @@ func dedupe(s []string) []string {
 func goCmd(ctx context.Context, dir, work string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK="+work, "GOFLAGS=-buildvcs=false")
+	// -trimpath: a compiled dependency's cache key is its module@version,
+	// so the builds of .ci/run's go vet and release check serve here too.
+	cmd.Env = append(os.Environ(), "GOWORK="+work, "GOFLAGS=-buildvcs=false -trimpath")
 	return cmd
 }
 
 // TestSnippets compiles every snippet of the documentation, and runs each
-// program that needs only the standard library and the core.
+// program that needs only the standard library and the core. With -short
+// it checks the snippets that need the core alone; those of the other
+// modules, which compile their frameworks' SDKs, are skipped.
 func TestSnippets(t *testing.T) {
-	if testing.Short() {
-		t.Skip("compiles every snippet of the documentation with the go command")
-	}
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("the go command is not on PATH")
 	}
-	root, err := filepath.Abs("../..")
-	require.NoError(t, err)
-	mods := modules(t, root)
-	for _, m := range mods {
-		m.dir, err = filepath.Abs(m.dir)
-		require.NoError(t, err)
-	}
+	root, mods := repository(t)
 
 	markdown, goDocs, err := Files(root)
 	require.NoError(t, err)
@@ -272,6 +276,18 @@ func TestSnippets(t *testing.T) {
 			}
 			all = append(all, p)
 		}
+		all = append(all, literals(t, root, mods, name, data)...)
+	}
+	// The inline literals of the core's comments.
+	goFiles, err := filepath.Glob(filepath.Join(root, "*.go"))
+	require.NoError(t, err)
+	for _, path := range goFiles {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		all = append(all, literals(t, root, mods, filepath.Base(path), data)...)
 	}
 	for _, name := range goDocs {
 		snips, err := DocComment(name, filepath.Join(root, name))
@@ -310,9 +326,39 @@ func TestSnippets(t *testing.T) {
 			name = "core"
 		}
 		t.Run(strings.ReplaceAll(name, " ", "+"), func(t *testing.T) {
+			if testing.Short() && k != rootPath {
+				t.Skip("-short: these snippets compile the SDKs of " + name)
+			}
 			build(t, root, group)
 		})
 	}
+}
+
+// literals prepares the inline literals of a file: compiled, not run.
+func literals(t *testing.T, root string, mods map[string]*module, name string, data []byte) []*snippet {
+	t.Helper()
+	var out []*snippet
+	for _, s := range Literals(name, data) {
+		p, err := prepare(t, root, mods, s, false)
+		require.NoError(t, err)
+		p.runs = false
+		out = append(out, p)
+	}
+	return out
+}
+
+func TestLiterals(t *testing.T) {
+	text := "a `Policy{Quotas: toolguard.Quotas{SessionLimit: 30}}` and `toolguard.Breaker{Cooldown: -1}`\n" +
+		"//\ttoolguard.Policy{MaxRepeats: 1}\n// not `Policy` nor Policy{} in prose\n"
+	var got []string
+	for _, s := range Literals("x.md", []byte(text)) {
+		got = append(got, fmt.Sprintf("%d %s", s.Line, s.Code))
+	}
+	require.Equal(t, []string{
+		"1 package main; import \"github.com/toolguard/toolguard\"; var _ = toolguard.Policy{Quotas: toolguard.Quotas{SessionLimit: 30}}; func main() {}\n",
+		"1 package main; import \"github.com/toolguard/toolguard\"; var _ = toolguard.Breaker{Cooldown: -1}; func main() {}\n",
+		"2 package main; import \"github.com/toolguard/toolguard\"; var _ = toolguard.Policy{MaxRepeats: 1}; func main() {}\n",
+	}, got)
 }
 
 func build(t *testing.T, root string, group []*snippet) {
@@ -354,4 +400,138 @@ func build(t *testing.T, root string, group []*snippet) {
 			t.Errorf("%s:%d: the program fails when run (%v):\n%s", s.File, s.Line, err, out)
 		}
 	}
+}
+
+// goVersionStatements are the sentences of the documentation that state
+// which Go a module needs, each with the modules' go lines it must give.
+var goVersionStatements = []struct {
+	re   *regexp.Regexp
+	want func(root string, mods map[string]*module, file string) []string
+}{
+	// "Go 1.26 or later": the go line of the module the file belongs to.
+	{regexp.MustCompile(`Go (1\.\d+(?:\.\d+)?) or (?:later|newer)`), func(root string, mods map[string]*module, file string) []string {
+		return []string{fileModule(root, mods, file).goLine}
+	}},
+	// "(from Go 1.24 to 1.26.0 today": the lowest and highest go line of
+	// the nested modules (the integrations).
+	{regexp.MustCompile(`from Go (1\.\d+(?:\.\d+)?) to (1\.\d+(?:\.\d+)?) today`), func(_ string, mods map[string]*module, _ string) []string {
+		var lines []string
+		for p, m := range mods {
+			if p != rootPath {
+				lines = append(lines, m.goLine)
+			}
+		}
+		return []string{minGo(lines), maxGo(lines)}
+	}},
+	// "the highest any module needs (Go 1.26.0 today)".
+	{regexp.MustCompile(`highest any module needs \(Go (1\.\d+(?:\.\d+)?) today\)`), func(_ string, mods map[string]*module, _ string) []string {
+		var lines []string
+		for _, m := range mods {
+			lines = append(lines, m.goLine)
+		}
+		return []string{maxGo(lines)}
+	}},
+	// "the core needs Go 1.24", "the core module alone (Go 1.24,".
+	{regexp.MustCompile(`core (?:needs Go|module alone \(Go) (1\.\d+(?:\.\d+)?)`), func(_ string, mods map[string]*module, _ string) []string {
+		return []string{mods[rootPath].goLine}
+	}},
+}
+
+// goMentionsNotMinimums are mentions of a Go version that state no
+// module's minimum: the machine a figure was measured on, a dependency's
+// own need.
+var goMentionsNotMinimums = regexp.MustCompile(`Go 1\.\d+(?:\.\d+)?, Linux|to build with Go 1\.\d+`)
+
+// TestGoVersions checks every statement of the documentation about the Go
+// a module needs against the go lines of the modules' go.mod files
+// (`bash scripts/release.sh modules` lists them): each mention of a Go
+// version in the Markdown files and doc.go is one of goVersionStatements,
+// and says what the go.mod files say.
+func TestGoVersions(t *testing.T) {
+	root, mods := repository(t)
+	markdown, goDocs, err := Files(root)
+	require.NoError(t, err)
+	mention := regexp.MustCompile(`Go 1\.\d+(?:\.\d+)?`)
+	checked := 0
+	for _, name := range append(markdown, goDocs...) {
+		if name == "CHANGELOG.md" { // history: what was true then
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(root, name))
+		require.NoError(t, err)
+		text := strings.Join(strings.Fields(string(data)), " ") // sentences broken over lines
+		text = strings.ReplaceAll(text, "// ", "")              // doc.go's comment markers
+		covered := map[int]bool{}
+		for _, s := range goVersionStatements {
+			for _, m := range s.re.FindAllStringSubmatchIndex(text, -1) {
+				want := s.want(root, mods, name)
+				for i := range want {
+					got := text[m[2+2*i]:m[3+2*i]]
+					if normGo(got) != normGo(want[i]) {
+						t.Errorf("%s: %q says Go %s, the go.mod files say %s", name, text[m[0]:m[1]], got, want[i])
+					}
+				}
+				for _, v := range mention.FindAllStringIndex(text[m[0]:m[1]], -1) {
+					covered[m[0]+v[0]] = true
+				}
+				// "from Go 1.24 to 1.26.0": the second version has no "Go".
+				covered[m[0]] = true
+				checked++
+			}
+		}
+		for _, m := range goMentionsNotMinimums.FindAllStringIndex(text, -1) {
+			for _, v := range mention.FindAllStringIndex(text[m[0]:m[1]], -1) {
+				covered[m[0]+v[0]] = true
+			}
+		}
+		for _, v := range mention.FindAllStringIndex(text, -1) {
+			if !covered[v[0]] {
+				from := max(v[0]-60, 0)
+				t.Errorf("%s: %q: a Go version this test does not check (add its statement to goVersionStatements)",
+					name, text[from:min(v[1]+30, len(text))])
+			}
+		}
+	}
+	t.Logf("%d statements of a Go version checked", checked)
+	require.Positive(t, checked)
+}
+
+// fileModule returns the module whose folder holds the file.
+func fileModule(root string, mods map[string]*module, file string) *module {
+	abs := filepath.Join(root, filepath.FromSlash(file))
+	var best *module
+	for _, m := range mods {
+		if strings.HasPrefix(abs, m.dir+string(filepath.Separator)) && (best == nil || len(m.dir) > len(best.dir)) {
+			best = m
+		}
+	}
+	return best
+}
+
+// normGo writes a go line with three numbers: 1.24 is 1.24.0.
+func normGo(v string) string {
+	if strings.Count(v, ".") == 1 {
+		return v + ".0"
+	}
+	return v
+}
+
+func minGo(lines []string) string {
+	m := lines[0]
+	for _, l := range lines {
+		if version.Compare("go"+normGo(l), "go"+normGo(m)) < 0 {
+			m = l
+		}
+	}
+	return m
+}
+
+func maxGo(lines []string) string {
+	m := lines[0]
+	for _, l := range lines {
+		if version.Compare("go"+normGo(l), "go"+normGo(m)) > 0 {
+			m = l
+		}
+	}
+	return m
 }

@@ -2,7 +2,10 @@
 // input and prints what a reader needs: each package's result, every
 // skipped test with the reason it gave, the whole output of every failed
 // test, and build errors. scripts/test.sh pipes each module's tests
-// through it, so a skipped test is never hidden behind an "ok".
+// through it, so a skipped test is never hidden behind an "ok". A package
+// that fails while tests still run (a -timeout's panic, a crash) is named
+// with its panic, and each test left without a result counts as failed,
+// with its output.
 //
 //	go test -json ./... | go run ./scripts/testreport -module redisstore
 package main
@@ -14,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -27,7 +31,9 @@ type event struct {
 	Elapsed    float64
 }
 
-type counts struct{ pass, skip, fail int }
+// counts are the tests that passed, were skipped and failed, and the
+// packages that failed.
+type counts struct{ pass, skip, fail, pkgFail int }
 
 func main() {
 	module := flag.String("module", "", "the module's name for the summary line")
@@ -37,14 +43,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, "testreport:", err)
 		os.Exit(2)
 	}
-	fmt.Printf("module %s: %d tests passed, %d skipped, %d failed\n", *module, c.pass, c.skip, c.fail)
+	fmt.Printf("module %s: %d tests passed, %d skipped, %d failed; %d packages failed\n",
+		*module, c.pass, c.skip, c.fail, c.pkgFail)
 }
 
 // report prints the report of the events read from r to w and returns the
 // counts of top-level and sub tests.
 func report(r io.Reader, w io.Writer) (counts, error) {
 	var c counts
-	output := map[string][]string{} // package + "\x00" + test → its output lines
+	output := map[string][]string{}  // package + "\x00" + test → its output lines
+	running := map[string][]string{} // package → its tests that started and have no result
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
@@ -56,6 +64,8 @@ func report(r io.Reader, w io.Writer) (counts, error) {
 		}
 		key := e.Package + "\x00" + e.Test
 		switch e.Action {
+		case "run":
+			running[e.Package] = append(running[e.Package], e.Test)
 		case "build-output":
 			fmt.Fprint(w, e.Output)
 		case "build-fail":
@@ -69,10 +79,32 @@ func report(r io.Reader, w io.Writer) (counts, error) {
 			output[key] = append(output[key], e.Output)
 		case "pass", "skip", "fail":
 			if e.Test == "" {
-				printPackage(w, e, output[key])
+				out := output[key]
+				why := panicOf(out)
+				if e.Action == "fail" {
+					c.pkgFail++
+					// Tests without a result: the package died while they
+					// ran. Their output holds the panic (test2json gives it
+					// to the last test that started, or to none).
+					for _, test := range running[e.Package] {
+						k := e.Package + "\x00" + test
+						c.fail++
+						fmt.Fprintf(w, "--- FAIL %s (%s): no result, the package failed while it ran\n", test, e.Package)
+						for _, l := range output[k] {
+							fmt.Fprint(w, l)
+						}
+						if why == "" {
+							why = panicOf(output[k])
+						}
+						delete(output, k)
+					}
+				}
+				delete(running, e.Package)
+				printPackage(w, e, out, why)
 				delete(output, key)
 				continue
 			}
+			running[e.Package] = slices.DeleteFunc(running[e.Package], func(t string) bool { return t == e.Test })
 			switch e.Action {
 			case "pass":
 				c.pass++
@@ -93,8 +125,9 @@ func report(r io.Reader, w io.Writer) (counts, error) {
 }
 
 // printPackage prints a package's result line, and its own output when it
-// failed (a panic or TestMain's message is not a test's).
-func printPackage(w io.Writer, e event, out []string) {
+// failed (a panic or TestMain's message is not a test's); why is the panic
+// that ended it, if any.
+func printPackage(w io.Writer, e event, out []string, why string) {
 	switch e.Action {
 	case "pass":
 		fmt.Fprintf(w, "ok   %s %.2fs\n", e.Package, e.Elapsed)
@@ -104,8 +137,19 @@ func printPackage(w io.Writer, e event, out []string) {
 		for _, l := range out {
 			fmt.Fprint(w, l)
 		}
-		fmt.Fprintf(w, "FAIL %s %.2fs\n", e.Package, e.Elapsed)
+		fmt.Fprintf(w, "FAIL %s %.2fs%s\n", e.Package, e.Elapsed, why)
 	}
+}
+
+// panicOf returns the panic that ended a package's test binary, for its
+// FAIL line: " (panic: test timed out after 10m0s)", or "".
+func panicOf(out []string) string {
+	for _, l := range out {
+		if strings.HasPrefix(l, "panic: ") {
+			return " (" + strings.TrimSpace(l) + ")"
+		}
+	}
+	return ""
 }
 
 // isPackageNoise tells the summary lines go test prints for a package,

@@ -103,16 +103,14 @@ func article(f Format) string {
 	return "a conversation without tool calls"
 }
 
-// splitRecords cuts an input into its top-level JSON values. An input whose first
-// non-blank line is a complete JSON value is JSON Lines, one value per
-// line. Otherwise it is read as a document: one or more JSON values,
-// possibly indented over many lines. When neither reading works, the error
-// is reported the JSON Lines way if some later unindented line is a
-// complete value on its own (a broken line in a JSON Lines file), and the
-// document way otherwise.
-//
-// With validate false, the lines of JSON Lines are
-// not checked here (their decoding checks them).
+// splitRecords cuts an input into its top-level JSON values. An input
+// whose first non-blank line is a complete JSON value is JSON Lines, one
+// value per line. Otherwise it is read as a document: one or more JSON
+// values, possibly indented over many lines. When neither reading works,
+// the error is reported the JSON Lines way if some later unindented line
+// is a complete value on its own (a broken line in a JSON Lines file), and
+// the document way otherwise. With validate false, the lines of JSON Lines
+// are not checked here (their decoding checks them).
 func splitRecords(data []byte, validate bool) ([]record, *ParseError) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	first := firstNonBlank(data)
