@@ -440,7 +440,7 @@ var goVersionStatements = []struct {
 // goMentionsNotMinimums are mentions of a Go version that state no
 // module's minimum: the machine a figure was measured on, a dependency's
 // own need.
-var goMentionsNotMinimums = regexp.MustCompile(`Go 1\.\d+(?:\.\d+)?, Linux|to build with Go 1\.\d+`)
+var goMentionsNotMinimums = regexp.MustCompile(`Go 1\.\d+(?:\.\d+)?, Linux|to build with Go 1\.\d+|"Go 1\.\d+ release notes`)
 
 // TestGoVersions checks every statement of the documentation about the Go
 // a module needs against the go lines of the modules' go.mod files
