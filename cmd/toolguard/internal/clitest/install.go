@@ -1,0 +1,65 @@
+package clitest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// DirEnv names the folder the CLIs are installed in (install.sh's
+// argument). Unset, it is InstallDir's default.
+const DirEnv = "TOOLGUARD_CLITEST_DIR"
+
+// SourceDir is this package's folder: package.json, package-lock.json and
+// install.sh.
+func SourceDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(file)
+}
+
+// InstallDir is where install.sh puts the pinned CLIs: $TOOLGUARD_CLITEST_DIR,
+// or toolguard/clitest under the user's cache folder. The install is kept
+// between runs and redone only when package-lock.json changes.
+func InstallDir() string {
+	if d := os.Getenv(DirEnv); d != "" {
+		return d
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	return filepath.Join(cache, "toolguard", "clitest")
+}
+
+// bins are the CLIs' executables, by agent, in InstallDir.
+var bins = map[string]string{
+	"claude":   "node_modules/.bin/claude",
+	"codex":    "node_modules/.bin/codex",
+	"gemini":   "node_modules/.bin/gemini",
+	"copilot":  "node_modules/.bin/copilot",
+	"opencode": "node_modules/.bin/opencode",
+	"cline":    "node_modules/.bin/cline",
+	"mcphost":  "bin/mcphost",
+}
+
+// Require returns the path of agent's CLI, or skips t with how to install
+// it (fails t under CI=true, where .ci/run has installed it).
+func Require(t testing.TB, agent string) string {
+	t.Helper()
+	path := filepath.Join(InstallDir(), bins[agent])
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	msg := agent + " is not installed in " + InstallDir() + ": run `bash " +
+		filepath.Join(SourceDir(), "install.sh") + "` (or set " + DirEnv + ")"
+	if _, err := exec.LookPath("node"); err != nil && agent != "mcphost" {
+		msg = "node is not on PATH; " + msg
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
