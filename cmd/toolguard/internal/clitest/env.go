@@ -46,7 +46,9 @@ type Env struct {
 	Counter string // the file the scenario's commands append a line to
 	Server  *Server
 	Vars    map[string]string // the run's environment, over a minimal base
-	runs    int
+	// ExtraArgs are added to the CLI's command line.
+	ExtraArgs []string
+	runs      int
 }
 
 // NewEnv makes a scratch environment for a and configures a's CLI there;
@@ -59,7 +61,7 @@ func NewEnv(t testing.TB, a *Agent) *Env {
 		T: t, Agent: a, Bin: bin, Root: root,
 		Home:    filepath.Join(root, "home"),
 		Project: filepath.Join(root, "project"),
-		Counter: filepath.Join(root, "ran"),
+		Counter: filepath.Join(root, "project", ".ran"),
 		Server:  NewServer(t, nil, a.Final("(the script has ended)")),
 	}
 	for _, d := range []string{e.Home, e.Project, filepath.Join(root, "tmp"),
@@ -126,6 +128,14 @@ func (e *Env) ReadFile(path string) string {
 	return string(b)
 }
 
+// ReadJSON decodes the JSON file path into v.
+func (e *Env) ReadJSON(path string, v any) {
+	e.T.Helper()
+	if err := json.Unmarshal([]byte(e.ReadFile(path)), v); err != nil {
+		e.T.Fatalf("%s: %v", path, err)
+	}
+}
+
 // Ran returns the lines the scenario's commands appended to the counter:
 // what really ran.
 func (e *Env) Ran() []string {
@@ -155,6 +165,7 @@ func (e *Env) Run(prompt string, resume bool) Outcome {
 	e.T.Helper()
 	e.runs++
 	args := e.Agent.Args(e, prompt, resume)
+	args = append(args[:len(args):len(args)], e.ExtraArgs...)
 	ctx, cancel := context.WithTimeout(context.Background(), RunTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, e.Bin, args...)
