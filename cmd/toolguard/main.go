@@ -4,6 +4,8 @@
 //
 //	toolguard audit [flags] FILE...
 //	toolguard mcp-proxy [flags] -- COMMAND [ARG...]
+//	toolguard hook run|install|uninstall|status|log [flags]
+//	toolguard serve [--addr HOST:PORT] [--policy FILE]
 //
 // audit replays the recorded calls of each episode through a toolguard
 // Tracker and reports what would have fired; run "toolguard audit -h" for
@@ -13,6 +15,11 @@
 // mcp-proxy runs an MCP server command behind a stdio MCP server that
 // guards its tool calls; run "toolguard mcp-proxy -h" for its flags and see
 // docs/integrations.md.
+//
+// hook guards the tool calls of an agent CLI (Claude Code, Codex, Gemini
+// CLI, Copilot CLI, opencode, Cline, Crush, Cursor) through its hooks, and
+// serve does the same for agents that post their hook events over HTTP;
+// see docs/hooks.md.
 package main
 
 import (
@@ -21,6 +28,7 @@ import (
 	"os"
 
 	"github.com/toolguard/toolguard/cmd/toolguard/internal/audit"
+	"github.com/toolguard/toolguard/cmd/toolguard/internal/hook"
 	"github.com/toolguard/toolguard/cmd/toolguard/internal/mcpproxy"
 	"golang.org/x/term"
 )
@@ -37,6 +45,10 @@ Commands:
   mcp-proxy
           run an MCP server behind a guard of its tool calls (run
           "toolguard mcp-proxy -h" for its flags)
+  hook    guard an agent CLI's tool calls through its hooks: run, install,
+          uninstall, status, log (run "toolguard hook help")
+  serve   guard the tool calls of agents that post their hook events over
+          HTTP (run "toolguard serve -h" for its flags)
 `
 
 // run dispatches the subcommand and returns the exit status.
@@ -54,6 +66,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, terminal bool
 		})
 	case "mcp-proxy":
 		return mcpproxy.Main(args[1:], mcpproxy.Env{
+			Stdin: stdin, Stdout: stdout, Stderr: stderr,
+			PolicyFile: applyPolicyFile,
+		})
+	case "hook":
+		return hook.Main(args[1:], hook.Env{
+			Stdin: stdin, Stdout: stdout, Stderr: stderr,
+			PolicyFile: applyPolicyFile,
+		})
+	case "serve":
+		return hook.Serve(args[1:], hook.Env{
 			Stdin: stdin, Stdout: stdout, Stderr: stderr,
 			PolicyFile: applyPolicyFile,
 		})
