@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"time"
 )
 
 // dummyKey is the API key every CLI sends to the model server.
@@ -181,11 +180,9 @@ var Cline = &Agent{
 		}
 	},
 	Args: func(e *Env, prompt string, resume bool) []string {
-		args := []string{"--yolo", "--json"}
-		if resume {
-			args = append(args, "--id", clineLastSession(e))
-		}
-		return append(args, prompt)
+		// Cline 3.0.65 resumes a session (--id) only in its interactive
+		// terminal UI: a headless run is always a new task (TestNewTurn).
+		return []string{"--yolo", "--json", prompt}
 	},
 }
 
@@ -205,23 +202,29 @@ func opencodePlugin(e *Env, dir string) {
 // version (package.json pins both).
 const opencodePluginVersion = "1.18.33"
 
-// clineLastSession is the id of Cline's newest session.
-func clineLastSession(e *Env) string {
-	dir := filepath.Join(e.Home, ".cline", "data", "sessions")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		e.T.Fatalf("cline sessions: %v", err)
-	}
-	var newest string
-	var at time.Time
-	for _, d := range entries {
-		info, err := d.Info()
-		if err == nil && d.IsDir() && info.ModTime().After(at) {
-			newest, at = d.Name(), info.ModTime()
+// Mcphost is mcphost: /v1/chat/completions, every tool from an MCP server.
+// Its hooks cannot refuse a call, so its one MCP server, the test binary's
+// shell server (ServeMCP), runs behind `toolguard mcp-proxy`.
+var Mcphost = &Agent{
+	Name:  "mcphost",
+	Shell: func(cmd string) Call { return Call{Name: "sh__run", Args: map[string]any{"command": cmd}} },
+	Final: textFinal,
+	Configure: func(e *Env) {
+		self, err := os.Executable()
+		if err != nil {
+			e.T.Fatal(err)
 		}
-	}
-	if newest == "" {
-		e.T.Fatalf("cline: no session in %s", dir)
-	}
-	return newest
+		e.WriteFile(filepath.Join(e.Home, ".mcphost.json"), map[string]any{
+			"mcpServers": map[string]any{"sh": map[string]any{
+				"type":        "local",
+				"command":     []string{Toolguard(e.T), "mcp-proxy", "--", self},
+				"environment": map[string]string{MCPServerEnv: "1"},
+			}},
+		})
+	},
+	Args: func(e *Env, prompt string, resume bool) []string {
+		return []string{"-p", prompt, "--quiet", "--config", filepath.Join(e.Home, ".mcphost.json"),
+			"-m", "openai:m", "--provider-url", e.Server.URL + "/v1", "--provider-api-key", dummyKey,
+			"--session", filepath.Join(e.Root, "mcphost-session.json")}
+	},
 }

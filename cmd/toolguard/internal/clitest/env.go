@@ -49,6 +49,10 @@ type Env struct {
 	// ExtraArgs are added to the CLI's command line.
 	ExtraArgs []string
 	runs      int
+	outcomes  []Outcome
+	// what Install changed, and the files before it (Uninstall checks)
+	installed []string
+	original  snapshot
 }
 
 // NewEnv makes a scratch environment for a and configures a's CLI there;
@@ -192,10 +196,21 @@ func (e *Env) Run(prompt string, resume bool) Outcome {
 	// A CLI may leave helpers behind (a daemon, a shell): end the group.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	e.T.Logf("%s run %d: exit %d in %s", e.Agent.Name, e.runs, o.Exit, o.Elapsed.Round(time.Millisecond))
+	e.outcomes = append(e.outcomes, o)
 	if o.Exit == -1 {
 		e.T.Errorf("%s did not finish within %s\nstdout:\n%s\nstderr:\n%s", e.Agent.Name, RunTimeout, tail(o.Stdout), tail(o.Stderr))
 	}
 	return o
+}
+
+// LogOutcomes logs what each run printed, for a failed test.
+func (e *Env) LogOutcomes() {
+	for i, o := range e.outcomes {
+		e.T.Logf("%s run %d: exit %d\nstdout:\n%s\nstderr:\n%s", e.Agent.Name, i+1, o.Exit, tail(o.Stdout), tail(o.Stderr))
+	}
+	if u := e.Server.Unknown(); len(u) > 0 {
+		e.T.Logf("requests the model server did not know: %v", u)
+	}
 }
 
 // environ is the run's environment: Vars only, so nothing of the

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 )
 
@@ -62,4 +63,37 @@ func Require(t testing.TB, agent string) string {
 	}
 	t.Skip(msg)
 	return ""
+}
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+	buildOut  []byte
+)
+
+// Toolguard returns the path of the toolguard binary built from this
+// repository's tree (once per test process; CleanupToolguard removes it).
+func Toolguard(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "clitest-toolguard-")
+		if buildErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", filepath.Join(buildDir, "toolguard"), "github.com/toolguard/toolguard/cmd/toolguard")
+		cmd.Dir = SourceDir()
+		buildOut, buildErr = cmd.CombinedOutput()
+	})
+	if buildErr != nil {
+		t.Fatalf("building toolguard: %v\n%s", buildErr, buildOut)
+	}
+	return filepath.Join(buildDir, "toolguard")
+}
+
+// CleanupToolguard removes the binary Toolguard built.
+func CleanupToolguard() {
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
 }
