@@ -26,6 +26,18 @@ type agent struct {
 	// resultBlind: the agent has no post-call hook, so a call is recorded
 	// with an empty result when the next call of the session is checked.
 	resultBlind bool
+	// noise masks what the agent itself writes into every result and that
+	// changes from call to call (a process id, a shell's serial number):
+	// without it, no two runs of one command would read alike.
+	noise []*regexp.Regexp
+}
+
+// maskAgentNoise masks the agent's own volatile text in a result.
+func (a *agent) maskAgentNoise(s string) string {
+	for _, re := range a.noise {
+		s = re.ReplaceAllString(s, "${1}#")
+	}
+	return s
 }
 
 // agents lists the supported agents by name.
@@ -231,7 +243,13 @@ var geminiAgent = &agent{
 	},
 	readOnly: []string{"read_file", "read_many_files", "list_directory", "glob", "search_file_content",
 		"grep", "web_fetch", "google_web_search", "write_todos"},
+	// run_shell_command ends its output with the process group's id, and
+	// the ids of background processes.
+	noise: []*regexp.Regexp{regexp.MustCompile(`(Process Group PGID: )\d+`), regexp.MustCompile(`(Background PIDs: )[\d, ]+`)},
 }
+
+// copilotExitRe reads the exit status bash writes after a command's output.
+var copilotExitRe = regexp.MustCompile(`<shellId: \d+ completed with exit code (-?\d+)>`)
 
 var copilotKinds = map[string]Kind{
 	"preToolUse":          KindPre,
@@ -267,6 +285,9 @@ var copilotAgent = &agent{
 				case "failure", "error":
 					ev.Failed = true
 				}
+				if m := copilotExitRe.FindStringSubmatch(ev.Result); m != nil && m[1] != "0" {
+					ev.Failed = true
+				}
 			} else {
 				ev.Result = p.text("toolResult")
 			}
@@ -290,6 +311,9 @@ var copilotAgent = &agent{
 		return Output{}
 	},
 	readOnly: []string{"view", "glob", "grep", "web_fetch", "report_intent", "read_bash", "list_bash"},
+	// bash ends its output with the number of the shell it ran in, one
+	// more for every command: "<shellId: 2 completed with exit code 0>".
+	noise: []*regexp.Regexp{regexp.MustCompile(`(<shellId: )\d+`)},
 }
 
 // copilotArgs drops the free-text description the model writes beside a

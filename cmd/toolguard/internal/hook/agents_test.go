@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,10 +20,13 @@ func testEnv(t testing.TB) *Env {
 	dir := t.TempDir()
 	vars := map[string]string{"HOME": dir + "/home", "XDG_STATE_HOME": dir + "/state"}
 	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var mu sync.Mutex
 	return &Env{
 		Getenv:     func(k string) string { return vars[k] },
 		Executable: "/opt/toolguard/bin/toolguard",
 		Now: func() time.Time {
+			mu.Lock()
+			defer mu.Unlock()
 			clock = clock.Add(time.Second)
 			return clock
 		},
@@ -188,7 +192,9 @@ var contracts = []contract{
 		post: func(i int, cmd, res string) string {
 			return js(map[string]any{"conversation_id": "S", "hook_event_name": "afterShellExecution", "command": cmd, "output": res, "exit_code": 0})
 		},
-		denied:  func(code int, out string) bool { return jsonField(out, "permission") == "deny" && jsonField(out, "agent_message") != nil },
+		denied: func(code int, out string) bool {
+			return jsonField(out, "permission") == "deny" && jsonField(out, "agent_message") != nil
+		},
 		stopped: func(int, string) bool { return false },
 	},
 }
@@ -441,5 +447,36 @@ func TestClaudeFailure(t *testing.T) {
 	require.Equal(t, "exit 1: boom", ev.Result)
 	p, _ = parsePayload([]byte(`{"session_id":"S","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"x"},"tool_response":"Exit code: 2\nboom"}`))
 	ev, _ = codexAgent.parse(p, "")
+	require.True(t, ev.Failed)
+}
+
+// TestAgentNoise: what an agent writes into every result and changes each
+// time (Gemini's process group id, Copilot's shell number) is not a new
+// result: the third identical command is still refused.
+func TestAgentNoise(t *testing.T) {
+	results := map[string]func(i int) string{
+		"gemini":  func(i int) string { return fmt.Sprintf("Output: hi\nProcess Group PGID: %d", 31000+i*77) },
+		"copilot": func(i int) string { return fmt.Sprintf("hi\n<shellId: %d completed with exit code 0>", i) },
+	}
+	for _, c := range contracts {
+		res, ok := results[c.agent]
+		if !ok {
+			continue
+		}
+		t.Run(c.agent, func(t *testing.T) {
+			env := testEnv(t)
+			for i := 1; i <= 3; i++ {
+				code, out, _ := invoke(t, env, c.pre(i, "echo hi"), runArgs(c, c.preEvent)...)
+				if i == 3 {
+					require.True(t, c.denied(code, out), "call 3: %s", out)
+					return
+				}
+				invoke(t, env, c.post(i, "echo hi", res(i)), runArgs(c, c.postEvent)...)
+			}
+		})
+	}
+	p, _ := parsePayload([]byte(js(map[string]any{"sessionId": "S", "toolName": "bash", "toolArgs": `{"command":"false"}`,
+		"toolResult": map[string]any{"resultType": "success", "textResultForLlm": "<shellId: 4 completed with exit code 1>"}})))
+	ev, _ := copilotAgent.parse(p, "postToolUse")
 	require.True(t, ev.Failed)
 }

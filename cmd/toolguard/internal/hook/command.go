@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -155,6 +156,11 @@ func runMain(args []string, env Env) (code int) {
 			code = ExitOK
 		}
 	}()
+	// A hook process lives for one event and allocates a few MiB replaying
+	// a long session: collecting garbage would only cost time. The memory
+	// limit turns the collector back on should a session be huge.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(256 << 20))
 	out, err := decide(&env, *name, *event, *policyFile)
 	if err != nil {
 		logFailure(&env, *name, err)
@@ -231,7 +237,9 @@ const maxErrorLog = 1 << 20
 func logFailure(env *Env, agentName string, err error) {
 	msg := fmt.Sprintf("%s toolguard hook run --agent %s: %v (the call was let through)\n",
 		time.Now().UTC().Format(time.RFC3339), agentName, err)
-	fmt.Fprint(env.Stderr, msg)
+	if env.Stderr != nil {
+		fmt.Fprint(env.Stderr, msg)
+	}
 	dir := stateDir(env)
 	if os.MkdirAll(dir, 0o700) != nil {
 		return

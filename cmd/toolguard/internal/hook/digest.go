@@ -58,7 +58,7 @@ func standIn(args json.RawMessage) json.RawMessage {
 	if u := firstURL(args); u != "" {
 		out["_u"] = u
 	}
-	canon, _ := json.Marshal(m) // maps marshal with sorted keys
+	canon, _ := json.Marshal(m)                        // maps marshal with sorted keys
 	out["_h"] = "h0" + letters(sha(string(canon)), 20) // masked as an id in the shape the failure rule compares
 	var b strings.Builder
 	writeShape(&b, m)

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	segjson "github.com/segmentio/encoding/json"
 	"github.com/toolguard/toolguard"
 )
 
@@ -84,9 +85,9 @@ const DefaultKeep = 7 * 24 * time.Hour
 
 // roundGap is how close two checks of one session must be, with no result
 // between them and the first refused, to count as one model response. A
-// model answers a refusal in far more than this; an agent starts the hooks
-// of one response's calls together.
-const roundGap = time.Second
+// model answers a refusal in more than this; an agent starts the hooks of
+// one response's calls together.
+const roundGap = 250 * time.Millisecond
 
 // maxLog bounds a session log; past it the oldest turns are not replayed
 // (see load).
@@ -179,7 +180,14 @@ func (e *Engine) Handle(ev Event) (Answer, error) {
 			return Answer{}, err
 		}
 	}
+	var history []byte
+	if size == 0 && ev.Kind != KindStop && ev.Kind != KindTools {
+		if history, err = e.rebuild(s, ev); err != nil {
+			return Answer{}, err
+		}
+	}
 	a, out := e.apply(s, ev)
+	out = append(history, out...)
 	if len(out) > 0 {
 		if _, err := f.WriteAt(out, size); err != nil {
 			return Answer{}, fmt.Errorf("writing the session log: %w", err)
@@ -224,7 +232,7 @@ func (e *Engine) load(f *os.File) (*session, int64, error) {
 		line := data[:i]
 		data = data[i+1:]
 		var r record
-		if json.Unmarshal(line, &r) != nil {
+		if segjson.Unmarshal(line, &r) != nil {
 			continue // not ours; never written whole by a hook
 		}
 		e.replay(s, r)
@@ -273,7 +281,9 @@ func (e *Engine) replay(s *session, r record) toolguard.Decision {
 		if r.ID != "" {
 			s.posted[r.ID] = true
 		}
-		s.take(r)
+		if p, ok := s.take(r); ok && r.A == nil {
+			r.Tool, r.A = p.Tool, p.A // a line with a call id leaves them to its pre line
+		}
 		o := toolguard.Outcome{Result: r.O}
 		if r.F {
 			o.Err = errors.New(r.O)
@@ -284,15 +294,60 @@ func (e *Engine) replay(s *session, r record) toolguard.Decision {
 	return d
 }
 
+// rebuild replays the calls of ev's transcript into a new session (see
+// transcript.go) and returns their log lines. As in `toolguard audit`, a
+// call the rules would have refused is not recorded.
+func (e *Engine) rebuild(s *session, ev Event) ([]byte, error) {
+	recs, err := e.fromTranscript(ev, e.now())
+	if err != nil || len(recs) == 0 {
+		return nil, err
+	}
+	var out []byte
+	skip := map[int]bool{}
+	for i, r := range recs {
+		if skip[i] {
+			continue
+		}
+		d := e.replay(s, r)
+		if r.K == "pre" {
+			r.V, r.Why, r.Msg = d.Verdict, d.Reason, d.Message
+			s.last = r
+			if d.Verdict != toolguard.Allow && i+1 < len(recs) && recs[i+1].K == "post" {
+				skip[i+1] = true
+			}
+		}
+		line, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(out, line...), '\n')
+	}
+	return out, nil
+}
+
 // take removes the pending call a post line records: by call id, or else
 // the oldest one with the same tool and arguments.
-func (s *session) take(r record) {
+func (s *session) take(r record) (record, bool) {
 	for i, p := range s.pending {
 		if r.ID != "" && p.ID == r.ID || r.ID == "" && p.Tool == r.Tool && bytes.Equal(p.A, r.A) {
 			s.pending = append(s.pending[:i:i], s.pending[i+1:]...)
-			return
+			return p, true
 		}
 	}
+	return record{}, false
+}
+
+// hasPending reports whether a call id names a pending call.
+func (s *session) hasPending(id string) bool {
+	if id == "" {
+		return false
+	}
+	for _, p := range s.pending {
+		if p.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // apply decides ev against the replayed session and returns the answer and
@@ -337,7 +392,13 @@ func (e *Engine) apply(s *session, ev Event) (Answer, []byte) {
 		}
 		r := record{K: "pre", ID: ev.CallID, Tool: ev.Tool, A: standIn(ev.Args)}
 		r.R = s.round
-		sameRound := s.last.K == "pre" && !e.agent.resultBlind &&
+		// Calls checked one after the other with no result between are
+		// one model response's: its hooks start together. A refused call
+		// has no result to wait for, so after one only a call checked
+		// within roundGap joins it, and never the refused call itself
+		// again (a model that insists answers the refusal).
+		refusedAgain := s.last.V != toolguard.Allow && s.last.Tool == r.Tool && bytes.Equal(s.last.A, r.A)
+		sameRound := s.last.K == "pre" && !e.agent.resultBlind && !refusedAgain &&
 			(s.last.V == toolguard.Allow || now.Sub(time.Unix(0, s.last.T)) < roundGap)
 		if !sameRound || s.roundCx == nil {
 			r.R = s.round + 1
@@ -357,11 +418,16 @@ func (e *Engine) apply(s *session, ev Event) (Answer, []byte) {
 		if ev.CallID != "" && (s.posted[ev.CallID] || s.refused[ev.CallID]) {
 			return Answer{}, out // delivered twice, or the call was refused
 		}
-		o := resultToken(ev.Result)
+		res := e.agent.maskAgentNoise(ev.Result)
+		o := resultToken(res)
 		if ev.Failed {
-			o = errorToken(ev.Result)
+			o = errorToken(res)
 		}
-		add(record{K: "post", ID: ev.CallID, Tool: ev.Tool, A: standIn(ev.Args), O: o, F: ev.Failed})
+		r := record{K: "post", ID: ev.CallID, O: o, F: ev.Failed}
+		if !s.hasPending(ev.CallID) {
+			r.Tool, r.A = ev.Tool, standIn(ev.Args)
+		}
+		add(r)
 	case KindStop:
 		if s.aborts > 0 {
 			return Answer{Verdict: toolguard.Abort, Stop: true, Message: e.stopText()}, out

@@ -163,7 +163,7 @@ func installMain(args []string, env Env, remove bool) int {
 			fmt.Fprintf(env.Stderr, "toolguard hook %s: %v\n", verb, err)
 			return ExitFailed
 		}
-		fmt.Fprintf(env.Stdout, "%sd %s\n", strings.TrimSuffix(what, "e"), c.Path)
+		fmt.Fprintf(env.Stdout, "%s %s\n", map[string]string{"write": "wrote", "remove": "removed"}[what], c.Path)
 	}
 	for _, n := range notes {
 		fmt.Fprintln(env.Stdout, n)
@@ -660,15 +660,26 @@ func installCline(d scopeDirs, scope, cmd string, remove bool) ([]fileChange, []
 const opencodePlugin = `// Written by ` + "`toolguard hook install --agent opencode`" + `; removed by
 // ` + "`toolguard hook uninstall --agent opencode`" + `. It runs toolguard for each
 // tool call: a refused call throws (the model reads why), a stop aborts the
-// session. A failure of the guard lets the call run.
+// session. A failure of the guard lets the call run. With
+// TOOLGUARD_SERVE_URL set (http://127.0.0.1:7878), it posts to
+// ` + "`toolguard serve`" + ` instead of starting a process per event.
 import { spawnSync } from "node:child_process"
 
 const COMMAND = %s
+const SERVE = process.env.TOOLGUARD_SERVE_URL
 
-function guard(event, input, output) {
+async function guard(event, input, output) {
+  const body = JSON.stringify({ event, input, output })
   try {
+    if (SERVE) {
+      const r = await fetch(SERVE + "/hook/opencode?event=" + encodeURIComponent(event), {
+        method: "POST", body, headers: { "content-type": "application/json" },
+      })
+      const text = await r.text()
+      return text ? JSON.parse(text) : { action: "allow" }
+    }
     const r = spawnSync("/bin/sh", ["-c", COMMAND + " --event " + event], {
-      input: JSON.stringify({ event, input, output }),
+      input: body,
       encoding: "utf8",
       timeout: 30000,
     })
@@ -681,10 +692,10 @@ function guard(event, input, output) {
 
 export const Toolguard = async (ctx) => ({
   "chat.message": async (input, output) => {
-    guard("chat.message", { sessionID: input.sessionID }, {})
+    await guard("chat.message", { sessionID: input.sessionID }, {})
   },
   "tool.execute.before": async (input, output) => {
-    const a = guard("tool.execute.before", input, { args: output.args })
+    const a = await guard("tool.execute.before", input, { args: output.args })
     if (a.action === "abort") {
       try { await ctx.client.session.abort({ path: { id: input.sessionID } }) } catch (e) {}
       throw new Error(a.message)
@@ -692,7 +703,7 @@ export const Toolguard = async (ctx) => ({
     if (a.action === "deny") throw new Error(a.message)
   },
   "tool.execute.after": async (input, output) => {
-    guard("tool.execute.after", input, { output: output.output, metadata: output.metadata })
+    await guard("tool.execute.after", input, { output: output.output, metadata: output.metadata })
   },
 })
 `
