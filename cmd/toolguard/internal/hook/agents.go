@@ -212,6 +212,11 @@ var geminiAgent = &agent{
 				if _, ok := r["llmContent"]; ok {
 					ev.Result = r.text("llmContent")
 				}
+				// A command that fails has no error field: its exit
+				// status is a line of the output, "Exit Code: 127".
+				if m := geminiExitRe.FindStringSubmatch(ev.Result); m != nil && m[1] != "0" {
+					ev.Failed = true
+				}
 				if e, ok := r["error"]; ok && string(e) != "null" {
 					ev.Failed = true
 					if t := r.text("error"); t != "" {
@@ -247,6 +252,10 @@ var geminiAgent = &agent{
 	// the ids of background processes.
 	noise: []*regexp.Regexp{regexp.MustCompile(`(Process Group PGID: )\d+`), regexp.MustCompile(`(Background PIDs: )[\d, ]+`)},
 }
+
+// geminiExitRe reads the exit status run_shell_command writes into its
+// output when a command fails.
+var geminiExitRe = regexp.MustCompile(`(?m)^Exit Code: (-?\d+)$`)
 
 // copilotExitRe reads the exit status bash writes after a command's output.
 var copilotExitRe = regexp.MustCompile(`<shellId: \d+ completed with exit code (-?\d+)>`)
@@ -439,6 +448,9 @@ var clineAgent = &agent{
 					ev.CallID = tr.str("id")
 				}
 				ev.Result = tr.text("output")
+				if res, failed, ok := clineCommands(tr["output"]); ok {
+					ev.Result, ev.Failed = res, failed
+				}
 			}
 			if post := p.obj("postToolUse"); post != nil {
 				if ev.Result == "" {
@@ -476,6 +488,32 @@ var clineAgent = &agent{
 		return jsonOut(map[string]any{"cancel": false, "contextModification": a.Message})
 	},
 	readOnly: []string{"read_file", "list_files", "search_files", "list_code_definition_names", "web_fetch", "focus_chain"},
+}
+
+// clineCommands reads the output of run_commands: one object per command,
+// {query, result, error, success}. The call succeeds (postToolUse.success)
+// even when a command fails, so a failure is a command's success false; and
+// the query repeats the command, which would make tweaked retries of one
+// failing command read as different errors, so it is left out of the
+// result. ok is false for any other output.
+func clineCommands(raw json.RawMessage) (result string, failed, ok bool) {
+	var cmds []map[string]json.RawMessage
+	if json.Unmarshal(raw, &cmds) != nil || len(cmds) == 0 {
+		return "", false, false
+	}
+	var b strings.Builder
+	for _, c := range cmds {
+		if _, has := c["query"]; !has {
+			return "", false, false
+		}
+		if ok, has := payload(c).boolean("success"); has && !ok {
+			failed = true
+		}
+		b.WriteString(payload(c).text("result"))
+		b.WriteString(payload(c).text("error"))
+		b.WriteByte('\n')
+	}
+	return b.String(), failed, true
 }
 
 // shellQuote quotes s for a POSIX shell.
