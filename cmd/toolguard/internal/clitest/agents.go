@@ -147,9 +147,12 @@ var Opencode = &Agent{
 			}},
 			"model":       "clitest/m",
 			"small_model": "clitest/m",
-			"permission":  map[string]any{"bash": "allow"},
-			"autoupdate":  false,
-			"share":       "disabled",
+			// doom_loop is opencode's own check of three identical calls
+			// in a row: `opencode run` rejects its permission prompt and
+			// ends the run with an error. Off, so the guard is under test.
+			"permission": map[string]any{"bash": "allow", "doom_loop": "allow"},
+			"autoupdate": false,
+			"share":      "disabled",
 		})
 		opencodePlugin(e, filepath.Join(e.XDG("config"), "opencode"))
 	},

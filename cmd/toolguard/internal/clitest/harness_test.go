@@ -59,12 +59,18 @@ var standIn = map[string]func(e *Env, script string){
 	},
 }
 
-// TestHarnessStandIn proves the harness on each CLI with a stand-in hook
-// (testdata/deny-third.*) that denies its third call: the model server
-// receives the deny reason as that call's result, and the counter file
-// shows the denied command never ran.
+// TestHarnessStandIn proves the harness itself, apart from toolguard, with
+// a stand-in hook (testdata/deny-third.*) that denies its third call: the
+// model server receives the deny reason as that call's result, and the
+// counter file shows the denied command never ran. Every CLI passed it
+// while the harness was built; CI runs it on Claude Code, the quickest.
+// STANDIN=all runs it on every CLI.
 func TestHarnessStandIn(t *testing.T) {
-	for _, a := range []*Agent{Claude, Codex, Gemini, Copilot, Opencode, Cline} {
+	agents := []*Agent{Claude}
+	if os.Getenv("STANDIN") == "all" {
+		agents = hooked
+	}
+	for _, a := range agents {
 		t.Run(a.Name, func(t *testing.T) {
 			t.Parallel()
 			e := NewEnv(t, a)

@@ -45,10 +45,21 @@ var bins = map[string]string{
 	"mcphost":  "bin/mcphost",
 }
 
-// Require returns the path of agent's CLI, or skips t with how to install
-// it (fails t under CI=true, where .ci/run has installed it).
+// RunEnv, set to 1, runs the tests that drive the real agent CLIs. They
+// take minutes, so the README's test command (scripts/test.sh) skips them
+// and says why; .ci/run's "agent CLIs" block installs the CLIs and runs
+// them with it set.
+const RunEnv = "TOOLGUARD_CLITEST"
+
+// Require returns the path of agent's CLI. Without TOOLGUARD_CLITEST=1 it
+// skips t and says how to run it; with it, a CLI that is not installed
+// skips t with how to install it, and fails t under CI=true.
 func Require(t testing.TB, agent string) string {
 	t.Helper()
+	if os.Getenv(RunEnv) != "1" {
+		t.Skip("the end-to-end tests of the real agent CLIs take minutes: run them with " + RunEnv +
+			"=1 after `bash " + filepath.Join(SourceDir(), "install.sh") + "` (.ci/run does both)")
+	}
 	path := filepath.Join(InstallDir(), bins[agent])
 	if _, err := os.Stat(path); err == nil {
 		return path
