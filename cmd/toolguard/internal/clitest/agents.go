@@ -190,9 +190,10 @@ var Cline = &Agent{
 }
 
 // opencodePlugin preinstalls @opencode-ai/plugin in the opencode config
-// folder dir, as opencode would before loading plugins (minutes): the
-// package.json opencode writes, a lock file and the node_modules of the
-// install (which pins the same @opencode-ai/plugin).
+// folder dir, as opencode would before loading plugins (minutes): a copy
+// of install.sh's opencode-config (the package.json opencode writes, its
+// lock file and node_modules). opencode reinstalls over a node_modules
+// that is a symbolic link, so it is copied.
 func opencodePlugin(e *Env, dir string) {
 	e.MkdirAll(filepath.Dir(dir))
 	out, err := exec.Command("cp", "-a", filepath.Join(InstallDir(), "opencode-config"), dir).CombinedOutput()
@@ -200,10 +201,6 @@ func opencodePlugin(e *Env, dir string) {
 		e.T.Fatalf("cp: %v\n%s", err, out)
 	}
 }
-
-// opencodePluginVersion is the @opencode-ai/plugin opencode wants, its own
-// version (package.json pins both).
-const opencodePluginVersion = "1.18.33"
 
 // Mcphost is mcphost: /v1/chat/completions, every tool from an MCP server.
 // Its hooks cannot refuse a call, so its one MCP server, the test binary's

@@ -145,6 +145,7 @@ func echoHi(e *Env) string { return "echo hi | tee -a " + e.Counter }
 // The third is refused and the model reads the hint as its result; the
 // fourth never runs either.
 func TestRepeat(t *testing.T) {
+	RequireRun(t)
 	for _, a := range all {
 		t.Run(a.Name, func(t *testing.T) {
 			t.Parallel()
@@ -174,6 +175,7 @@ func TestRepeat(t *testing.T) {
 // TestWork: edit, test, edit, test, edit, test. The test command and its
 // output are the same each time, but an edit came between: all run.
 func TestWork(t *testing.T) {
+	RequireRun(t)
 	for _, a := range all {
 		t.Run(a.Name, func(t *testing.T) {
 			t.Parallel()
@@ -204,6 +206,7 @@ func TestWork(t *testing.T) {
 // guard sees last; then three different calls in one response, which all
 // run.
 func TestParallel(t *testing.T) {
+	RequireRun(t)
 	for _, a := range all {
 		t.Run(a.Name, func(t *testing.T) {
 			t.Parallel()
@@ -242,6 +245,7 @@ func TestParallel(t *testing.T) {
 // with a prompt says "interactive mode requires a TTY"), so each headless
 // run is a new task, a new session for the guard.
 func TestNewTurn(t *testing.T) {
+	RequireRun(t)
 	for _, a := range all {
 		if a == Cline {
 			continue
@@ -270,6 +274,7 @@ func TestNewTurn(t *testing.T) {
 // TestFailingRetry: a command that fails, retried with tweaked flags. The
 // fourth attempt is refused (three equivalent failures).
 func TestFailingRetry(t *testing.T) {
+	RequireRun(t)
 	for _, a := range all {
 		t.Run(a.Name, func(t *testing.T) {
 			t.Parallel()

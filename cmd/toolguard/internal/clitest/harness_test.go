@@ -66,6 +66,7 @@ var standIn = map[string]func(e *Env, script string){
 // while the harness was built; CI runs it on Claude Code, the quickest.
 // STANDIN=all runs it on every CLI.
 func TestHarnessStandIn(t *testing.T) {
+	RequireRun(t)
 	agents := []*Agent{Claude}
 	if os.Getenv("STANDIN") == "all" {
 		agents = hooked

@@ -51,15 +51,21 @@ var bins = map[string]string{
 // them with it set.
 const RunEnv = "TOOLGUARD_CLITEST"
 
-// Require returns the path of agent's CLI. Without TOOLGUARD_CLITEST=1 it
-// skips t and says how to run it; with it, a CLI that is not installed
-// skips t with how to install it, and fails t under CI=true.
-func Require(t testing.TB, agent string) string {
+// RequireRun skips t, saying how to run it, without TOOLGUARD_CLITEST=1.
+func RequireRun(t testing.TB) {
 	t.Helper()
 	if os.Getenv(RunEnv) != "1" {
 		t.Skip("the end-to-end tests of the real agent CLIs take minutes: run them with " + RunEnv +
 			"=1 after `bash " + filepath.Join(SourceDir(), "install.sh") + "` (.ci/run does both)")
 	}
+}
+
+// Require returns the path of agent's CLI. Without TOOLGUARD_CLITEST=1 it
+// skips t (RequireRun); with it, a CLI that is not installed skips t with
+// how to install it, and fails t under CI=true.
+func Require(t testing.TB, agent string) string {
+	t.Helper()
+	RequireRun(t)
 	path := filepath.Join(InstallDir(), bins[agent])
 	if _, err := os.Stat(path); err == nil {
 		return path

@@ -203,25 +203,21 @@ type historyItem struct {
 }
 
 // next records the results in history and returns the step to answer
-// with: the number of model responses in history (consecutive model items
-// are one response).
-func (s *Server) next(history []historyItem) Step {
-	step := 0
+// with and its number: the number of model responses in history
+// (consecutive model items are one response).
+func (s *Server) next(history []historyItem) (Step, int) {
+	step := 0 // model responses so far
 	prevModel := false
-	var calls []historyItem // the calls of the last model response
-	pos := 0                // results matched by position (no call ids)
+	pos := 0 // results since the last model response
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, h := range history {
 		if h.model {
 			if !prevModel {
 				step++
-				calls, pos = nil, 0
+				pos = 0
 			}
 			prevModel = true
-			if h.callID != "" || h.name != "" {
-				calls = append(calls, h)
-			}
 			continue
 		}
 		prevModel = false
@@ -229,8 +225,8 @@ func (s *Server) next(history []historyItem) Step {
 			continue
 		}
 		id := h.callID
-		if id == "" && pos < len(calls) { // Gemini: results follow the calls' order
-			id = calls[pos].callID
+		if id == "" { // no call ids (Gemini): results follow the calls' order
+			id = callID(step-1, pos)
 		}
 		pos++
 		st, idx, ok := parseCallID(id)
@@ -244,22 +240,10 @@ func (s *Server) next(history []historyItem) Step {
 	}
 	s.served[step] = true
 	if step < len(s.script) {
-		return s.script[step]
+		return s.script[step], step
 	}
 	s.overrun++
-	return s.fallback
-}
-
-// stepOf returns the step number next will answer for history, for ids.
-func stepOf(history []historyItem) int {
-	step, prevModel := 0, false
-	for _, h := range history {
-		if h.model && !prevModel {
-			step++
-		}
-		prevModel = h.model
-	}
-	return step
+	return s.fallback, step
 }
 
 // sideText answers a request that offers no tools.

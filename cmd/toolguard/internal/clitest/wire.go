@@ -11,48 +11,18 @@ import (
 // anthropic answers POST /v1/messages (Claude Code).
 func (s *Server) anthropic(w http.ResponseWriter, body []byte) {
 	var req struct {
-		Model    string `json:"model"`
-		Stream   bool   `json:"stream"`
-		Tools    []any  `json:"tools"`
-		Messages []struct {
-			Role    string `json:"role"`
-			Content any    `json:"content"`
-		} `json:"messages"`
+		Model    string             `json:"model"`
+		Stream   bool               `json:"stream"`
+		Tools    []any              `json:"tools"`
+		Messages []anthropicMessage `json:"messages"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	step := Step{Text: sideText}
-	n := 0
+	step, n := Step{Text: sideText}, 0
 	if len(req.Tools) > 0 {
-		var history []historyItem
-		for _, m := range req.Messages {
-			blocks, isList := m.Content.([]any)
-			if !isList {
-				history = append(history, historyItem{model: m.Role == "assistant", text: textOf(m.Content)})
-				continue
-			}
-			for _, b := range blocks {
-				bm, _ := b.(map[string]any)
-				typ, _ := bm["type"].(string)
-				switch {
-				case m.Role == "assistant" && typ == "tool_use":
-					id, _ := bm["id"].(string)
-					name, _ := bm["name"].(string)
-					history = append(history, historyItem{model: true, callID: id, name: name})
-				case m.Role == "assistant":
-					history = append(history, historyItem{model: true, text: textOf(bm)})
-				case typ == "tool_result":
-					id, _ := bm["tool_use_id"].(string)
-					history = append(history, historyItem{result: true, callID: id, text: textOf(bm["content"])})
-				default:
-					history = append(history, historyItem{text: textOf(bm)})
-				}
-			}
-		}
-		n = stepOf(history)
-		step = s.next(history)
+		step, n = s.next(anthropicHistory(req.Messages))
 	}
 	model := req.Model
 	stop := "end_turn"
@@ -111,29 +81,9 @@ func (s *Server) responses(w http.ResponseWriter, body []byte) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	step := Step{Text: sideText}
-	n := 0
+	step, n := Step{Text: sideText}, 0
 	if len(req.Tools) > 0 {
-		var history []historyItem
-		for _, it := range req.Input {
-			typ, _ := it["type"].(string)
-			role, _ := it["role"].(string)
-			switch {
-			case typ == "function_call" || typ == "custom_tool_call" || typ == "local_shell_call":
-				id, _ := it["call_id"].(string)
-				name, _ := it["name"].(string)
-				history = append(history, historyItem{model: true, callID: id, name: name})
-			case typ == "function_call_output" || typ == "custom_tool_call_output" || typ == "local_shell_call_output":
-				id, _ := it["call_id"].(string)
-				history = append(history, historyItem{result: true, callID: id, text: textOf(it["output"])})
-			case typ == "reasoning" || (typ == "message" || typ == "") && role == "assistant":
-				history = append(history, historyItem{model: true, text: textOf(it["content"])})
-			default:
-				history = append(history, historyItem{text: textOf(it["content"])})
-			}
-		}
-		n = stepOf(history)
-		step = s.next(history)
+		step, n = s.next(responsesHistory(req.Input))
 	}
 	respID := fmt.Sprintf("resp_%d", time.Now().UnixNano())
 	var output []map[string]any
@@ -181,34 +131,9 @@ func (s *Server) chat(w http.ResponseWriter, body []byte) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	step := Step{Text: sideText}
-	n := 0
+	step, n := Step{Text: sideText}, 0
 	if len(req.Tools) > 0 {
-		var history []historyItem
-		for _, m := range req.Messages {
-			role, _ := m["role"].(string)
-			switch role {
-			case "assistant":
-				calls, _ := m["tool_calls"].([]any)
-				if len(calls) == 0 {
-					history = append(history, historyItem{model: true, text: textOf(m["content"])})
-				}
-				for _, c := range calls {
-					cm, _ := c.(map[string]any)
-					id, _ := cm["id"].(string)
-					fn, _ := cm["function"].(map[string]any)
-					name, _ := fn["name"].(string)
-					history = append(history, historyItem{model: true, callID: id, name: name})
-				}
-			case "tool":
-				id, _ := m["tool_call_id"].(string)
-				history = append(history, historyItem{result: true, callID: id, text: textOf(m["content"])})
-			default:
-				history = append(history, historyItem{text: textOf(m["content"])})
-			}
-		}
-		n = stepOf(history)
-		step = s.next(history)
+		step, n = s.next(chatHistory(req.Messages))
 	}
 	id := fmt.Sprintf("chatcmpl-%d", time.Now().UnixNano())
 	created := time.Now().Unix()
@@ -255,50 +180,22 @@ func (s *Server) gemini(w http.ResponseWriter, body []byte, stream bool) {
 	var req struct {
 		Tools            []any `json:"tools"`
 		GenerationConfig struct {
-			ResponseSchema     any    `json:"responseSchema"`
-			ResponseJSONSchema any    `json:"responseJsonSchema"`
-			ResponseMimeType   string `json:"responseMimeType"`
+			ResponseMimeType string `json:"responseMimeType"`
 		} `json:"generationConfig"`
-		Contents []struct {
-			Role  string           `json:"role"`
-			Parts []map[string]any `json:"parts"`
-		} `json:"contents"`
+		Contents []geminiContent `json:"contents"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	step := Step{Text: sideText}
+	step, n := Step{Text: sideText}, 0
 	if req.GenerationConfig.ResponseMimeType == "application/json" {
 		// Side requests in JSON mode (the next-speaker check, routing):
 		// the user speaks next, the simple model is fine.
 		step.Text = `{"reasoning":"scripted","next_speaker":"user","model_choice":"flash","complexity_reasoning":"scripted","complexity_score":1}`
 	}
-	n := 0
 	if len(req.Tools) > 0 && stream {
-		var history []historyItem
-		for _, c := range req.Contents {
-			for _, p := range c.Parts {
-				switch {
-				case p["functionCall"] != nil:
-					fc, _ := p["functionCall"].(map[string]any)
-					id, _ := fc["id"].(string)
-					name, _ := fc["name"].(string)
-					history = append(history, historyItem{model: true, callID: id, name: name})
-				case p["functionResponse"] != nil:
-					fr, _ := p["functionResponse"].(map[string]any)
-					id, _ := fr["id"].(string)
-					name, _ := fr["name"].(string)
-					history = append(history, historyItem{result: true, callID: id, name: name, text: textOf(fr["response"])})
-				case c.Role == "model":
-					history = append(history, historyItem{model: true, text: textOf(p)})
-				default:
-					history = append(history, historyItem{text: textOf(p)})
-				}
-			}
-		}
-		n = stepOf(history)
-		step = s.next(history)
+		step, n = s.next(geminiHistory(req.Contents))
 	}
 	var parts []any
 	if step.Text != "" || len(step.Calls) == 0 {
@@ -322,6 +219,123 @@ func (s *Server) gemini(w http.ResponseWriter, body []byte, stream bool) {
 		return
 	}
 	newSSE(w).send("", resp)
+}
+
+type anthropicMessage struct {
+	Role    string `json:"role"`
+	Content any    `json:"content"`
+}
+
+type geminiContent struct {
+	Role  string           `json:"role"`
+	Parts []map[string]any `json:"parts"`
+}
+
+// anthropicHistory reads a /v1/messages conversation.
+func anthropicHistory(msgs []anthropicMessage) []historyItem {
+	var history []historyItem
+	for _, m := range msgs {
+		blocks, isList := m.Content.([]any)
+		if !isList {
+			history = append(history, historyItem{model: m.Role == "assistant", text: textOf(m.Content)})
+			continue
+		}
+		for _, b := range blocks {
+			bm, _ := b.(map[string]any)
+			typ, _ := bm["type"].(string)
+			switch {
+			case m.Role == "assistant" && typ == "tool_use":
+				id, _ := bm["id"].(string)
+				name, _ := bm["name"].(string)
+				history = append(history, historyItem{model: true, callID: id, name: name})
+			case m.Role == "assistant":
+				history = append(history, historyItem{model: true, text: textOf(bm)})
+			case typ == "tool_result":
+				id, _ := bm["tool_use_id"].(string)
+				history = append(history, historyItem{result: true, callID: id, text: textOf(bm["content"])})
+			default:
+				history = append(history, historyItem{text: textOf(bm)})
+			}
+		}
+	}
+	return history
+}
+
+// responsesHistory reads a /v1/responses input.
+func responsesHistory(items []map[string]any) []historyItem {
+	var history []historyItem
+	for _, it := range items {
+		typ, _ := it["type"].(string)
+		role, _ := it["role"].(string)
+		switch {
+		case typ == "function_call" || typ == "custom_tool_call" || typ == "local_shell_call":
+			id, _ := it["call_id"].(string)
+			name, _ := it["name"].(string)
+			history = append(history, historyItem{model: true, callID: id, name: name})
+		case typ == "function_call_output" || typ == "custom_tool_call_output" || typ == "local_shell_call_output":
+			id, _ := it["call_id"].(string)
+			history = append(history, historyItem{result: true, callID: id, text: textOf(it["output"])})
+		case typ == "reasoning" || (typ == "message" || typ == "") && role == "assistant":
+			history = append(history, historyItem{model: true, text: textOf(it["content"])})
+		default:
+			history = append(history, historyItem{text: textOf(it["content"])})
+		}
+	}
+	return history
+}
+
+// chatHistory reads a /v1/chat/completions conversation.
+func chatHistory(msgs []map[string]any) []historyItem {
+	var history []historyItem
+	for _, m := range msgs {
+		role, _ := m["role"].(string)
+		switch role {
+		case "assistant":
+			calls, _ := m["tool_calls"].([]any)
+			if len(calls) == 0 {
+				history = append(history, historyItem{model: true, text: textOf(m["content"])})
+			}
+			for _, c := range calls {
+				cm, _ := c.(map[string]any)
+				id, _ := cm["id"].(string)
+				fn, _ := cm["function"].(map[string]any)
+				name, _ := fn["name"].(string)
+				history = append(history, historyItem{model: true, callID: id, name: name})
+			}
+		case "tool":
+			id, _ := m["tool_call_id"].(string)
+			history = append(history, historyItem{result: true, callID: id, text: textOf(m["content"])})
+		default:
+			history = append(history, historyItem{text: textOf(m["content"])})
+		}
+	}
+	return history
+}
+
+// geminiHistory reads a Gemini conversation (contents).
+func geminiHistory(contents []geminiContent) []historyItem {
+	var history []historyItem
+	for _, c := range contents {
+		for _, p := range c.Parts {
+			switch {
+			case p["functionCall"] != nil:
+				fc, _ := p["functionCall"].(map[string]any)
+				id, _ := fc["id"].(string)
+				name, _ := fc["name"].(string)
+				history = append(history, historyItem{model: true, callID: id, name: name})
+			case p["functionResponse"] != nil:
+				fr, _ := p["functionResponse"].(map[string]any)
+				id, _ := fr["id"].(string)
+				name, _ := fr["name"].(string)
+				history = append(history, historyItem{result: true, callID: id, name: name, text: textOf(fr["response"])})
+			case c.Role == "model":
+				history = append(history, historyItem{model: true, text: textOf(p)})
+			default:
+				history = append(history, historyItem{text: textOf(p)})
+			}
+		}
+	}
+	return history
 }
 
 // joinResults is every result's text, for failure messages.
