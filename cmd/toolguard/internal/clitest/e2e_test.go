@@ -146,6 +146,7 @@ func echoHi(e *Env) string { return "echo hi | tee -a " + e.Counter }
 // fourth never runs either.
 func TestRepeat(t *testing.T) {
 	RequireRun(t)
+	t.Parallel()
 	for _, a := range all {
 		t.Run(a.Name, func(t *testing.T) {
 			t.Parallel()
@@ -176,6 +177,7 @@ func TestRepeat(t *testing.T) {
 // output are the same each time, but an edit came between: all run.
 func TestWork(t *testing.T) {
 	RequireRun(t)
+	t.Parallel()
 	for _, a := range all {
 		t.Run(a.Name, func(t *testing.T) {
 			t.Parallel()
@@ -207,6 +209,7 @@ func TestWork(t *testing.T) {
 // run.
 func TestParallel(t *testing.T) {
 	RequireRun(t)
+	t.Parallel()
 	for _, a := range all {
 		t.Run(a.Name, func(t *testing.T) {
 			t.Parallel()
@@ -246,6 +249,7 @@ func TestParallel(t *testing.T) {
 // run is a new task, a new session for the guard.
 func TestNewTurn(t *testing.T) {
 	RequireRun(t)
+	t.Parallel()
 	for _, a := range all {
 		if a == Cline {
 			continue
@@ -275,6 +279,7 @@ func TestNewTurn(t *testing.T) {
 // fourth attempt is refused (three equivalent failures).
 func TestFailingRetry(t *testing.T) {
 	RequireRun(t)
+	t.Parallel()
 	for _, a := range all {
 		t.Run(a.Name, func(t *testing.T) {
 			t.Parallel()

@@ -160,7 +160,7 @@ type Outcome struct {
 }
 
 // RunTimeout bounds one CLI run.
-const RunTimeout = 150 * time.Second
+const RunTimeout = 300 * time.Second
 
 // Run runs the CLI on prompt in the project folder; resume continues the
 // previous run's session. The process group is killed at RunTimeout (Cline

@@ -67,6 +67,7 @@ var standIn = map[string]func(e *Env, script string){
 // STANDIN=all runs it on every CLI.
 func TestHarnessStandIn(t *testing.T) {
 	RequireRun(t)
+	t.Parallel()
 	agents := []*Agent{Claude}
 	if os.Getenv("STANDIN") == "all" {
 		agents = hooked
