@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/toolguard/toolguard"
 )
@@ -30,6 +31,9 @@ type agent struct {
 	// changes from call to call (a process id, a shell's serial number):
 	// without it, no two runs of one command would read alike.
 	noise []*regexp.Regexp
+	// idleTurn, when set, starts a new turn after that long without an
+	// event: for an agent whose events say nothing of turns or sessions.
+	idleTurn time.Duration
 }
 
 // maskAgentNoise masks the agent's own volatile text in a result.
@@ -50,6 +54,7 @@ var agents = map[string]*agent{
 	"cline":    clineAgent,
 	"crush":    crushAgent,
 	"cursor":   cursorAgent,
+	"gateway":  gatewayAgent,
 }
 
 // agentNames returns the supported agents' names, sorted, with mcphost
@@ -170,6 +175,11 @@ var codexAgent = &agent{
 					ev.Failed = true
 				}
 			}
+			// The hook's tool_response is the command's output alone; the
+			// exit status is in the rollout, written before the hook runs.
+			if failed, ok := codexRolloutFailed(ev.Transcript, ev.CallID); ok {
+				ev.Failed = failed
+			}
 		}
 		return ev, nil
 	},
@@ -182,6 +192,9 @@ var codexAgent = &agent{
 	},
 	readOnly: []string{"view_image", "read_file", "list_dir", "grep_files", "web_search", "update_plan"},
 }
+
+// geminiExitRe reads the exit status run_shell_command reports.
+var geminiExitRe = regexp.MustCompile(`(?m)^Exit Code: (-?\d+)`)
 
 var geminiKinds = map[string]Kind{
 	"BeforeTool":          KindPre,
@@ -212,8 +225,6 @@ var geminiAgent = &agent{
 				if _, ok := r["llmContent"]; ok {
 					ev.Result = r.text("llmContent")
 				}
-				// A command that fails has no error field: its exit
-				// status is a line of the output, "Exit Code: 127".
 				if m := geminiExitRe.FindStringSubmatch(ev.Result); m != nil && m[1] != "0" {
 					ev.Failed = true
 				}
@@ -252,10 +263,6 @@ var geminiAgent = &agent{
 	// the ids of background processes.
 	noise: []*regexp.Regexp{regexp.MustCompile(`(Process Group PGID: )\d+`), regexp.MustCompile(`(Background PIDs: )[\d, ]+`)},
 }
-
-// geminiExitRe reads the exit status run_shell_command writes into its
-// output when a command fails.
-var geminiExitRe = regexp.MustCompile(`(?m)^Exit Code: (-?\d+)$`)
 
 // copilotExitRe reads the exit status bash writes after a command's output.
 var copilotExitRe = regexp.MustCompile(`<shellId: \d+ completed with exit code (-?\d+)>`)
@@ -447,10 +454,14 @@ var clineAgent = &agent{
 				if ev.CallID == "" {
 					ev.CallID = tr.str("id")
 				}
-				ev.Result = tr.text("output")
-				if res, failed, ok := clineCommands(tr["output"]); ok {
-					ev.Result, ev.Failed = res, failed
+				if n := tr.str("name"); n != "" {
+					ev.Tool = n
 				}
+				if in := tr.args("input"); in != nil {
+					ev.Args = in
+				}
+				ev.Result = tr.text("output")
+				ev.Failed = clineFailed(tr)
 			}
 			if post := p.obj("postToolUse"); post != nil {
 				if ev.Result == "" {
@@ -458,6 +469,9 @@ var clineAgent = &agent{
 				}
 				if ok, has := post.boolean("success"); has && !ok {
 					ev.Failed = true
+				}
+				if ev.Result == "" {
+					ev.Result = post.text("result")
 				}
 			}
 		}
@@ -490,30 +504,25 @@ var clineAgent = &agent{
 	readOnly: []string{"read_file", "list_files", "search_files", "list_code_definition_names", "web_fetch", "focus_chain"},
 }
 
-// clineCommands reads the output of run_commands: one object per command,
-// {query, result, error, success}. The call succeeds (postToolUse.success)
-// even when a command fails, so a failure is a command's success false; and
-// the query repeats the command, which would make tweaked retries of one
-// failing command read as different errors, so it is left out of the
-// result. ok is false for any other output.
-func clineCommands(raw json.RawMessage) (result string, failed, ok bool) {
-	var cmds []map[string]json.RawMessage
-	if json.Unmarshal(raw, &cmds) != nil || len(cmds) == 0 {
-		return "", false, false
+// clineFailed reports whether a Cline tool result failed: an error, or a
+// command among its outputs that did not succeed. (postToolUse.success says
+// whether the tool ran, not whether the command succeeded.)
+func clineFailed(tr payload) bool {
+	if e := tr.str("error"); e != "" {
+		return true
 	}
-	var b strings.Builder
-	for _, c := range cmds {
-		if _, has := c["query"]; !has {
-			return "", false, false
-		}
-		if ok, has := payload(c).boolean("success"); has && !ok {
-			failed = true
-		}
-		b.WriteString(payload(c).text("result"))
-		b.WriteString(payload(c).text("error"))
-		b.WriteByte('\n')
+	var outs []struct {
+		Success *bool  `json:"success"`
+		Error   string `json:"error"`
 	}
-	return b.String(), failed, true
+	if raw, ok := tr["output"]; ok && json.Unmarshal(raw, &outs) == nil {
+		for _, o := range outs {
+			if o.Error != "" || o.Success != nil && !*o.Success {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // shellQuote quotes s for a POSIX shell.
@@ -614,4 +623,41 @@ var cursorAgent = &agent{
 	},
 	readOnly: []string{"read_file", "Read", "list_dir", "codebase_search", "grep_search", "grep", "Grep",
 		"file_search", "glob_file_search", "web_search", "todo_write"},
+}
+
+// gatewayAgent is Docker MCP Gateway's interceptors: `--interceptor
+// before:http:http://127.0.0.1:7878/hook/gateway?event=before` (and
+// after:…?event=after) with toolguard serve, or before:exec:… with
+// `toolguard hook run --agent gateway --event before`. The before payload
+// is {"method":"tools/call","params":{"name","arguments"}}; an empty answer
+// lets the call through, a CallToolResult replaces it. The after payload is
+// the call's CallToolResult alone, so it is booked to the oldest call
+// waiting for its result. The payloads name no session or turn: a gateway
+// is one session, and an hour without a call starts a new turn.
+var gatewayAgent = &agent{
+	name: "gateway",
+	parse: func(p payload, event string) (Event, error) {
+		ev := Event{Name: event, Session: "gateway"}
+		switch event {
+		case "before":
+			ev.Kind = KindPre
+			if params := p.obj("params"); params != nil {
+				ev.Tool, ev.Args = params.str("name"), params.args("arguments")
+			}
+		case "after":
+			ev.Kind = KindPost
+			ev.Result = p.text("content")
+			if v, _ := p.boolean("isError"); v {
+				ev.Failed = true
+			}
+		}
+		return ev, nil
+	},
+	render: func(ev Event, a Answer) Output {
+		if ev.Kind != KindPre || a.Verdict == toolguard.Allow {
+			return Output{}
+		}
+		return jsonOut(map[string]any{"content": []any{map[string]any{"type": "text", "text": a.Message}}, "isError": true})
+	},
+	idleTurn: time.Hour,
 }

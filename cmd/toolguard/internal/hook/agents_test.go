@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -479,4 +481,87 @@ func TestAgentNoise(t *testing.T) {
 		"toolResult": map[string]any{"resultType": "success", "textResultForLlm": "<shellId: 4 completed with exit code 1>"}})))
 	ev, _ := copilotAgent.parse(p, "postToolUse")
 	require.True(t, ev.Failed)
+}
+
+// TestFailures: each agent's way of saying a command failed, in the shapes
+// the real CLIs sent (Codex: the exit status is only in the rollout;
+// Gemini: "Exit Code:" in llmContent; Cline: the outputs' success, while
+// postToolUse.success says only that the tool ran).
+func TestFailures(t *testing.T) {
+	dir := t.TempDir()
+	rollout := filepath.Join(dir, "rollout.jsonl")
+	lines := []string{
+		`{"timestamp":"2026-11-28T09:43:09.463Z","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"pytset -x -q\"}","call_id":"call_s1i0"}}`,
+		`{"timestamp":"2026-11-28T09:43:09.540Z","type":"event_msg","payload":{"type":"item_completed","item":{"type":"CommandExecution","id":"call_s1i0","status":"failed","aggregated_output":"pytset: command not found\n","exit_code":127}}}`,
+		`{"timestamp":"2026-11-28T09:43:09.541Z","type":"event_msg","payload":{"type":"item_completed","item":{"type":"CommandExecution","id":"call_ok","status":"completed","exit_code":0}}}`,
+	}
+	require.NoError(t, os.WriteFile(rollout, []byte(strings.Join(lines, "\n")+"\n"), 0o600))
+	post := func(id string) Event {
+		p, err := parsePayload([]byte(js(map[string]any{"session_id": "S", "turn_id": "T", "transcript_path": rollout, "hook_event_name": "PostToolUse",
+			"tool_name": "Bash", "tool_input": map[string]any{"command": "pytset -x -q"}, "tool_response": "pytset: command not found\n", "tool_use_id": id})))
+		require.NoError(t, err)
+		ev, _ := codexAgent.parse(p, "")
+		return ev
+	}
+	require.True(t, post("call_s1i0").Failed)
+	require.False(t, post("call_ok").Failed)
+	require.False(t, post("call_unknown").Failed)
+
+	p, _ := parsePayload([]byte(js(map[string]any{"session_id": "S", "hook_event_name": "AfterTool", "tool_name": "run_shell_command",
+		"tool_input": map[string]any{"command": "pytset"}, "tool_response": map[string]any{
+			"llmContent": "<untrusted_context>\nOutput: pytset: command not found\nExit Code: 127\nProcess Group PGID: 2037\n</untrusted_context>"}})))
+	ev, _ := geminiAgent.parse(p, "")
+	require.True(t, ev.Failed)
+
+	p, _ = parsePayload([]byte(js(map[string]any{"taskId": "S", "hookName": "tool_result",
+		"tool_result": map[string]any{"id": "call_1", "name": "run_commands", "input": map[string]any{"commands": []string{"pytset -x"}},
+			"output": []any{map[string]any{"query": "pytset -x", "result": "[Command exited with code 127]", "error": "Command exited with code 127", "success": false}}},
+		"postToolUse": map[string]any{"toolName": "run_commands", "parameters": map[string]any{"commands": `["pytset -x"]`}, "success": true}})))
+	ev, _ = clineAgent.parse(p, "PostToolUse")
+	require.True(t, ev.Failed)
+	require.Equal(t, "call_1", ev.CallID)
+	require.JSONEq(t, `{"commands":["pytset -x"]}`, string(ev.Args))
+}
+
+func claudePre(session, id, cmd string) string {
+	return js(map[string]any{"session_id": session, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+		"tool_input": map[string]any{"command": cmd}, "tool_use_id": id})
+}
+
+func claudePost(session, id, cmd, res string) string {
+	return js(map[string]any{"session_id": session, "hook_event_name": "PostToolUse", "tool_name": "Bash",
+		"tool_input": map[string]any{"command": cmd}, "tool_use_id": id, "tool_response": map[string]any{"stdout": res}})
+}
+
+// readLog returns the records of a session log, failing on a line that is
+// not a whole record.
+func readLog(t testing.TB, path string) []record {
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var out []record
+	for _, line := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var r record
+		require.NoError(t, json.Unmarshal(line, &r), "line %q", line)
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestHugeArguments: a 20 MB write is checked and recorded; what is kept
+// of it is a few hundred bytes.
+func TestHugeArguments(t *testing.T) {
+	env := testEnv(t)
+	big := strings.Repeat("x = 1\n", 20<<20/6)
+	pre := js(map[string]any{"session_id": "B", "hook_event_name": "PreToolUse", "tool_name": "Write",
+		"tool_input": map[string]any{"file_path": "/w/a.py", "content": big}, "tool_use_id": "w1"})
+	code, out, errOut := invoke(t, env, pre, "--agent", "claude")
+	require.Equal(t, 0, code)
+	require.Empty(t, out, errOut)
+	e := NewEngine(claudeAgent, cliPolicy(claudeAgent, nil), stateDir(env), nil)
+	st, err := os.Stat(filepath.Join(e.sessionDir("B"), "log"))
+	require.NoError(t, err)
+	require.Less(t, st.Size(), int64(2048))
 }

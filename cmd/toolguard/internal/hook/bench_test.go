@@ -1,3 +1,5 @@
+//go:build unix
+
 package hook
 
 import (
@@ -17,27 +19,6 @@ import (
 	"github.com/toolguard/toolguard"
 	"github.com/toolguard/toolguard/cmd/toolguard/internal/audit"
 )
-
-// sessionCalls is the size of the session the benchmarks decide in.
-const sessionCalls = 3000
-
-// codingCall is call i of a made-up coding session: edits, tests, reads
-// and searches over a few dozen files, with results of a few hundred bytes.
-func codingCall(i int) (tool string, args map[string]any, result string) {
-	f := fmt.Sprintf("pkg%d/file%d.go", i%7, i%41)
-	switch i % 5 {
-	case 0:
-		return "Edit", map[string]any{"file_path": "/w/" + f, "old_string": fmt.Sprint("x", i), "new_string": fmt.Sprint("y", i)}, "ok"
-	case 1:
-		return "Bash", map[string]any{"command": fmt.Sprintf("go test ./pkg%d/...", i%7)},
-			strings.Repeat(fmt.Sprintf("--- FAIL: TestX%d (0.%02ds)\n", i%13, i%100), 8)
-	case 2:
-		return "Read", map[string]any{"file_path": "/w/" + f}, strings.Repeat("package x\n", 40)
-	case 3:
-		return "Grep", map[string]any{"pattern": fmt.Sprint("func Test", i%17), "path": "/w"}, f
-	}
-	return "Bash", map[string]any{"command": fmt.Sprintf("git diff --stat pkg%d", i%7)}, fmt.Sprintf("%d files changed", i%9)
-}
 
 // buildSession writes a session of n calls (each checked and recorded) for
 // agent claude under state.

@@ -106,6 +106,9 @@ func firstURL(args json.RawMessage) string {
 // writeShape writes the names and values of a decoded JSON value, object
 // members in sorted order.
 func writeShape(b *strings.Builder, v any) {
+	if b.Len() > maxShapeInput {
+		return // the shape kept is far shorter: huge arguments stop here
+	}
 	switch v := v.(type) {
 	case map[string]any:
 		keys := make([]string, 0, len(v))
@@ -139,16 +142,20 @@ var (
 	shapeURL    = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://\S+`)
 )
 
-// maxShape bounds the shape kept for one call.
-const maxShape = 1024
+// maxShape bounds the shape kept for one call, maxShapeInput the text it
+// is made from.
+const (
+	maxShape      = 1024
+	maxShapeInput = 64 << 10
+)
 
 // maskShape masks the particulars of an argument shape word by word:
 // quoted text becomes 's', URLs u://x, paths /p, words mixing letters
 // and digits (and long words) a1, numbers 1. Plain words (commands, flags)
 // stay, lower-cased.
 func maskShape(s string) string {
-	if len(s) > 64<<10 {
-		s = s[:64<<10]
+	if len(s) > maxShapeInput {
+		s = s[:maxShapeInput]
 	}
 	s = shapeQuoted.ReplaceAllString(s, " 's' ")
 	s = shapeURL.ReplaceAllString(s, " u://x ")

@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	segjson "github.com/segmentio/encoding/json"
@@ -64,6 +63,8 @@ type Engine struct {
 	now    func() time.Time
 	// keep is how long a session untouched is kept.
 	keep time.Duration
+	// maxLog bounds the session log read (maxLog for a hook process).
+	maxLog int64
 
 	// resident engines (toolguard serve) keep each session's replayed
 	// state between events, under mu, and replay only when the log
@@ -89,9 +90,11 @@ const DefaultKeep = 7 * 24 * time.Hour
 // one response's calls together.
 const roundGap = 250 * time.Millisecond
 
-// maxLog bounds a session log; past it the oldest turns are not replayed
-// (see load).
-const maxLog = 64 << 20
+// maxLog bounds a session log: about 70,000 calls, which take about 350 ms
+// to replay. Past it the hook lets every call of the session run and says
+// why in errors.log; `toolguard serve`, which replays a log once, has no
+// such cost.
+const maxLog = 16 << 20
 
 // NewEngine returns an engine for agent a under state folder dir (the
 // toolguard folder in the user's state directory).
@@ -99,7 +102,7 @@ func NewEngine(a *agent, p toolguard.Policy, dir string, now func() time.Time) *
 	if now == nil {
 		now = time.Now
 	}
-	return &Engine{agent: a, policy: p, dir: filepath.Join(dir, "sessions"), now: now, keep: DefaultKeep}
+	return &Engine{agent: a, policy: p, dir: filepath.Join(dir, "sessions"), now: now, keep: DefaultKeep, maxLog: maxLog}
 }
 
 var safeID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,80}$`)
@@ -144,6 +147,9 @@ func (e *Engine) Handle(ev Event) (Answer, error) {
 	default:
 		return Answer{}, nil
 	}
+	if ev.Kind == KindTools && e.policy.MaxCallsPerTurn < 0 {
+		return Answer{}, nil // no budget: the tools are always offered
+	}
 	if ev.Session == "" {
 		ev.Session = "no-session"
 	}
@@ -160,14 +166,18 @@ func (e *Engine) Handle(ev Event) (Answer, error) {
 		return Answer{}, err
 	}
 	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	if e.cache != nil {
+		// Resident (toolguard serve): one request at a time in here, and
+		// the file lock against hook processes where the system has one.
+		e.mu.Lock()
+		defer e.mu.Unlock()
+	}
+	if err := lockFile(f); err != nil && e.cache == nil {
 		return Answer{}, fmt.Errorf("locking the session: %w", err)
 	}
 	var s *session
 	var size int64
 	if e.cache != nil {
-		e.mu.Lock()
-		defer e.mu.Unlock()
 		if c := e.cache[dir]; c != nil {
 			if st, err := f.Stat(); err == nil && st.Size() == c.size {
 				s, size = c.s, c.size
@@ -212,8 +222,8 @@ func (e *Engine) load(f *os.File) (*session, int64, error) {
 		return nil, 0, err
 	}
 	size := st.Size()
-	if size > maxLog {
-		return nil, 0, fmt.Errorf("the session log is over %d bytes", maxLog)
+	if size > e.maxLog {
+		return nil, 0, fmt.Errorf("the session log is over %d MiB: too long to replay at every call; the guard lets this session's calls run (toolguard serve keeps long sessions in memory)", e.maxLog>>20)
 	}
 	data := make([]byte, size)
 	if _, err := io.ReadFull(io.NewSectionReader(f, 0, size), data); err != nil {
@@ -329,7 +339,8 @@ func (e *Engine) rebuild(s *session, ev Event) ([]byte, error) {
 // the oldest one with the same tool and arguments.
 func (s *session) take(r record) (record, bool) {
 	for i, p := range s.pending {
-		if r.ID != "" && p.ID == r.ID || r.ID == "" && p.Tool == r.Tool && bytes.Equal(p.A, r.A) {
+		// A result that names no call (the gateway's) is the oldest call's.
+		if r.ID != "" && p.ID == r.ID || r.ID == "" && (r.Tool == "" || p.Tool == r.Tool && bytes.Equal(p.A, r.A)) {
 			s.pending = append(s.pending[:i:i], s.pending[i+1:]...)
 			return p, true
 		}
@@ -373,6 +384,10 @@ func (e *Engine) apply(s *session, ev Event) (Answer, []byte) {
 			out = append(append(out, line...), '\n')
 		}
 		return d
+	}
+	if e.agent.idleTurn > 0 && s.recs > 0 && s.last.K != "reset" && ev.Kind == KindPre &&
+		now.Sub(time.Unix(0, s.last.T)) > e.agent.idleTurn {
+		add(record{K: "reset"})
 	}
 	if ev.TurnID != "" && ev.TurnID != s.turn && (ev.Kind == KindPre || ev.Kind == KindPrompt) {
 		if s.recs > 0 || ev.Kind == KindPrompt {
@@ -462,7 +477,8 @@ func (e *Engine) cleanup(current string) {
 	if err != nil {
 		return
 	}
-	cut := e.now().Add(-e.keep)
+	// Modification times come from the system clock: so does the cut.
+	cut := time.Now().Add(-e.keep)
 	for _, de := range ents {
 		p := filepath.Join(e.dir, de.Name())
 		if p == current || !de.IsDir() {

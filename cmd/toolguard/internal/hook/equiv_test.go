@@ -143,3 +143,103 @@ func logDecisions(t testing.TB, e *Engine, session string) []string {
 	}
 	return out
 }
+
+// agentOf is the agent whose transcripts a fixture folder holds.
+func agentOf(path string) string {
+	for _, a := range []string{"claude-code", "codex", "gemini"} {
+		if strings.Contains(path, "/"+a+"/") {
+			return strings.TrimSuffix(a, "-code")
+		}
+	}
+	return ""
+}
+
+// payloads returns the hook payloads an agent sends for a recorded call:
+// its pre and post events, in that agent's shape and vocabulary.
+func payloads(agent, session string, c audit.Call) (pre, post string) {
+	args := map[string]any{}
+	_ = json.Unmarshal(c.Args, &args)
+	tool := c.Tool
+	if agent == "codex" && (tool == "exec_command" || tool == "shell") {
+		// The hook sees the shell as Bash {"command": …}.
+		cmd := args["cmd"]
+		if cmd == nil {
+			cmd = args["command"]
+		}
+		tool, args = "Bash", map[string]any{"command": cmd}
+	}
+	switch agent {
+	case "gemini":
+		resp := map[string]any{"llmContent": c.Result}
+		if c.Failed {
+			resp["error"] = map[string]any{"message": c.Result}
+		}
+		return js(map[string]any{"session_id": session, "hook_event_name": "BeforeTool", "tool_name": tool, "tool_input": args}),
+			js(map[string]any{"session_id": session, "hook_event_name": "AfterTool", "tool_name": tool, "tool_input": args, "tool_response": resp})
+	case "codex":
+		res := c.Result
+		if c.Failed && !codexExitRe.MatchString(res) {
+			res = "Process exited with code 1\n" + res
+		}
+		return js(map[string]any{"session_id": session, "turn_id": "T", "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": args, "tool_use_id": c.ID}),
+			js(map[string]any{"session_id": session, "turn_id": "T", "hook_event_name": "PostToolUse", "tool_name": tool, "tool_input": args, "tool_use_id": c.ID, "tool_response": res})
+	}
+	ev := "PostToolUse"
+	resp := any(map[string]any{"stdout": c.Result})
+	if c.Failed {
+		ev = "PostToolUseFailure"
+	}
+	return js(map[string]any{"session_id": session, "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": args, "tool_use_id": c.ID}),
+		js(map[string]any{"session_id": session, "hook_event_name": ev, "tool_name": tool, "tool_input": args, "tool_use_id": c.ID, "tool_response": resp, "error": c.Result})
+}
+
+// TestSameAsAuditThroughPayloads: the Claude Code, Codex and Gemini CLI
+// transcript fixtures, each call sent as that agent's hook payloads to
+// `hook run` (its parser and vocabulary included), decided as `toolguard
+// audit` decides the transcript.
+func TestSameAsAuditThroughPayloads(t *testing.T) {
+	calls, fired := 0, 0
+	for _, f := range fixtures(t, false) {
+		agent := agentOf(f)
+		if agent == "" {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		_, eps, err := audit.Parse(f, data)
+		if err != nil {
+			continue
+		}
+		for k := range eps {
+			ep := &eps[k]
+			env := testEnv(t)
+			pol := cliPolicy(agents[agent], nil)
+			want := audit.Replay(pol, ep)
+			session := fmt.Sprint("S", k)
+			turn := 0
+			for i, c := range ep.Calls {
+				if turn != 0 && c.Turn != turn {
+					prompt := js(map[string]any{"session_id": session, "hook_event_name": map[string]string{
+						"claude": "UserPromptSubmit", "gemini": "BeforeAgent", "codex": "UserPromptSubmit"}[agent]})
+					invoke(t, env, prompt, "--agent", agent)
+				}
+				turn = c.Turn
+				pre, post := payloads(agent, session, c)
+				_, out, errOut := invoke(t, env, pre, "--agent", agent)
+				require.Empty(t, errOut)
+				calls++
+				if want[i].Fired() {
+					fired++
+				}
+				refused := out != ""
+				require.Equal(t, want[i].Fired(), refused, "%s call %d (%s): hook %q, audit %s/%s", f, i+1, c.Tool, out, want[i].Verdict, want[i].Reason)
+				if !refused {
+					invoke(t, env, post, "--agent", agent)
+				}
+			}
+		}
+	}
+	t.Logf("%d calls through the agents' payloads, %d fired", calls, fired)
+	require.Greater(t, calls, 20)
+	require.Greater(t, fired, 2)
+}

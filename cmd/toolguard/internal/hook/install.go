@@ -103,6 +103,11 @@ func installMain(args []string, env Env, remove bool) int {
 		fmt.Fprint(env.Stdout, mcphostText)
 		return ExitOK
 	}
+	if *name == "gateway" {
+		exe, _ := env.executable()
+		fmt.Fprintf(env.Stdout, gatewayText, quoteIfNeeded(exe), quoteIfNeeded(exe))
+		return ExitOK
+	}
 	inst, ok := installers[*name]
 	if !ok {
 		fmt.Fprintf(env.Stderr, "toolguard hook %s: unknown agent %q (one of %s)\n", verb, *name, strings.Join(agentNames(), ", "))
@@ -859,3 +864,22 @@ func codexTrustHash(event, matcher, cmd string, timeout int) string {
 	h := sha256.Sum256(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 	return "sha256:" + hex.EncodeToString(h[:])
 }
+
+// gatewayText is what `hook install --agent gateway` prints: Docker MCP
+// Gateway takes its interceptors on its command line, not from a file.
+const gatewayText = `Docker MCP Gateway takes interceptors on its command line. With toolguard serve
+running (%s serve), start the gateway with
+
+  docker mcp gateway run \
+    --interceptor 'before:http:http://127.0.0.1:7878/hook/gateway?event=before' \
+    --interceptor 'after:http:http://127.0.0.1:7878/hook/gateway?event=after'
+
+or, without a server, one process per call:
+
+  docker mcp gateway run \
+    --interceptor 'before:exec:%s hook run --agent gateway --event before' \
+    --interceptor 'after:exec:... the same with --event after'
+
+A repeated call is answered with the hint as an error result and never reaches
+its server. See docs/hooks.md.
+`

@@ -1,8 +1,8 @@
+//go:build unix
+
 package hook
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"math/rand"
 	"os"
@@ -38,33 +38,6 @@ func hookProc(t testing.TB, state, payload string, args ...string) *exec.Cmd {
 		"TOOLGUARD_HOOK=", "TOOLGUARD_EXEMPT=")
 	cmd.Stdin = strings.NewReader(payload)
 	return cmd
-}
-
-func claudePre(session, id, cmd string) string {
-	return js(map[string]any{"session_id": session, "hook_event_name": "PreToolUse", "tool_name": "Bash",
-		"tool_input": map[string]any{"command": cmd}, "tool_use_id": id})
-}
-
-func claudePost(session, id, cmd, res string) string {
-	return js(map[string]any{"session_id": session, "hook_event_name": "PostToolUse", "tool_name": "Bash",
-		"tool_input": map[string]any{"command": cmd}, "tool_use_id": id, "tool_response": map[string]any{"stdout": res}})
-}
-
-// readLog returns the records of a session log, failing on a line that is
-// not a whole record.
-func readLog(t testing.TB, path string) []record {
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	var out []record
-	for _, line := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
-		if len(line) == 0 {
-			continue
-		}
-		var r record
-		require.NoError(t, json.Unmarshal(line, &r), "line %q", line)
-		out = append(out, r)
-	}
-	return out
 }
 
 // TestParallelProcesses: rounds of parallel calls, each hook a process of
@@ -191,3 +164,36 @@ func TestKilledProcesses(t *testing.T) {
 
 // mu guards the counters of the tests' goroutines.
 var mu sync.Mutex
+
+// TestCleanup: a new session removes the state of sessions untouched for
+// longer than DefaultKeep, and keeps the others.
+func TestCleanup(t *testing.T) {
+	env := testEnv(t)
+	invoke(t, env, claudePre("old", "1", "ls"), "--agent", "claude")
+	invoke(t, env, claudePre("recent", "1", "ls"), "--agent", "claude")
+	e := NewEngine(claudeAgent, cliPolicy(claudeAgent, nil), stateDir(env), nil)
+	long := time.Now().Add(-DefaultKeep - time.Hour)
+	require.NoError(t, os.Chtimes(filepath.Join(e.sessionDir("old"), "log"), long, long))
+	require.NoError(t, os.Chtimes(e.sessionDir("old"), long, long))
+	invoke(t, env, claudePre("new", "1", "ls"), "--agent", "claude")
+	_, err := os.Stat(e.sessionDir("old"))
+	require.True(t, os.IsNotExist(err), "the old session is removed")
+	_, err = os.Stat(e.sessionDir("recent"))
+	require.NoError(t, err)
+}
+
+// TestLogTooLong: a session log past maxLog lets the calls run, and says
+// why in errors.log.
+func TestLogTooLong(t *testing.T) {
+	env := testEnv(t)
+	invoke(t, env, claudePre("L", "1", "ls"), "--agent", "claude")
+	e := NewEngine(claudeAgent, cliPolicy(claudeAgent, nil), stateDir(env), nil)
+	require.NoError(t, os.Truncate(filepath.Join(e.sessionDir("L"), "log"), maxLog+1))
+	code, out, errOut := invoke(t, env, claudePre("L", "2", "ls"), "--agent", "claude")
+	require.Equal(t, 0, code)
+	require.Empty(t, out)
+	require.Contains(t, errOut, "too long to replay")
+	b, err := os.ReadFile(filepath.Join(stateDir(env), "errors.log"))
+	require.NoError(t, err)
+	require.Contains(t, string(b), "too long to replay")
+}

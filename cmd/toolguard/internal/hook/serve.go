@@ -70,6 +70,10 @@ func Serve(args []string, env Env) int {
 	return ExitOK
 }
 
+// maxServeLog bounds a session log the server reads: it replays a log once,
+// when it first meets the session.
+const maxServeLog = 256 << 20
+
 // Handler serves hook events over HTTP with one resident engine per agent.
 type Handler struct {
 	env     *Env
@@ -86,6 +90,7 @@ func NewHandler(env *Env, policyFile string) (*Handler, error) {
 		}
 		e := NewEngine(a, pol, stateDir(env), env.Now)
 		e.cache = map[string]*cached{}
+		e.maxLog = maxServeLog
 		h.engines[name] = e
 	}
 	return h, nil

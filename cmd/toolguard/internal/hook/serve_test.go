@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -126,4 +128,35 @@ func TestRebuildFromTranscript(t *testing.T) {
 	e := NewEngine(claudeAgent, cliPolicy(claudeAgent, nil), stateDir(env), nil)
 	recs := readLog(t, filepath.Join(e.sessionDir("T"), "log"))
 	require.Len(t, recs, 5) // two calls from the transcript, each checked and recorded; this one
+}
+
+// TestServeGateway: Docker MCP Gateway's before and after interceptors.
+func TestServeGateway(t *testing.T) {
+	env := testEnv(t)
+	h, err := NewHandler(env, "")
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	before := js(map[string]any{"method": "tools/call", "params": map[string]any{"name": "search_issues", "arguments": map[string]any{"repo": "a/b", "state": "open"}}})
+	after := js(map[string]any{"content": []any{map[string]any{"type": "text", "text": "3 issues"}}})
+	for i := 1; i <= 2; i++ {
+		require.Empty(t, servePost(t, srv.URL+"/hook/gateway?event=before", before), "call %d", i)
+		require.Empty(t, servePost(t, srv.URL+"/hook/gateway?event=after", after))
+	}
+	out := servePost(t, srv.URL+"/hook/gateway?event=before", before)
+	require.Equal(t, true, jsonField(out, "isError"), out)
+	require.Contains(t, out, "identical parameters")
+
+	// The same through the exec interceptor, a process per call, and an
+	// hour later: a new turn.
+	get := env.Now
+	env.Now = func() time.Time { return get().Add(2 * time.Hour) }
+	_, out, _ = invoke(t, env, before, "--agent", "gateway", "--event", "before")
+	require.Empty(t, out)
+
+	var buf bytes.Buffer
+	e := *env
+	e.Stdout = &buf
+	require.Equal(t, ExitOK, Main([]string{"install", "--agent", "gateway"}, e))
+	require.Contains(t, buf.String(), "before:http:")
 }
