@@ -32,6 +32,10 @@ var hooked = []*Agent{Claude, Codex, Gemini, Copilot, Opencode, Cline}
 
 var all = append(append([]*Agent(nil), hooked...), Mcphost)
 
+// withoutCline is every agent but Cline, which cannot resume a session
+// headless (TestNewTurn).
+var withoutCline = []*Agent{Claude, Codex, Gemini, Copilot, Opencode, Mcphost}
+
 // userSettings writes the user's own settings into a scratch home before
 // the guard is installed, with a hook (or plugin) of the user's that notes
 // each run in $CLITEST_USER_HOOK_LOG; userHookRuns says whether the CLI
@@ -136,6 +140,19 @@ func (e *Env) logHook() {
 	}
 }
 
+// eachAgent runs scenario on each of agents, side by side, each in a
+// guarded environment of its own (and beside the other scenarios).
+func eachAgent(t *testing.T, agents []*Agent, scenario func(t *testing.T, a *Agent, e *Env)) {
+	RequireRun(t)
+	t.Parallel()
+	for _, a := range agents {
+		t.Run(a.Name, func(t *testing.T) {
+			t.Parallel()
+			scenario(t, a, guarded(t, a))
+		})
+	}
+}
+
 // The scenarios. Each command appends a line to the counter file, so what
 // ran is counted apart from what the CLI or the hook reports.
 
@@ -145,62 +162,50 @@ func echoHi(e *Env) string { return "echo hi | tee -a " + e.Counter }
 // The third is refused and the model reads the hint as its result; the
 // fourth never runs either.
 func TestRepeat(t *testing.T) {
-	RequireRun(t)
-	t.Parallel()
-	for _, a := range all {
-		t.Run(a.Name, func(t *testing.T) {
-			t.Parallel()
-			e := guarded(t, a)
-			cmd := echoHi(e)
-			e.Server.SetScript([]Step{
-				{Calls: []Call{a.Shell(cmd)}},
-				{Calls: []Call{a.Shell(cmd)}},
-				{Calls: []Call{a.Shell(cmd)}},
-				{Calls: []Call{a.Shell(cmd)}},
-				a.Final("done"),
-			})
-			o := e.Run("Say hi.", false)
-			r := newRow(e, "repeat", o)
-			wantRan(t, e, 2)
-			wantRead(t, e, 0, 0, false)
-			wantRead(t, e, 1, 0, false)
-			wantRead(t, e, 2, 0, true)
-			if text, ok := e.Server.ResultOf(3, 0); ok && !strings.Contains(text, toolguard.HintMarker) {
-				t.Errorf("call 4: the model read %q", text)
-			}
-			r.done(t)
+	eachAgent(t, all, func(t *testing.T, a *Agent, e *Env) {
+		cmd := echoHi(e)
+		e.Server.SetScript([]Step{
+			{Calls: []Call{a.Shell(cmd)}},
+			{Calls: []Call{a.Shell(cmd)}},
+			{Calls: []Call{a.Shell(cmd)}},
+			{Calls: []Call{a.Shell(cmd)}},
+			a.Final("done"),
 		})
-	}
+		o := e.Run("Say hi.", false)
+		r := newRow(e, "repeat", o)
+		wantRan(t, e, 2)
+		wantRead(t, e, 0, 0, false)
+		wantRead(t, e, 1, 0, false)
+		wantRead(t, e, 2, 0, true)
+		if text, ok := e.Server.ResultOf(3, 0); ok && !strings.Contains(text, toolguard.HintMarker) {
+			t.Errorf("call 4: the model read %q", text)
+		}
+		r.done(t)
+	})
 }
 
 // TestWork: edit, test, edit, test, edit, test. The test command and its
 // output are the same each time, but an edit came between: all run.
 func TestWork(t *testing.T) {
-	RequireRun(t)
-	t.Parallel()
-	for _, a := range all {
-		t.Run(a.Name, func(t *testing.T) {
-			t.Parallel()
-			e := guarded(t, a)
-			edit := func(v string) Call {
-				return a.Shell("printf '" + v + "\\n' > a.txt && echo edit >> " + e.Counter)
-			}
-			check := a.Shell("test -s a.txt && echo PASS && echo test >> " + e.Counter)
-			e.Server.SetScript([]Step{
-				{Calls: []Call{edit("v1")}}, {Calls: []Call{check}},
-				{Calls: []Call{edit("v2")}}, {Calls: []Call{check}},
-				{Calls: []Call{edit("v3")}}, {Calls: []Call{check}},
-				a.Final("done"),
-			})
-			o := e.Run("Make the change and test it.", false)
-			r := newRow(e, "work", o)
-			wantRan(t, e, 6)
-			for s := range 6 {
-				wantRead(t, e, s, 0, false)
-			}
-			r.done(t)
+	eachAgent(t, all, func(t *testing.T, a *Agent, e *Env) {
+		edit := func(v string) Call {
+			return a.Shell("printf '" + v + "\\n' > a.txt && echo edit >> " + e.Counter)
+		}
+		check := a.Shell("test -s a.txt && echo PASS && echo test >> " + e.Counter)
+		e.Server.SetScript([]Step{
+			{Calls: []Call{edit("v1")}}, {Calls: []Call{check}},
+			{Calls: []Call{edit("v2")}}, {Calls: []Call{check}},
+			{Calls: []Call{edit("v3")}}, {Calls: []Call{check}},
+			a.Final("done"),
 		})
-	}
+		o := e.Run("Make the change and test it.", false)
+		r := newRow(e, "work", o)
+		wantRan(t, e, 6)
+		for s := range 6 {
+			wantRead(t, e, s, 0, false)
+		}
+		r.done(t)
+	})
 }
 
 // TestParallel: three identical calls in one response (Claude Code runs
@@ -208,38 +213,32 @@ func TestWork(t *testing.T) {
 // guard sees last; then three different calls in one response, which all
 // run.
 func TestParallel(t *testing.T) {
-	RequireRun(t)
-	t.Parallel()
-	for _, a := range all {
-		t.Run(a.Name, func(t *testing.T) {
-			t.Parallel()
-			e := guarded(t, a)
-			same := a.Shell(echoHi(e))
-			var different []Call
-			for _, p := range []string{"p1", "p2", "p3"} {
-				different = append(different, a.Shell("echo "+p+" | tee -a "+e.Counter))
+	eachAgent(t, all, func(t *testing.T, a *Agent, e *Env) {
+		same := a.Shell(echoHi(e))
+		var different []Call
+		for _, p := range []string{"p1", "p2", "p3"} {
+			different = append(different, a.Shell("echo "+p+" | tee -a "+e.Counter))
+		}
+		e.Server.SetScript([]Step{{Calls: []Call{same, same, same}}, {Calls: different}, a.Final("done")})
+		o := e.Run("Run the checks.", false)
+		r := newRow(e, "parallel", o)
+		wantRan(t, e, 5)
+		refused := 0
+		for i := range 3 {
+			if text, ok := e.Server.ResultOf(0, i); !ok {
+				t.Errorf("step 0 call %d: the model never read a result", i)
+			} else if strings.Contains(text, toolguard.HintMarker) {
+				refused++
 			}
-			e.Server.SetScript([]Step{{Calls: []Call{same, same, same}}, {Calls: different}, a.Final("done")})
-			o := e.Run("Run the checks.", false)
-			r := newRow(e, "parallel", o)
-			wantRan(t, e, 5)
-			refused := 0
-			for i := range 3 {
-				if text, ok := e.Server.ResultOf(0, i); !ok {
-					t.Errorf("step 0 call %d: the model never read a result", i)
-				} else if strings.Contains(text, toolguard.HintMarker) {
-					refused++
-				}
-			}
-			if refused != 1 {
-				t.Errorf("%d of three identical parallel calls refused, want 1; the model read:\n%s", refused, joinResults(e.Server.Results()))
-			}
-			for i := range 3 {
-				wantRead(t, e, 1, i, false)
-			}
-			r.done(t)
-		})
-	}
+		}
+		if refused != 1 {
+			t.Errorf("%d of three identical parallel calls refused, want 1; the model read:\n%s", refused, joinResults(e.Server.Results()))
+		}
+		for i := range 3 {
+			wantRead(t, e, 1, i, false)
+		}
+		r.done(t)
+	})
 }
 
 // TestNewTurn: `echo hi` three times (the third refused), then a new user
@@ -248,56 +247,41 @@ func TestParallel(t *testing.T) {
 // with a prompt says "interactive mode requires a TTY"), so each headless
 // run is a new task, a new session for the guard.
 func TestNewTurn(t *testing.T) {
-	RequireRun(t)
-	t.Parallel()
-	for _, a := range all {
-		if a == Cline {
-			continue
-		}
-		t.Run(a.Name, func(t *testing.T) {
-			t.Parallel()
-			e := guarded(t, a)
-			call := a.Shell(echoHi(e))
-			e.Server.SetScript([]Step{
-				{Calls: []Call{call}}, {Calls: []Call{call}}, {Calls: []Call{call}}, a.Final("done"),
-				{Calls: []Call{call}}, a.Final("done again"),
-			})
-			o := e.Run("Say hi.", false)
-			wantRan(t, e, 2)
-			wantRead(t, e, 2, 0, true)
-			o2 := e.Run("Say hi once more.", true)
-			r := newRow(e, "new turn", o2)
-			r.exit = fmt.Sprintf("%d, then %d", o.Exit, o2.Exit)
-			wantRan(t, e, 3)
-			wantRead(t, e, 4, 0, false)
-			r.done(t)
+	eachAgent(t, withoutCline, func(t *testing.T, a *Agent, e *Env) {
+		call := a.Shell(echoHi(e))
+		e.Server.SetScript([]Step{
+			{Calls: []Call{call}}, {Calls: []Call{call}}, {Calls: []Call{call}}, a.Final("done"),
+			{Calls: []Call{call}}, a.Final("done again"),
 		})
-	}
+		o := e.Run("Say hi.", false)
+		wantRan(t, e, 2)
+		wantRead(t, e, 2, 0, true)
+		o2 := e.Run("Say hi once more.", true)
+		r := newRow(e, "new turn", o2)
+		r.exit = fmt.Sprintf("%d, then %d", o.Exit, o2.Exit)
+		wantRan(t, e, 3)
+		wantRead(t, e, 4, 0, false)
+		r.done(t)
+	})
 }
 
 // TestFailingRetry: a command that fails, retried with tweaked flags. The
 // fourth attempt is refused (three equivalent failures).
 func TestFailingRetry(t *testing.T) {
-	RequireRun(t)
-	t.Parallel()
-	for _, a := range all {
-		t.Run(a.Name, func(t *testing.T) {
-			t.Parallel()
-			e := guarded(t, a)
-			var steps []Step
-			for _, flags := range []string{"-x", "-x -q", "-q", "--lf -q"} {
-				steps = append(steps, Step{Calls: []Call{a.Shell("echo f >> " + e.Counter + "; pytset " + flags)}})
-			}
-			e.Server.SetScript(append(steps, a.Final("done")))
-			o := e.Run("Run the tests.", false)
-			r := newRow(e, "failing retry", o)
-			wantRan(t, e, 3)
-			for s := range 4 {
-				wantRead(t, e, s, 0, s == 3)
-			}
-			r.done(t)
-		})
-	}
+	eachAgent(t, all, func(t *testing.T, a *Agent, e *Env) {
+		var steps []Step
+		for _, flags := range []string{"-x", "-x -q", "-q", "--lf -q"} {
+			steps = append(steps, Step{Calls: []Call{a.Shell("echo f >> " + e.Counter + "; pytset " + flags)}})
+		}
+		e.Server.SetScript(append(steps, a.Final("done")))
+		o := e.Run("Run the tests.", false)
+		r := newRow(e, "failing retry", o)
+		wantRan(t, e, 3)
+		for s := range 4 {
+			wantRead(t, e, s, 0, s == 3)
+		}
+		r.done(t)
+	})
 }
 
 // wantRan checks how many commands really ran.
