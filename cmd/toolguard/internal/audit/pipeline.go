@@ -453,7 +453,7 @@ func process(u unit, opts runOptions) unitResult {
 		res.calls += len(ep.Calls)
 		er := replayEpisode(opts.policy, ep, opts.keep)
 		for _, np := range opts.compare {
-			er.Compare = append(er.Compare, NewEpisodeStats(Replay(np.policy, ep), ep.Calls, ep.Tokens))
+			er.Compare = append(er.Compare, NewEpisodeStats(Replay(np.policy, ep), nil, false).Tally)
 		}
 		res.eps = append(res.eps, er)
 	}
@@ -572,6 +572,8 @@ func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env,
 		eps    []EpisodeResult
 		seen   map[string]int
 		failed bool
+		// detailed counts the episodes of eps that keep their details.
+		detailed int
 	)
 	finish := func() {
 		switch {
@@ -601,6 +603,7 @@ func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env,
 		}
 		r.Files = append(r.Files, fr)
 		r.Episodes = append(r.Episodes, eps...)
+		r.detailed += detailed
 	}
 	for res := range results {
 		pending[res.seq] = res
@@ -613,7 +616,7 @@ func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env,
 			next++
 			slots.release(u.size)
 			if u.file != cur {
-				cur, fr, eps, seen, failed = u.file, FileResult{File: u.file.in.display}, nil, nil, false
+				cur, fr, eps, seen, failed, detailed = u.file, FileResult{File: u.file.in.display}, nil, nil, false, 0
 			}
 			if failed {
 				continue
@@ -649,6 +652,20 @@ func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env,
 			fr.Format = merged
 			fr.Episodes += len(u.eps)
 			fr.Calls += u.calls
+			if !opts.keep {
+				// The text report details the first maxFiringEpisodes
+				// episodes that fired: the others need not keep their
+				// title and firings.
+				for i := range u.eps {
+					if e := &u.eps[i]; e.Firings != nil {
+						if r.detailed+detailed < maxFiringEpisodes {
+							detailed++
+						} else {
+							e.Firings, e.title = nil, ""
+						}
+					}
+				}
+			}
 			eps = append(eps, u.eps...)
 			if u.seen != nil {
 				seen = u.seen

@@ -106,7 +106,7 @@ const (
 func writeFirings(w io.Writer, r *Report) {
 	var fired []*EpisodeResult
 	for i := range r.Episodes {
-		if e := &r.Episodes[i]; e.stats().First != nil {
+		if e := &r.Episodes[i]; e.stats().First.Index > 0 {
 			fired = append(fired, e)
 		}
 	}
