@@ -121,3 +121,72 @@ func TestAuditMemoryLargeRecords(t *testing.T) {
 	t.Logf("%d records of %d MiB, cap %d MiB, 2 workers: peak heap %.1f times one record", records, size>>20, (size>>20)+1, grew)
 	assert.Less(t, grew, 6.0)
 }
+
+// TestAuditMemoryHugeNames pins that what an episode keeps is bounded
+// whatever its input holds: an episode id, a label, a tool's name and a
+// call id of 32 KiB each, and arguments and results of 32 KiB in one
+// word, are cut (names to maxNameBytes, previews to previewRunes) in
+// strings of their own, not substrings that keep the whole text alive.
+func TestAuditMemoryHugeNames(t *testing.T) {
+	const episodes, size = 200, 32 << 10
+	huge := func(c byte, i int) string { return fmt.Sprint(i) + strings.Repeat(string(c), size) }
+	path := filepath.Join(t.TempDir(), "huge.jsonl")
+	var b bytes.Buffer
+	for i := 0; i < episodes; i++ {
+		fmt.Fprintf(&b, `{"episode":%q,"label":%q,"calls":[`, huge('e', i), huge('l', i))
+		for j := 0; j < 3; j++ {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"turn":%d,"id":%q,"tool":%q,"args":{"q":%q},"result":%q}`, j, huge('c', j), huge('t', i), huge('a', i), huge('r', i))
+		}
+		b.WriteString("]}\n")
+	}
+	require.NoError(t, os.WriteFile(path, b.Bytes(), 0o600))
+	runtime.GC()
+	before := heapBytes()
+	r := auditFile(t, path, DefaultMaxEpisode)
+	runtime.GC()
+	per := float64(heapBytes()-before) / episodes
+	require.Len(t, r.Episodes, episodes)
+	e := &r.Episodes[0]
+	require.True(t, e.Reached(toolguard.Hint))
+	require.NotEmpty(t, e.Firings)
+	assert.LessOrEqual(t, len(e.Episode), maxNameBytes+len("…"))
+	assert.LessOrEqual(t, len(e.Label), maxNameBytes+len("…"))
+	assert.LessOrEqual(t, len(e.Stats.First.Tool), maxNameBytes+len("…"))
+	assert.LessOrEqual(t, len(e.Firings[0].CallID), maxNameBytes+len("…"))
+	assert.LessOrEqual(t, len(e.Firings[0].Args), 4*previewRunes)
+	var out bytes.Buffer
+	require.NoError(t, WriteText(&out, r))
+	runtime.KeepAlive(r)
+	t.Logf("text report: %.0f bytes kept per episode of %d KiB names and previews (%d episodes)", per, size>>10, episodes)
+	assert.Less(t, per, 4096.0)
+}
+
+// TestTextDetailsFirstSessions: past the sessions the text report
+// details, an episode keeps no title nor firings, and the report still
+// counts and lists it.
+func TestTextDetailsFirstSessions(t *testing.T) {
+	const fired = maxFiringEpisodes + 5
+	path := filepath.Join(t.TempDir(), "eps.jsonl")
+	var b bytes.Buffer
+	for i := 0; i < fired; i++ {
+		b.WriteString(firingEpisodeLine(fmt.Sprintf("episode-%02d", i), 4, "r"))
+	}
+	require.NoError(t, os.WriteFile(path, b.Bytes(), 0o600))
+	r := auditFile(t, path, DefaultMaxEpisode)
+	require.Len(t, r.Episodes, fired)
+	for i := range r.Episodes {
+		assert.Equal(t, i < maxFiringEpisodes, r.Episodes[i].Firings != nil, "episode %d", i)
+	}
+	var out bytes.Buffer
+	require.NoError(t, WriteText(&out, r))
+	text := out.String()
+	assert.Contains(t, text, fmt.Sprintf("Firings, by session (%d)", fired))
+	assert.Contains(t, text, "  episode-19: looks like a loop")
+	assert.NotContains(t, text, "  episode-20: looks like a loop")
+	assert.Contains(t, text, "… 5 more sessions")
+	assert.Equal(t, 2*maxFiringEpisodes, strings.Count(text, "      setting  MaxRepeats"), "calls 3 and 4 fired")
+	assert.Contains(t, text, "episode-24  failure  4      call 3 search: duplicate, hint")
+}

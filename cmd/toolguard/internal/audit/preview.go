@@ -105,7 +105,8 @@ func redactValue(v any, key string) any {
 
 // setting names what in the policy governs a firing of reason for tool:
 // the Policy field, with the value the policy sets ("default" when it
-// leaves it to the default), and the per-tool way out.
+// leaves it to the default), and the per-tool way out (the tool's name cut
+// to maxNameBytes).
 func setting(p *toolguard.Policy, reason toolguard.Reason, tool string) string {
 	val := func(v int) string {
 		if v == 0 {
@@ -113,7 +114,7 @@ func setting(p *toolguard.Policy, reason toolguard.Reason, tool string) string {
 		}
 		return fmt.Sprint(v)
 	}
-	perTool := fmt.Sprintf("Tools[%q]", tool)
+	perTool := fmt.Sprintf("Tools[%q]", keepName(tool))
 	switch reason {
 	case toolguard.ReasonDuplicate:
 		return fmt.Sprintf("MaxRepeats (%s); per tool %s.MaxRepeats, or .Exempt for a polling tool", val(p.MaxRepeats), perTool)
