@@ -561,7 +561,9 @@ func charCosts(ep *Episode) {
 }
 
 // collect puts the results back in input order, reports each file's
-// problem on standard error as its turn comes, and fills r.
+// problem on standard error as its turn comes, and fills r. A file's
+// episodes go to r.Episodes as they come, and are taken back out if the
+// file fails.
 func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env, r *Report) bool {
 	ok := true
 	pending := map[int]unitResult{}
@@ -569,15 +571,20 @@ func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env,
 	var (
 		cur    *fileState
 		fr     FileResult
-		eps    []EpisodeResult
 		seen   map[string]int
 		failed bool
-		// detailed counts the episodes of eps that keep their details.
-		detailed int
+		// start and startDetailed are len(r.Episodes) and r.detailed
+		// before the file's episodes.
+		start, startDetailed int
 	)
+	drop := func() {
+		clear(r.Episodes[start:])
+		r.Episodes, r.detailed = r.Episodes[:start], startDetailed
+	}
 	finish := func() {
 		switch {
 		case failed:
+			drop()
 			fmt.Fprintln(env.Stderr, fr.Err)
 			ok = false
 			r.Files = append(r.Files, FileResult{File: fr.File, Err: fr.Err})
@@ -602,8 +609,6 @@ func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env,
 			fmt.Fprintf(env.Stderr, "toolguard audit: %s: %s\n", fr.File, w)
 		}
 		r.Files = append(r.Files, fr)
-		r.Episodes = append(r.Episodes, eps...)
-		r.detailed += detailed
 	}
 	for res := range results {
 		pending[res.seq] = res
@@ -616,7 +621,8 @@ func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env,
 			next++
 			slots.release(u.size)
 			if u.file != cur {
-				cur, fr, eps, seen, failed, detailed = u.file, FileResult{File: u.file.in.display}, nil, nil, false, 0
+				cur, fr, seen, failed = u.file, FileResult{File: u.file.in.display}, nil, false
+				start, startDetailed = len(r.Episodes), r.detailed
 			}
 			if failed {
 				continue
@@ -625,11 +631,13 @@ func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env,
 				var pe *ParseError
 				if errors.As(u.err, &pe) && strings.HasPrefix(pe.Problem, "empty input") && u.file.in.path != "-" {
 					fr.NoCalls, failed = "nothing (an empty file)", true
+					drop()
 					r.Files = append(r.Files, fr)
 					continue
 				}
 				if errors.As(u.err, &pe) && (u.file.in.loose || (u.file.in.folder && strings.HasPrefix(pe.Problem, "not a transcript"))) {
 					fr.Skipped, failed = skipReason(pe), true
+					drop()
 					r.Files = append(r.Files, fr)
 					continue
 				}
@@ -658,15 +666,15 @@ func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env,
 				// title and firings.
 				for i := range u.eps {
 					if e := &u.eps[i]; e.Firings != nil {
-						if r.detailed+detailed < maxFiringEpisodes {
-							detailed++
+						if r.detailed < maxFiringEpisodes {
+							r.detailed++
 						} else {
 							e.Firings, e.title = nil, ""
 						}
 					}
 				}
 			}
-			eps = append(eps, u.eps...)
+			r.Episodes = append(r.Episodes, u.eps...)
 			if u.seen != nil {
 				seen = u.seen
 			}

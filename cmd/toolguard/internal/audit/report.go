@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -443,6 +444,21 @@ type Summary struct {
 // WorstEpisodes is how many episodes the summary names as the worst.
 const WorstEpisodes = 10
 
+// addWorst puts e among worst, the episodes with the most refused calls
+// (most first, in input order among equals), which it keeps to
+// WorstEpisodes.
+func addWorst(worst []*EpisodeResult, e *EpisodeResult) []*EpisodeResult {
+	i := len(worst)
+	for i > 0 && worst[i-1].Refused() < e.Refused() {
+		i--
+	}
+	if i == WorstEpisodes {
+		return worst
+	}
+	worst = slices.Insert(worst, i, e)
+	return worst[:min(len(worst), WorstEpisodes)]
+}
+
 // ProjectCount is one project's share.
 type ProjectCount struct {
 	Project    string
@@ -538,7 +554,7 @@ func (r *Report) Summary() Summary {
 		s.Refused += st.Hints + st.Aborts
 		if fired {
 			s.WithFiring++
-			s.Worst = append(s.Worst, e)
+			s.Worst = addWorst(s.Worst, e)
 		}
 		if st.Hints > 0 {
 			s.WithHint++
@@ -627,10 +643,6 @@ func (r *Report) Summary() Summary {
 		s.ByProject = append(s.ByProject, *pc)
 	}
 	sort.Slice(s.ByProject, func(i, j int) bool { return s.ByProject[i].Project < s.ByProject[j].Project })
-	sort.SliceStable(s.Worst, func(i, j int) bool { return s.Worst[i].Refused() > s.Worst[j].Refused() })
-	if len(s.Worst) > WorstEpisodes {
-		s.Worst = s.Worst[:WorstEpisodes]
-	}
 	for _, rc := range reasons {
 		s.ByReason = append(s.ByReason, *rc)
 	}
