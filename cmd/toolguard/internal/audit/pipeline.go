@@ -447,13 +447,14 @@ func process(u unit, opts runOptions) unitResult {
 	for i := range eps {
 		ep := &eps[i]
 		ep.File = u.file.in.display
-		if ep.Project == "" {
-			ep.Project = u.file.in.project
-		}
 		res.calls += len(ep.Calls)
 		er := replayEpisode(opts.policy, ep, opts.keep)
+		if er.Project == "" {
+			// The folder's project, shared by its episodes.
+			er.Project = u.file.in.project
+		}
 		for _, np := range opts.compare {
-			er.Compare = append(er.Compare, NewEpisodeStats(Replay(np.policy, ep), nil, false).Tally)
+			er.Compare = append(er.Compare, NewEpisodeStats(decide(np.policy, ep), nil, false).Tally)
 		}
 		res.eps = append(res.eps, er)
 	}

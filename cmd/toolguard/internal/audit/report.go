@@ -381,7 +381,12 @@ func (r *Report) Add(p toolguard.Policy, file string, format Format, eps []Episo
 // replayEpisode replays ep and aggregates it, keeping the decisions when
 // keep is set.
 func replayEpisode(p toolguard.Policy, ep *Episode, keep bool) EpisodeResult {
-	ds := Replay(p, ep)
+	var ds []Decision
+	if keep {
+		ds = Replay(p, ep)
+	} else {
+		ds = decide(p, ep)
+	}
 	res := EpisodeResult{
 		File: ep.File, Project: keepName(ep.Project), Episode: keepName(ep.Name), Label: keepName(ep.Label),
 		Stats: NewEpisodeStats(ds, ep.Calls, ep.Tokens),
@@ -400,6 +405,7 @@ func replayEpisode(p toolguard.Policy, ep *Episode, keep bool) EpisodeResult {
 	res.title = preview(ep.Title, titleRunes)
 	for _, d := range ds {
 		if d.Fired() && len(res.Firings) < MaxFirings {
+			describe(&p, ep, &d)
 			d.Message, d.Tool, d.CallID = "", keepName(d.Tool), keepName(d.CallID)
 			res.Firings = append(res.Firings, d)
 		}
