@@ -85,7 +85,7 @@ func peakHeap(gcPercent int, f func()) uint64 {
 // report keeps each episode's aggregate; it kept about 1.2 KB per episode
 // (the first firing's whole message among it), then 1674 bytes once
 // episodes kept a title and their first firings. Now an episode keeps what
-// the report prints of it: 430–490 bytes here. Writing the report holds
+// the report prints of it: 473–488 bytes here. Writing the report holds
 // no line: its peak stays within 200 bytes per episode of what the run
 // kept, 50–130 measured, the collector's slack (a tabwriter holding the
 // lines for their alignment took 513 more).
