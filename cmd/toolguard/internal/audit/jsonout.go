@@ -211,9 +211,9 @@ func WriteJSON(w io.Writer, r *Report) error {
 			Title:   e.Title(), Looks: e.Looks(),
 			NothingNew: e.stats().NothingNew, NewResults: e.stats().NewResults,
 		}
-		for j, st := range e.Compare {
+		for j, t := range e.Compare {
 			if j < len(r.Compare) {
-				je.Compare = append(je.Compare, jsonCompared{Policy: r.Compare[j], Firings: st.Hints + st.Aborts, Aborts: st.Aborts, Looks: st.Looks()})
+				je.Compare = append(je.Compare, jsonCompared{Policy: r.Compare[j], Firings: t.Refused(), Aborts: t.Aborts, Looks: t.Looks()})
 			}
 		}
 		if d, ok := e.First(); ok {

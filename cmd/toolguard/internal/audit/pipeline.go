@@ -447,13 +447,14 @@ func process(u unit, opts runOptions) unitResult {
 	for i := range eps {
 		ep := &eps[i]
 		ep.File = u.file.in.display
-		if ep.Project == "" {
-			ep.Project = u.file.in.project
-		}
 		res.calls += len(ep.Calls)
 		er := replayEpisode(opts.policy, ep, opts.keep)
+		if er.Project == "" {
+			// The folder's project, shared by its episodes.
+			er.Project = u.file.in.project
+		}
 		for _, np := range opts.compare {
-			er.Compare = append(er.Compare, NewEpisodeStats(Replay(np.policy, ep), ep.Calls, ep.Tokens))
+			er.Compare = append(er.Compare, NewEpisodeStats(decide(np.policy, ep), nil, false).Tally)
 		}
 		res.eps = append(res.eps, er)
 	}
@@ -561,7 +562,9 @@ func charCosts(ep *Episode) {
 }
 
 // collect puts the results back in input order, reports each file's
-// problem on standard error as its turn comes, and fills r.
+// problem on standard error as its turn comes, and fills r. A file's
+// episodes go to r.Episodes as they come, and are taken back out if the
+// file fails.
 func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env, r *Report) bool {
 	ok := true
 	pending := map[int]unitResult{}
@@ -569,13 +572,20 @@ func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env,
 	var (
 		cur    *fileState
 		fr     FileResult
-		eps    []EpisodeResult
 		seen   map[string]int
 		failed bool
+		// start and startDetailed are len(r.Episodes) and r.detailed
+		// before the file's episodes.
+		start, startDetailed int
 	)
+	drop := func() {
+		clear(r.Episodes[start:])
+		r.Episodes, r.detailed = r.Episodes[:start], startDetailed
+	}
 	finish := func() {
 		switch {
 		case failed:
+			drop()
 			fmt.Fprintln(env.Stderr, fr.Err)
 			ok = false
 			r.Files = append(r.Files, FileResult{File: fr.File, Err: fr.Err})
@@ -600,7 +610,6 @@ func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env,
 			fmt.Fprintf(env.Stderr, "toolguard audit: %s: %s\n", fr.File, w)
 		}
 		r.Files = append(r.Files, fr)
-		r.Episodes = append(r.Episodes, eps...)
 	}
 	for res := range results {
 		pending[res.seq] = res
@@ -613,7 +622,8 @@ func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env,
 			next++
 			slots.release(u.size)
 			if u.file != cur {
-				cur, fr, eps, seen, failed = u.file, FileResult{File: u.file.in.display}, nil, nil, false
+				cur, fr, seen, failed = u.file, FileResult{File: u.file.in.display}, nil, false
+				start, startDetailed = len(r.Episodes), r.detailed
 			}
 			if failed {
 				continue
@@ -622,11 +632,13 @@ func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env,
 				var pe *ParseError
 				if errors.As(u.err, &pe) && strings.HasPrefix(pe.Problem, "empty input") && u.file.in.path != "-" {
 					fr.NoCalls, failed = "nothing (an empty file)", true
+					drop()
 					r.Files = append(r.Files, fr)
 					continue
 				}
 				if errors.As(u.err, &pe) && (u.file.in.loose || (u.file.in.folder && strings.HasPrefix(pe.Problem, "not a transcript"))) {
 					fr.Skipped, failed = skipReason(pe), true
+					drop()
 					r.Files = append(r.Files, fr)
 					continue
 				}
@@ -649,7 +661,21 @@ func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env,
 			fr.Format = merged
 			fr.Episodes += len(u.eps)
 			fr.Calls += u.calls
-			eps = append(eps, u.eps...)
+			if !opts.keep {
+				// The text report details the first maxFiringEpisodes
+				// episodes that fired: the others need not keep their
+				// title and firings.
+				for i := range u.eps {
+					if e := &u.eps[i]; e.Firings != nil {
+						if r.detailed < maxFiringEpisodes {
+							r.detailed++
+						} else {
+							e.Firings, e.title = nil, ""
+						}
+					}
+				}
+			}
+			r.Episodes = append(r.Episodes, u.eps...)
 			if u.seen != nil {
 				seen = u.seen
 			}

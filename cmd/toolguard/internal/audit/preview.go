@@ -37,15 +37,17 @@ func titleOf(text string) string {
 }
 
 // Title returns the episode's title for a report: its first user prompt,
-// redacted, on one line, cut to 80 characters; "" when it has none.
-func (e *EpisodeResult) Title() string { return preview(e.title, titleRunes) }
+// redacted, on one line, cut to 80 characters; "" when it has none, or
+// when the report does not print it (see EpisodeResult.title).
+func (e *EpisodeResult) Title() string { return e.title }
 
 // maxPreviewJSON bounds the arguments or result that preview decodes as
 // JSON to redact its values one by one.
 const maxPreviewJSON = 64 << 10
 
 // preview returns s on one line, its secrets redacted, cut to n runes
-// (with "…" when cut). JSON (arguments, most results) is redacted value by
+// (with "…" when cut), in a string of its own (not a substring of s, which
+// may be large). JSON (arguments, most results) is redacted value by
 // value: each string through toolguard.Redact, together with its key, so
 // that {"api_key": "…"} and {"q": "sk-…"} both lose their secret.
 func preview(s string, n int) string {
@@ -69,7 +71,7 @@ func preview(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	s = toolguard.Redact(s)
 	if utf8.RuneCountInString(s) <= n {
-		return s
+		return strings.Clone(s)
 	}
 	r := []rune(s)
 	return strings.TrimRight(string(r[:n-1]), " ") + "…"
@@ -103,7 +105,8 @@ func redactValue(v any, key string) any {
 
 // setting names what in the policy governs a firing of reason for tool:
 // the Policy field, with the value the policy sets ("default" when it
-// leaves it to the default), and the per-tool way out.
+// leaves it to the default), and the per-tool way out (the tool's name cut
+// to maxNameBytes).
 func setting(p *toolguard.Policy, reason toolguard.Reason, tool string) string {
 	val := func(v int) string {
 		if v == 0 {
@@ -111,7 +114,7 @@ func setting(p *toolguard.Policy, reason toolguard.Reason, tool string) string {
 		}
 		return fmt.Sprint(v)
 	}
-	perTool := fmt.Sprintf("Tools[%q]", tool)
+	perTool := fmt.Sprintf("Tools[%q]", keepName(tool))
 	switch reason {
 	case toolguard.ReasonDuplicate:
 		return fmt.Sprintf("MaxRepeats (%s); per tool %s.MaxRepeats, or .Exempt for a polling tool", val(p.MaxRepeats), perTool)

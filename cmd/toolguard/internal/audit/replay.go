@@ -89,8 +89,30 @@ func (d Decision) Fired() bool { return d.Verdict != toolguard.Allow }
 // its recorded result (a failure becomes Outcome.Err); a new user turn
 // calls Reset. A skipped call is not recorded, but the replay goes on with
 // the next recorded call: it shows every rule that would have fired,
-// although after the first Abort the real agent would have stopped.
+// although after the first Abort the real agent would have stopped. The
+// decision of a refused call describes it (see describe).
 func Replay(p toolguard.Policy, ep *Episode) []Decision {
+	ds := decide(p, ep)
+	for i := range ds {
+		if ds[i].Fired() {
+			describe(&p, ep, &ds[i])
+		}
+	}
+	return ds
+}
+
+// describe fills in what a report shows of the refused call of d:
+// previews of its arguments and of its recorded result, and the policy
+// setting that governs the rule.
+func describe(p *toolguard.Policy, ep *Episode, d *Decision) {
+	c := &ep.Calls[d.Index-1]
+	d.Args, d.Result = preview(string(c.Args), previewRunes), preview(c.Result, previewRunes)
+	d.Setting = setting(p, d.Reason, c.Tool)
+}
+
+// decide is Replay without describing the refused calls: the text report
+// describes the few it prints.
+func decide(p toolguard.Policy, ep *Episode) []Decision {
 	t := toolguard.NewTracker(p)
 	out := make([]Decision, 0, len(ep.Calls))
 	turn := 0
@@ -118,8 +140,6 @@ func Replay(p toolguard.Policy, ep *Episode) []Decision {
 				Verdict: d.Verdict, Reason: d.Reason, Phase: d.Phase, Message: d.Message,
 			}
 			if d.Verdict != toolguard.Allow {
-				dec.Args, dec.Result = preview(string(c.Args), previewRunes), preview(c.Result, previewRunes)
-				dec.Setting = setting(&p, d.Reason, c.Tool)
 				dec.New = newness(ep.Calls, start+i)
 			}
 			if d.Verdict == toolguard.Allow {

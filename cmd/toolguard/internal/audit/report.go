@@ -1,7 +1,9 @@
 package audit
 
 import (
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/toolguard/toolguard"
 )
@@ -18,6 +20,9 @@ type Report struct {
 	// Compare names the policies of --compare, in the order of each
 	// EpisodeResult.Compare.
 	Compare []string
+	// detailed counts the episodes of Episodes that keep their Firings
+	// and title (the text report details the first maxFiringEpisodes).
+	detailed int
 }
 
 // PolicyRow is what one policy amounts to over every episode.
@@ -30,15 +35,15 @@ type PolicyRow struct {
 	Work       int // episodes whose firings look like work (false alarms)
 }
 
-func (pr *PolicyRow) add(st *EpisodeStats) {
-	if st.First != nil {
+func (pr *PolicyRow) add(t Tally) {
+	if t.Refused() > 0 {
 		pr.WithFiring++
 	}
-	if st.Aborts > 0 {
+	if t.Aborts > 0 {
 		pr.WithAbort++
 	}
-	pr.Refused += st.Hints + st.Aborts
-	switch st.Looks() {
+	pr.Refused += t.Refused()
+	switch t.Looks() {
 	case LooksLoop:
 		pr.Loops++
 	case LooksWork:
@@ -56,10 +61,10 @@ func (r *Report) Policies() []PolicyRow {
 	}
 	for i := range r.Episodes {
 		e := &r.Episodes[i]
-		rows[0].add(e.stats())
-		for j, st := range e.Compare {
+		rows[0].add(e.stats().Tally)
+		for j, t := range e.Compare {
 			if j+1 < len(rows) {
-				rows[j+1].add(st)
+				rows[j+1].add(t)
 			}
 		}
 	}
@@ -92,13 +97,18 @@ type FileResult struct {
 	Warnings []string
 }
 
-// EpisodeResult is one replayed episode.
+// EpisodeResult is one replayed episode. Its names are cut to
+// maxNameBytes, its title and previews to a few hundred bytes: what it
+// keeps is bounded whatever the input holds.
 type EpisodeResult struct {
 	File    string
 	Project string // the episode's project; "" when unknown
 	Episode string
 	Label   string
-	title   string // the first user prompt, not redacted (see Title)
+	// title is the first user prompt as reports show it (Title): kept by
+	// the JSON and HTML reports, and by the text report for the episodes
+	// it details (see Firings).
+	title string
 	// Decisions holds every decision, in order, when the report keeps them
 	// (the JSON and HTML reports); nil otherwise, where Stats holds what
 	// the text report needs.
@@ -106,31 +116,63 @@ type EpisodeResult struct {
 	// Stats is the episode's aggregate; nil means "derive it from
 	// Decisions".
 	Stats *EpisodeStats
-	// Firings are the first MaxFirings decisions that fired, also when
-	// Decisions is nil (what the text report details of an episode).
+	// Firings, when Decisions is nil, are the first MaxFirings decisions
+	// that fired, without their message: what the text report details of
+	// an episode. It details the first maxFiringEpisodes episodes that
+	// fired, and only they keep Firings and title.
 	Firings []Decision
-	// Compare holds the episode's aggregate under each policy of
-	// --compare after the first, in their order.
-	Compare []*EpisodeStats
+	// Compare holds the episode's tally under each policy of --compare
+	// after the first, in their order.
+	Compare []Tally
 }
 
 // MaxFirings bounds EpisodeResult.Firings: the text report details that
-// many per episode, and an episode keeps no more, so that memory grows by a
-// few hundred bytes per episode at most.
+// many per episode, and an episode keeps no more.
 const MaxFirings = 3
+
+// maxNameBytes bounds each name an episode keeps: its id, label and
+// project, a tool's name, a call's id. An input may hold a name of any
+// size; a longer one is cut and ends in "…".
+const maxNameBytes = 256
+
+// keepName returns s cut to maxNameBytes, in a string of its own: a
+// substring would keep the whole text it was cut from alive.
+func keepName(s string) string {
+	if len(s) > maxNameBytes {
+		s = strings.ToValidUTF8(s[:maxNameBytes], "") + "…"
+	}
+	return strings.Clone(s)
+}
+
+// Tally counts an episode's refused calls under one policy.
+type Tally struct {
+	Hints  int
+	Aborts int
+	// Refused calls by what they got when the agent ran them (Newness).
+	NothingNew, NewResults int
+}
+
+// Refused returns the number of refused calls: hints and aborts.
+func (t Tally) Refused() int { return t.Hints + t.Aborts }
+
+// Firing names a refused call: what the text report's line and the
+// summary's worst episodes print of an episode's first firing.
+type Firing struct {
+	Index   int // the call's position in the episode, 1-based; 0: none
+	Tool    string
+	Reason  toolguard.Reason
+	Verdict toolguard.Verdict
+}
 
 // EpisodeStats is what one replayed episode amounts to.
 type EpisodeStats struct {
+	Tally
 	Calls      int
-	Hints      int
-	Aborts     int
-	First      *Decision // the first hint or abort; nil when clean
-	FirstAbort int       // the index of the first abort; 0 when none
+	First      Firing // the first hint or abort; Index 0 when clean
+	FirstAbort int    // the index of the first abort; 0 when none
 	Phase      toolguard.Phase
 	ByReason   []ReasonCount // the reasons that fired, in Reason order
 	ByTool     []ToolCount   // the tools refused, by name
-	// Refused calls by what they got when the agent ran them (Newness).
-	NothingNew, NewResults int
 	// Costs: tokens when Tokens, characters otherwise (Call.Cost).
 	Tokens        bool
 	Cost          int // every result
@@ -161,11 +203,7 @@ func NewEpisodeStats(ds []Decision, calls []Call, tokens bool) *EpisodeStats {
 			cost = calls[i].Cost
 		}
 		st.Cost += cost
-		if st.First == nil && d.Fired() {
-			first := *d
-			st.First = &first
-		}
-		if st.First != nil {
+		if d.Fired() || st.First.Index > 0 {
 			st.FromFirstCost += cost
 		}
 		if !d.Fired() {
@@ -187,8 +225,11 @@ func NewEpisodeStats(ds []Decision, calls []Call, tokens bool) *EpisodeStats {
 			reasons[d.Reason] = rc
 		}
 		if tc == nil {
-			tc = &ToolCount{Tool: d.Tool}
+			tc = &ToolCount{Tool: keepName(d.Tool)}
 			tools[d.Tool] = tc
+		}
+		if st.First.Index == 0 {
+			st.First = Firing{Index: d.Index, Tool: tc.Tool, Reason: d.Reason, Verdict: d.Verdict}
 		}
 		if d.Verdict == toolguard.Hint {
 			st.Hints++
@@ -238,13 +279,13 @@ func (l Looks) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
 
 // Looks judges the firings: would the refused calls have returned
 // something new? (Newness, counted in NothingNew and NewResults.)
-func (st *EpisodeStats) Looks() Looks {
+func (t Tally) Looks() Looks {
 	switch {
-	case st.First == nil:
+	case t.Refused() == 0:
 		return LooksClean
-	case st.NothingNew > st.NewResults:
+	case t.NothingNew > t.NewResults:
 		return LooksLoop
-	case st.NewResults > st.NothingNew:
+	case t.NewResults > t.NothingNew:
 		return LooksWork
 	}
 	return LooksUnclear
@@ -292,11 +333,9 @@ func (e *EpisodeResult) FromFirstFiring() int {
 }
 
 // First returns the first decision that fired, and false when none did.
-func (e *EpisodeResult) First() (Decision, bool) {
-	if f := e.stats().First; f != nil {
-		return *f, true
-	}
-	return Decision{}, false
+func (e *EpisodeResult) First() (Firing, bool) {
+	f := e.stats().First
+	return f, f.Index > 0
 }
 
 // Count returns how many decisions have verdict v.
@@ -342,23 +381,34 @@ func (r *Report) Add(p toolguard.Policy, file string, format Format, eps []Episo
 // replayEpisode replays ep and aggregates it, keeping the decisions when
 // keep is set.
 func replayEpisode(p toolguard.Policy, ep *Episode, keep bool) EpisodeResult {
-	ds := Replay(p, ep)
-	res := EpisodeResult{
-		File: ep.File, Project: ep.Project, Episode: ep.Name, Label: ep.Label, title: ep.Title,
-		Stats: NewEpisodeStats(ds, ep.Calls, ep.Tokens),
+	var ds []Decision
+	if keep {
+		ds = Replay(p, ep)
+	} else {
+		ds = decide(p, ep)
 	}
-	for _, d := range ds {
-		if d.Fired() && len(res.Firings) < MaxFirings {
-			res.Firings = append(res.Firings, d)
-		}
+	res := EpisodeResult{
+		File: ep.File, Project: keepName(ep.Project), Episode: keepName(ep.Name), Label: keepName(ep.Label),
+		Stats: NewEpisodeStats(ds, ep.Calls, ep.Tokens),
 	}
 	if keep {
 		res.Decisions = ds
-	} else if f := res.Stats.First; f != nil {
-		// The text report prints the first firing's call, tool, reason
-		// and verdict: its message (the model's text, hundreds of bytes)
-		// and call id are not kept for every episode.
-		f.Message, f.CallID = "", ""
+		res.title = preview(ep.Title, titleRunes)
+		return res
+	}
+	// The text report details an episode that fired: its title and first
+	// firings, without their message (the model's text, which it does not
+	// print). The collector drops them past the episodes it details.
+	if res.Stats.First.Index == 0 {
+		return res
+	}
+	res.title = preview(ep.Title, titleRunes)
+	for _, d := range ds {
+		if d.Fired() && len(res.Firings) < MaxFirings {
+			describe(&p, ep, &d)
+			d.Message, d.Tool, d.CallID = "", keepName(d.Tool), keepName(d.CallID)
+			res.Firings = append(res.Firings, d)
+		}
 	}
 	return res
 }
@@ -399,6 +449,21 @@ type Summary struct {
 
 // WorstEpisodes is how many episodes the summary names as the worst.
 const WorstEpisodes = 10
+
+// addWorst puts e among worst, the episodes with the most refused calls
+// (most first, in input order among equals), which it keeps to
+// WorstEpisodes.
+func addWorst(worst []*EpisodeResult, e *EpisodeResult) []*EpisodeResult {
+	i := len(worst)
+	for i > 0 && worst[i-1].Refused() < e.Refused() {
+		i--
+	}
+	if i == WorstEpisodes {
+		return worst
+	}
+	worst = slices.Insert(worst, i, e)
+	return worst[:min(len(worst), WorstEpisodes)]
+}
 
 // ProjectCount is one project's share.
 type ProjectCount struct {
@@ -490,12 +555,12 @@ func (r *Report) Summary() Summary {
 		e := &r.Episodes[i]
 		st := e.stats()
 		s.Calls += st.Calls
-		fired := st.First != nil
+		fired := st.First.Index > 0
 		aborted := st.Aborts > 0
 		s.Refused += st.Hints + st.Aborts
 		if fired {
 			s.WithFiring++
-			s.Worst = append(s.Worst, e)
+			s.Worst = addWorst(s.Worst, e)
 		}
 		if st.Hints > 0 {
 			s.WithHint++
@@ -584,10 +649,6 @@ func (r *Report) Summary() Summary {
 		s.ByProject = append(s.ByProject, *pc)
 	}
 	sort.Slice(s.ByProject, func(i, j int) bool { return s.ByProject[i].Project < s.ByProject[j].Project })
-	sort.SliceStable(s.Worst, func(i, j int) bool { return s.Worst[i].Refused() > s.Worst[j].Refused() })
-	if len(s.Worst) > WorstEpisodes {
-		s.Worst = s.Worst[:WorstEpisodes]
-	}
 	for _, rc := range reasons {
 		s.ByReason = append(s.ByReason, *rc)
 	}
