@@ -351,7 +351,13 @@ func readChunks(f *fileState, br *bufio.Reader, line int, first []byte, limit in
 		}
 		if len(bytes.TrimSpace(buf[:end])) > 0 {
 			send(held)
-			held = unit{kind: unitRecord, file: f, line: line, data: buf[:end]}
+			data := buf[:end]
+			if cap(buf) > 2*end && end > chunkSize {
+				// A buffer doubled for a long record: keep the record, not
+				// the buffer (up to twice its size) while it is in flight.
+				data = bytes.Clone(data)
+			}
+			held = unit{kind: unitRecord, file: f, line: line, data: data}
 		}
 		line += bytes.Count(buf[:end], []byte("\n"))
 		carry = bytes.Clone(buf[end:])
