@@ -94,6 +94,16 @@ var defaultSearchTools = []string{
 // defaultSearchGlobs is defaultSearchTools compiled once.
 var defaultSearchGlobs = compileGlobs(defaultSearchTools)
 
+// defaultThinkTools is the built-in list of think-style tools used when
+// Policy.ThinkTools is nil (listed there). It is never modified.
+var defaultThinkTools = []string{
+	"think", "Think", "*_think", "reflect", "Reflect", "plan", "Plan",
+	"sequentialthinking", "sequential_thinking",
+}
+
+// defaultThinkGlobs is defaultThinkTools compiled once.
+var defaultThinkGlobs = compileGlobs(defaultThinkTools)
+
 // Quota is a set of per-session call limits declared by an agent or by the
 // platform that runs it. Tools maps tool names or path.Match glob patterns
 // to the number of calls allowed in a session; Default applies to every
@@ -142,6 +152,14 @@ type Policy struct {
 	// carry a query (the first string among query, search_query, q, text,
 	// question, prompt).
 	SearchTools []string
+	// ThinkTools names the tools that only record the model's reasoning
+	// (names or glob patterns): they change nothing in the world, so they
+	// are read-only (ToolPolicy.ReadOnly) and never count as progress for
+	// other calls. nil means the built-in list: think, Think, *_think,
+	// reflect, Reflect, plan, Plan, sequentialthinking,
+	// sequential_thinking. An empty non-nil slice means none; a harness
+	// whose "plan" tool writes something names its list without it.
+	ThinkTools []string
 	// SimilarIgnoresResults makes the similar-query check result-blind: a
 	// query similar to any earlier one fires, whatever that one returned.
 	// false (the default) fires only after similar queries that brought
@@ -274,7 +292,7 @@ type ToolPolicy struct {
 	// ReadOnly says the tool's calls never change the world (a read, a
 	// lookup, a status check), so their results never count as progress
 	// for other calls: a repeat after them is still a repeat. Search tools
-	// count as read-only. Leaving it false costs firings, never false ones.
+	// and think tools (Policy.ThinkTools) count as read-only. Leaving it false costs firings, never false ones.
 	ReadOnly bool
 	// HighCost marks an external, paid or rate-limited tool: its rule
 	// default session limit is Policy.HighCostLimit.
@@ -320,6 +338,7 @@ func (p Policy) Validate() error {
 		}
 	}
 	checkPatterns("SearchTools", p.SearchTools)
+	checkPatterns("ThinkTools", p.ThinkTools)
 	checkPatterns("HighCostTools", p.HighCostTools)
 	for _, name := range sortedKeys(p.Tools) {
 		checkPatterns("Tools", []string{name})
@@ -405,6 +424,7 @@ type config struct {
 	similarOn     bool
 	similarBlind  bool
 	searchTools   globs
+	thinkTools    globs
 	action        Action
 	tools         map[string]ToolPolicy
 	patterns      globs // glob keys of tools, longest first
@@ -510,6 +530,11 @@ func newConfig(p Policy) config {
 		c.searchTools = defaultSearchGlobs // the usual case: compiled once
 	} else {
 		c.searchTools = compileGlobs(p.SearchTools)
+	}
+	if p.ThinkTools == nil {
+		c.thinkTools = defaultThinkGlobs
+	} else {
+		c.thinkTools = compileGlobs(p.ThinkTools)
 	}
 
 	c.sessionLimit = max(p.SessionLimit, 0)
@@ -678,7 +703,7 @@ type toolRule struct {
 	maxRepeats int // 0: off
 	exempt     bool
 	search     bool
-	readOnly   bool // search tools too
+	readOnly   bool // search and think tools too
 	ignore     []string
 	quota      int             // effective session limit; 0: none
 	quotaFrom  string          // "agent", "platform" or "rule"
@@ -707,7 +732,7 @@ func (c *config) resolve(tool string) *toolRule {
 		search:     tp.Search || !tp.NoSearch && c.searchTools.match(tool),
 		ignore:     tp.IgnoreArgs,
 	}
-	r.readOnly = tp.ReadOnly || r.search
+	r.readOnly = tp.ReadOnly || r.search || c.thinkTools.match(tool)
 	switch {
 	case tp.MaxRepeats > 0:
 		r.maxRepeats = tp.MaxRepeats

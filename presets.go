@@ -67,6 +67,7 @@ func off() Policy {
 		MaxFailures:         -1,
 		SimilarityThreshold: -1,
 		SearchTools:         []string{},
+		ThinkTools:          []string{}, // the seeds know no think tools
 		Quotas: Quotas{
 			SessionLimit:  -1,
 			HighCostLimit: -1,

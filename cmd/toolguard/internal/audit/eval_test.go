@@ -519,6 +519,13 @@ func TestEvaluation(t *testing.T) {
 			oldStuckMissed = append(oldStuckMissed, eps[i].id())
 		}
 	}
+	var stopped []string
+	for i := range eps {
+		if s := ev.stops[0][i]; s.fired && eps[i].ep.Label == "failure" {
+			stopped = append(stopped, fmt.Sprintf("%s at call %d", eps[i].id(), s.executed+1))
+		}
+	}
+	t.Logf("zero Policy: failed episodes stopped (%d):\n  %s", len(stopped), strings.Join(stopped, "\n  "))
 	t.Logf("zero Policy: stuck episodes caught (%d):\n  %s", len(stuckCaught), strings.Join(stuckCaught, "\n  "))
 	t.Logf("zero Policy: stuck episodes missed (%d):\n  %s", len(stuckMissed), strings.Join(stuckMissed, "\n  "))
 	t.Logf("old loop episodes that are not stuck by the new definition (%d):\n  %s", len(oldNotStuck), strings.Join(oldNotStuck, "\n  "))
