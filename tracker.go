@@ -833,12 +833,13 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now 
 
 	// Progress: the key is new to the turn or its result (for a failure,
 	// its error output) changed. A success that made progress may have
-	// changed the world unless its tool is read-only.
+	// changed the world unless its tool is read-only or its arguments are
+	// blank (noop.go).
 	out.progress = t.repeats.progress(p, out)
 	progress := out.progress
 	if progress {
 		ts.esc.forget(key)
-		if !failed && !r.readOnly {
+		if !failed && !r.readOnly && !blankArgs(c.Args) {
 			ts.changes++
 			out.changed = true
 		}
