@@ -762,16 +762,28 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	var shape string
 	sc := getScratch() // a failure's arguments are scanned once for their shape and key
 	defer sc.release()
+	res := o.Result
 	if failed {
-		msg := o.Err.Error()
-		if msg == "" {
-			msg = o.Result
+		if res = o.Err.Error(); res == "" {
+			res = o.Result
 		}
-		sig = digestError(msg)
+	}
+	// A search tool's query echoed back is no news (echo.go).
+	search := t.tool(c.Tool).rule.search
+	scanned := failed || search
+	if scanned {
 		sc.scan.scan(c.Args)
+	}
+	if search {
+		if _, q, ok := sc.scan.stringArg(queryKeys, maxEchoQuery); ok {
+			res = unechoed(res, q)
+		}
+	}
+	if failed {
+		sig = digestError(res)
 		shape = sc.scan.shape()
 	} else {
-		digest = digestResult(o.Result)
+		digest = digestResult(res)
 	}
 	now := t.cfg.now()
 
@@ -784,7 +796,7 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	if !ok {
 		t.mu.Unlock()
 		r := t.tool(c.Tool).rule
-		if !failed {
+		if !scanned {
 			sc.scan.scan(c.Args)
 		}
 		key = keyOf(r.name, sc.scan.hash(r.ignore))
