@@ -704,6 +704,7 @@ type toolRule struct {
 	exempt     bool
 	search     bool
 	readOnly   bool // search and think tools too
+	think      bool // a think tool (Policy.ThinkTools)
 	ignore     []string
 	quota      int             // effective session limit; 0: none
 	quotaFrom  string          // "agent", "platform" or "rule"
@@ -732,7 +733,8 @@ func (c *config) resolve(tool string) *toolRule {
 		search:     tp.Search || !tp.NoSearch && c.searchTools.match(tool),
 		ignore:     tp.IgnoreArgs,
 	}
-	r.readOnly = tp.ReadOnly || r.search || c.thinkTools.match(tool)
+	r.think = c.thinkTools.match(tool)
+	r.readOnly = tp.ReadOnly || r.search || r.think
 	switch {
 	case tp.MaxRepeats > 0:
 		r.maxRepeats = tp.MaxRepeats
