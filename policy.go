@@ -66,6 +66,7 @@ const (
 	defaultNudgeRatio          = 0.75
 	defaultMaxRepeats          = 2
 	defaultMaxFailures         = 3
+	defaultMaxFailureStreak    = 6
 	defaultSimilarityThreshold = 0.75
 	defaultHighCostLimit       = 10
 	defaultCyclePeriod         = 4
@@ -140,6 +141,11 @@ type Policy struct {
 	// before its next call fires ReasonRepeatedFailure. 0 means 3;
 	// negative disables the check.
 	MaxFailures int
+	// MaxFailureStreak is how many calls of a turn in a row, of any tools,
+	// may fail with no success in between; the next call gets one hint
+	// (ReasonRepeatedFailure, never an abort) per such run. 0 means 6;
+	// negative disables the check.
+	MaxFailureStreak int
 	// SimilarityThreshold is the score at which two queries of one search
 	// tool count as the same question. 0 or NaN means 0.75; negative or
 	// greater than 1 disables the similar-query check.
@@ -420,6 +426,7 @@ type config struct {
 	unit          Unit
 	maxRepeats    int // 0: off
 	maxFailures   int // 0: off
+	maxStreak     int // 0: off
 	threshold     float64
 	similarOn     bool
 	similarBlind  bool
@@ -516,6 +523,7 @@ func newConfig(p Policy) config {
 
 	c.maxRepeats = orDefault(p.MaxRepeats, defaultMaxRepeats)
 	c.maxFailures = orDefault(p.MaxFailures, defaultMaxFailures)
+	c.maxStreak = orDefault(p.MaxFailureStreak, defaultMaxFailureStreak)
 
 	c.threshold = p.SimilarityThreshold
 	if c.threshold == 0 || math.IsNaN(c.threshold) {

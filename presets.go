@@ -65,6 +65,7 @@ func off() Policy {
 		MaxCallsPerTurn:     -1,
 		MaxRepeats:          -1,
 		MaxFailures:         -1,
+		MaxFailureStreak:    -1,
 		SimilarityThreshold: -1,
 		SearchTools:         []string{},
 		ThinkTools:          []string{}, // the seeds know no think tools

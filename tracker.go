@@ -81,6 +81,7 @@ type Tracker struct {
 	failures failures
 	cycles   cycles
 	churn    churn
+	streak   streak
 
 	// orphans are pending calls dropped past maxPending or maxStale that
 	// hold a Store reservation: it is committed after the lock is released.
@@ -128,13 +129,14 @@ func (t *Tracker) initRules() {
 	t.cycles = cycles{cfg: cfg, ledger: &t.ledger}
 	t.churn = churn{cfg: cfg}
 	t.churn.window.init(cfg.window)
+	t.streak = streak{cfg: cfg}
 }
 
 // rules returns the loop rules in the order they run: per-turn limit and
 // session quota, identical calls, similar queries, repeated failures,
-// cycles, the window.
-func (t *Tracker) rules() [6]detector {
-	return [...]detector{&t.limits, &t.repeats, &t.similar, &t.failures, &t.cycles, &t.churn}
+// cycles, the window, failures across tools.
+func (t *Tracker) rules() [7]detector {
+	return [...]detector{&t.limits, &t.repeats, &t.similar, &t.failures, &t.cycles, &t.churn, &t.streak}
 }
 
 // toolEntry is what the Tracker knows of one tool name: its resolved policy,
