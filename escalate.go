@@ -17,6 +17,7 @@ const (
 	ruleAcross              // a call failing the same way turn after turn
 	ruleCycle               // the turn's cycle
 	ruleChurn               // a tool's window of similar searches or fetches
+	ruleStreak              // the turn's run of failures across tools
 )
 
 // hintScope is where a hint counts: a rule and, as the rule has it, a
@@ -28,7 +29,7 @@ type hintScope struct {
 	rule  rule
 	tool  *toolEntry
 	key   callKey
-	chain uint32 // the failure chain of the tool (failState.chain)
+	chain uint32 // the failure chain of the tool (failState.chain), or the turn's run of failures (streak.run)
 }
 
 // firing is what a rule reports when it would refuse a call.

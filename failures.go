@@ -16,6 +16,9 @@ type failures struct {
 	// failing are the calls of the turn whose last run failed, with the
 	// Hash.short of their error text: booked in across when the turn ends.
 	failing []failingCall
+	// chains are the failure chains of the turn, for diagnosis.go: at most
+	// maxChains, the first ones.
+	chains []*failState
 }
 
 type failingCall struct {
@@ -55,7 +58,10 @@ func (d *failures) check(p *probe) (firing, bool) {
 
 // hinted books the hint of the tool's chain: the next call runs, as the
 // attempt.
-func (d *failures) hinted(p *probe) { p.turn.fail().stage = failHinted }
+func (d *failures) hinted(p *probe) {
+	f := p.turn.fail()
+	f.stage, f.diagnosed = failHinted, false
+}
 
 func (d *failures) allowed(p *probe) {
 	if f := p.turn.fail(); f != nil {
@@ -69,6 +75,7 @@ func (d *failures) recorded(p *probe, r *outcome) {
 		return
 	}
 	p.turn.recordFailure(r.failed, r.sig, r.shape, p.key, r.changes)
+	d.diagnosis(p, r)
 	i := -1
 	for k := range d.failing {
 		if d.failing[k].key == p.key {
@@ -96,4 +103,6 @@ func (d *failures) endTurn(turn int) {
 	}
 	clear(d.failing)
 	d.failing = d.failing[:0]
+	clear(d.chains)
+	d.chains = d.chains[:0]
 }

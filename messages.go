@@ -92,6 +92,13 @@ func acrossMessage(tool string, turns int) string {
 		HintMarker, tool, plural(turns, "turn"))
 }
 
+func streakMessage(n int) string {
+	return fmt.Sprintf("%s The last %s of this turn all failed, with no success in between. This call was not executed. "+
+		"Stop and read the errors: check the real paths, names and interfaces, or tell the user what blocks you; "+
+		"sent again, the call runs.",
+		HintMarker, plural(n, "call"))
+}
+
 func cycleMessage(tool string, period, repeats int) string {
 	return fmt.Sprintf("%s Tool '%s' would continue a cycle of %d calls that already repeated %s without new results. "+
 		"This call was not executed. Break the cycle: use what the calls returned, change the approach, or answer the user.",

@@ -66,6 +66,7 @@ const (
 	defaultNudgeRatio          = 0.75
 	defaultMaxRepeats          = 2
 	defaultMaxFailures         = 3
+	defaultMaxFailureStreak    = 6
 	defaultSimilarityThreshold = 0.75
 	defaultHighCostLimit       = 10
 	defaultCyclePeriod         = 4
@@ -93,6 +94,16 @@ var defaultSearchTools = []string{
 
 // defaultSearchGlobs is defaultSearchTools compiled once.
 var defaultSearchGlobs = compileGlobs(defaultSearchTools)
+
+// defaultThinkTools is the built-in list of think-style tools used when
+// Policy.ThinkTools is nil (listed there). It is never modified.
+var defaultThinkTools = []string{
+	"think", "Think", "*_think", "reflect", "Reflect", "plan", "Plan",
+	"sequentialthinking", "sequential_thinking",
+}
+
+// defaultThinkGlobs is defaultThinkTools compiled once.
+var defaultThinkGlobs = compileGlobs(defaultThinkTools)
 
 // Quota is a set of per-session call limits declared by an agent or by the
 // platform that runs it. Tools maps tool names or path.Match glob patterns
@@ -130,6 +141,11 @@ type Policy struct {
 	// before its next call fires ReasonRepeatedFailure. 0 means 3;
 	// negative disables the check.
 	MaxFailures int
+	// MaxFailureStreak is how many calls of a turn in a row, of any tools,
+	// may fail with no success in between; the next call gets one hint
+	// (ReasonRepeatedFailure, never an abort) per such run. 0 means 6;
+	// negative disables the check.
+	MaxFailureStreak int
 	// SimilarityThreshold is the score at which two queries of one search
 	// tool count as the same question. 0 or NaN means 0.75; negative or
 	// greater than 1 disables the similar-query check.
@@ -142,6 +158,14 @@ type Policy struct {
 	// carry a query (the first string among query, search_query, q, text,
 	// question, prompt).
 	SearchTools []string
+	// ThinkTools names the tools that only record the model's reasoning
+	// (names or glob patterns): they change nothing in the world, so they
+	// are read-only (ToolPolicy.ReadOnly) and never count as progress for
+	// other calls. nil means the built-in list: think, Think, *_think,
+	// reflect, Reflect, plan, Plan, sequentialthinking,
+	// sequential_thinking. An empty non-nil slice means none; a harness
+	// whose "plan" tool writes something names its list without it.
+	ThinkTools []string
 	// SimilarIgnoresResults makes the similar-query check result-blind: a
 	// query similar to any earlier one fires, whatever that one returned.
 	// false (the default) fires only after similar queries that brought
@@ -279,7 +303,7 @@ type ToolPolicy struct {
 	// ReadOnly says the tool's calls never change the world (a read, a
 	// lookup, a status check), so their results never count as progress
 	// for other calls: a repeat after them is still a repeat. Search tools
-	// count as read-only. Leaving it false costs firings, never false ones.
+	// and think tools (Policy.ThinkTools) count as read-only. Leaving it false costs firings, never false ones.
 	ReadOnly bool
 	// NotReadOnly overrides what a server says of the tool: the MCP
 	// adapters and the MCP proxy do not mark it read-only from its
@@ -330,6 +354,7 @@ func (p Policy) Validate() error {
 		}
 	}
 	checkPatterns("SearchTools", p.SearchTools)
+	checkPatterns("ThinkTools", p.ThinkTools)
 	checkPatterns("HighCostTools", p.HighCostTools)
 	for _, name := range sortedKeys(p.Tools) {
 		checkPatterns("Tools", []string{name})
@@ -411,10 +436,12 @@ type config struct {
 	unit          Unit
 	maxRepeats    int // 0: off
 	maxFailures   int // 0: off
+	maxStreak     int // 0: off
 	threshold     float64
 	similarOn     bool
 	similarBlind  bool
 	searchTools   globs
+	thinkTools    globs
 	action        Action
 	tools         map[string]ToolPolicy
 	patterns      globs // glob keys of tools, longest first
@@ -509,6 +536,7 @@ func newConfig(p Policy) config {
 
 	c.maxRepeats = orDefault(p.MaxRepeats, defaultMaxRepeats)
 	c.maxFailures = orDefault(p.MaxFailures, defaultMaxFailures)
+	c.maxStreak = orDefault(p.MaxFailureStreak, defaultMaxFailureStreak)
 
 	c.threshold = p.SimilarityThreshold
 	if c.threshold == 0 || math.IsNaN(c.threshold) {
@@ -523,6 +551,11 @@ func newConfig(p Policy) config {
 		c.searchTools = defaultSearchGlobs // the usual case: compiled once
 	} else {
 		c.searchTools = compileGlobs(p.SearchTools)
+	}
+	if p.ThinkTools == nil {
+		c.thinkTools = defaultThinkGlobs
+	} else {
+		c.thinkTools = compileGlobs(p.ThinkTools)
 	}
 
 	c.sessionLimit = max(p.SessionLimit, 0)
@@ -698,7 +731,8 @@ type toolRule struct {
 	maxRepeats int // 0: off
 	exempt     bool
 	search     bool
-	readOnly   bool // search tools too
+	readOnly   bool // search and think tools too
+	think      bool // a think tool (Policy.ThinkTools)
 	ignore     []string
 	quota      int             // effective session limit; 0: none
 	quotaFrom  string          // "agent", "platform" or "rule"
@@ -727,7 +761,8 @@ func (c *config) resolve(tool string) *toolRule {
 		search:     tp.Search || !tp.NoSearch && c.searchTools.match(tool),
 		ignore:     tp.IgnoreArgs,
 	}
-	r.readOnly = tp.ReadOnly || r.search
+	r.think = c.thinkTools.match(tool)
+	r.readOnly = tp.ReadOnly || r.search || r.think
 	switch {
 	case tp.MaxRepeats > 0:
 		r.maxRepeats = tp.MaxRepeats

@@ -65,8 +65,10 @@ func off() Policy {
 		MaxCallsPerTurn:     -1,
 		MaxRepeats:          -1,
 		MaxFailures:         -1,
+		MaxFailureStreak:    -1,
 		SimilarityThreshold: -1,
 		SearchTools:         []string{},
+		ThinkTools:          []string{}, // the seeds know no think tools
 		Quotas: Quotas{
 			SessionLimit:  -1,
 			HighCostLimit: -1,

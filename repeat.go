@@ -52,13 +52,14 @@ func (repeats) recorded(p *probe, r *outcome) {
 	}
 	ks := p.ks
 	ks.pending--
-	if r.progress {
+	// The key ran when its result was observed, at Record: a change
+	// recorded while it was pending — by a call of its own round, say —
+	// came before it, not in between (docs/concepts.md, "Progress").
+	if r.progress || ks.changes != p.changes {
 		ks.count = 1 + ks.pending
 	}
 	ks.seen, ks.last, ks.failed = true, res.short(), r.failed
-	if r.changed {
-		ks.changes = r.changes // its own change is no news to it
-	}
+	ks.changes = r.changes // its own change is no news to it
 }
 
 func (repeats) endTurn(int) {}

@@ -81,6 +81,7 @@ type Tracker struct {
 	failures failures
 	cycles   cycles
 	churn    churn
+	streak   streak
 
 	// orphans are pending calls dropped past maxPending or maxStale that
 	// hold a Store reservation: it is committed after the lock is released.
@@ -128,13 +129,14 @@ func (t *Tracker) initRules() {
 	t.cycles = cycles{cfg: cfg, ledger: &t.ledger}
 	t.churn = churn{cfg: cfg}
 	t.churn.window.init(cfg.window)
+	t.streak = streak{cfg: cfg}
 }
 
 // rules returns the loop rules in the order they run: per-turn limit and
 // session quota, identical calls, similar queries, repeated failures,
-// cycles, the window.
-func (t *Tracker) rules() [6]detector {
-	return [...]detector{&t.limits, &t.repeats, &t.similar, &t.failures, &t.cycles, &t.churn}
+// cycles, the window, failures across tools.
+func (t *Tracker) rules() [7]detector {
+	return [...]detector{&t.limits, &t.repeats, &t.similar, &t.failures, &t.cycles, &t.churn, &t.streak}
 }
 
 // toolEntry is what the Tracker knows of one tool name: its resolved policy,
@@ -781,16 +783,28 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	var shape string
 	sc := getScratch() // a failure's arguments are scanned once for their shape and key
 	defer sc.release()
+	res := o.Result
 	if failed {
-		msg := o.Err.Error()
-		if msg == "" {
-			msg = o.Result
+		if res = o.Err.Error(); res == "" {
+			res = o.Result
 		}
-		sig = digestError(msg)
+	}
+	// A search tool's query echoed back is no news (echo.go).
+	search := t.tool(c.Tool).rule.search
+	scanned := failed || search
+	if scanned {
 		sc.scan.scan(c.Args)
+	}
+	if search {
+		if _, q, ok := sc.scan.stringArg(queryKeys, maxEchoQuery); ok {
+			res = unechoed(res, q)
+		}
+	}
+	if failed {
+		sig = digestError(res)
 		shape = sc.scan.shape()
 	} else {
-		digest = digestResult(o.Result)
+		digest = digestResult(res)
 	}
 	now := t.cfg.now()
 
@@ -803,7 +817,7 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	if !ok {
 		t.mu.Unlock()
 		r := t.tool(c.Tool).rule
-		if !failed {
+		if !scanned {
 			sc.scan.scan(c.Args)
 		}
 		key = keyOf(r.name, sc.scan.hash(r.ignore))
@@ -852,12 +866,13 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now 
 
 	// Progress: the key is new to the turn or its result (for a failure,
 	// its error output) changed. A success that made progress may have
-	// changed the world unless its tool is read-only.
+	// changed the world unless its tool is read-only or its arguments are
+	// blank (noop.go).
 	out.progress = t.repeats.progress(p, out)
 	progress := out.progress
 	if progress {
 		ts.esc.forget(key)
-		if !failed && !r.readOnly {
+		if !failed && !r.readOnly && !blankArgs(c.Args) {
 			ts.changes++
 			out.changed = true
 		}

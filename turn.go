@@ -58,6 +58,10 @@ type failState struct {
 	key     callKey // the call of the last failure
 	changes uint32  // turnState.changes at the last failure
 	stage   failStage
+	// diagnosed: the attempt runs after the model's own diagnosis, not
+	// after a hint (diagnosis.go): if it fails the same way, the next
+	// retry gets the hint rather than an abort.
+	diagnosed bool
 }
 
 // check tells whether the rule fires for the tool's next call, and whether
@@ -72,7 +76,7 @@ func (f *failState) check(max int, retries func() bool) (fire, insisted bool) {
 	case f.stage == failCounting:
 		return f.count >= max && retries(), false
 	case f.stage == failAbortNext:
-		return retries(), true
+		return retries(), !f.diagnosed
 	}
 	return false, false
 }

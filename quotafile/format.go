@@ -46,8 +46,10 @@ type fileDoc struct {
 	BudgetUnit            string             `yaml:"budget_unit,omitempty"`
 	MaxRepeats            int                `yaml:"max_repeats,omitempty"`
 	MaxFailures           int                `yaml:"max_failures,omitempty"`
+	MaxFailureStreak      int                `yaml:"max_failure_streak,omitempty"`
 	SimilarityThreshold   float64            `yaml:"similarity_threshold,omitempty"`
 	SearchTools           *[]string          `yaml:"search_tools,omitempty"`
+	ThinkTools            *[]string          `yaml:"think_tools,omitempty"`
 	SimilarIgnoresResults bool               `yaml:"similar_ignores_results,omitempty"`
 	Action                string             `yaml:"action,omitempty"`
 	Tools                 map[string]toolDoc `yaml:"tools,omitempty"`
@@ -113,8 +115,10 @@ func formatDoc(p toolguard.Policy) (fileDoc, error) {
 		NudgeRatio:            ratio("NudgeRatio", p.NudgeRatio),
 		MaxRepeats:            num("MaxRepeats", p.MaxRepeats),
 		MaxFailures:           num("MaxFailures", p.MaxFailures),
+		MaxFailureStreak:      num("MaxFailureStreak", p.MaxFailureStreak),
 		SimilarityThreshold:   ratio("SimilarityThreshold", p.SimilarityThreshold),
 		SearchTools:           listDoc(p.SearchTools),
+		ThinkTools:            listDoc(p.ThinkTools),
 		SimilarIgnoresResults: p.SimilarIgnoresResults,
 		CyclePeriod:           num("CyclePeriod", p.CyclePeriod),
 		CycleRepeats:          num("CycleRepeats", p.CycleRepeats),

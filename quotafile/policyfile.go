@@ -24,8 +24,10 @@ const (
 	keyBudgetUnit            = "budget_unit"
 	keyMaxRepeats            = "max_repeats"
 	keyMaxFailures           = "max_failures"
+	keyMaxFailureStreak      = "max_failure_streak"
 	keySimilarityThreshold   = "similarity_threshold"
 	keySearchTools           = "search_tools"
+	keyThinkTools            = "think_tools"
 	keySimilarIgnoresResults = "similar_ignores_results"
 	keyAction                = "action"
 	keyToolPolicies          = "tools"
@@ -65,7 +67,7 @@ const (
 // knownKeys are the top-level keys of a plain policy file.
 var knownKeys = []string{
 	keyPreset, keyMaxCallsPerTurn, keyNudgeRatio, keyBudgetUnit, keyMaxRepeats, keyMaxFailures,
-	keySimilarityThreshold, keySearchTools, keySimilarIgnoresResults, keyAction, keyToolPolicies,
+	keyMaxFailureStreak, keySimilarityThreshold, keySearchTools, keyThinkTools, keySimilarIgnoresResults, keyAction, keyToolPolicies,
 	keyCyclePeriod, keyCycleRepeats, keyWindowLen, keyWindowLimit, keyLedgerSize, keyKeepRaw,
 	keySessionLimit, keyHighCostLimit, keyHighCostTools, keyToolQuota, keyPlatformQuota,
 	keyLoopDetection, keySessionID, keySharedQuotas, keyStoreTimeout, keyReservationTTL, keyFailOpen,
@@ -114,16 +116,17 @@ func (d *decoder) policyKey(k, v *yaml.Node, name string) {
 		set   func(*toolguard.Policy, int)
 	}
 	ints := map[string]intField{
-		keyMaxCallsPerTurn: {"MaxCallsPerTurn", true, func(p *toolguard.Policy, n int) { p.MaxCallsPerTurn = n }},
-		keyMaxRepeats:      {"MaxRepeats", true, func(p *toolguard.Policy, n int) { p.MaxRepeats = n }},
-		keyMaxFailures:     {"MaxFailures", true, func(p *toolguard.Policy, n int) { p.MaxFailures = n }},
-		keyCyclePeriod:     {"CyclePeriod", true, func(p *toolguard.Policy, n int) { p.CyclePeriod = n }},
-		keyCycleRepeats:    {"CycleRepeats", false, func(p *toolguard.Policy, n int) { p.CycleRepeats = n }},
-		keyWindowLen:       {"Window", true, func(p *toolguard.Policy, n int) { p.Window = n }},
-		keyWindowLimit:     {"WindowLimit", false, func(p *toolguard.Policy, n int) { p.WindowLimit = n }},
-		keyLedgerSize:      {"LedgerSize", true, func(p *toolguard.Policy, n int) { p.LedgerSize = n }},
-		keySessionLimit:    {"SessionLimit", true, func(p *toolguard.Policy, n int) { p.SessionLimit = n }},
-		keyHighCostLimit:   {"HighCostLimit", true, func(p *toolguard.Policy, n int) { p.HighCostLimit = n }},
+		keyMaxCallsPerTurn:  {"MaxCallsPerTurn", true, func(p *toolguard.Policy, n int) { p.MaxCallsPerTurn = n }},
+		keyMaxRepeats:       {"MaxRepeats", true, func(p *toolguard.Policy, n int) { p.MaxRepeats = n }},
+		keyMaxFailures:      {"MaxFailures", true, func(p *toolguard.Policy, n int) { p.MaxFailures = n }},
+		keyMaxFailureStreak: {"MaxFailureStreak", true, func(p *toolguard.Policy, n int) { p.MaxFailureStreak = n }},
+		keyCyclePeriod:      {"CyclePeriod", true, func(p *toolguard.Policy, n int) { p.CyclePeriod = n }},
+		keyCycleRepeats:     {"CycleRepeats", true, func(p *toolguard.Policy, n int) { p.CycleRepeats = n }},
+		keyWindowLen:        {"Window", true, func(p *toolguard.Policy, n int) { p.Window = n }},
+		keyWindowLimit:      {"WindowLimit", true, func(p *toolguard.Policy, n int) { p.WindowLimit = n }},
+		keyLedgerSize:       {"LedgerSize", true, func(p *toolguard.Policy, n int) { p.LedgerSize = n }},
+		keySessionLimit:     {"SessionLimit", true, func(p *toolguard.Policy, n int) { p.SessionLimit = n }},
+		keyHighCostLimit:    {"HighCostLimit", true, func(p *toolguard.Policy, n int) { p.HighCostLimit = n }},
 	}
 	if f, ok := ints[name]; ok {
 		if n, ok := d.integer(v, name, f.off); ok {
@@ -175,6 +178,10 @@ func (d *decoder) policyKey(k, v *yaml.Node, name string) {
 	case keySearchTools:
 		if l, ok := d.list(v, name, true); ok {
 			d.setField(k, name, "SearchTools", func(p *toolguard.Policy) { p.SearchTools = l })
+		}
+	case keyThinkTools:
+		if l, ok := d.list(v, name, true); ok {
+			d.setField(k, name, "ThinkTools", func(p *toolguard.Policy) { p.ThinkTools = l })
 		}
 	case keyHighCostTools:
 		if l, ok := d.list(v, name, true); ok {

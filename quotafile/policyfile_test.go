@@ -26,8 +26,10 @@ func fullPolicy() toolguard.Policy {
 		BudgetUnit:            toolguard.UnitRounds,
 		MaxRepeats:            4,
 		MaxFailures:           -1,
+		MaxFailureStreak:      8,
 		SimilarityThreshold:   0.8,
 		SearchTools:           []string{"find_*", "grep"},
+		ThinkTools:            []string{"scratchpad"},
 		SimilarIgnoresResults: true,
 		Action:                toolguard.ActionAbort,
 		Tools: map[string]toolguard.ToolPolicy{
@@ -224,7 +226,6 @@ func TestPolicyFileErrors(t *testing.T) {
 		{"integer as a string", "max_repeats: '3'\n", 1, 14, "max_repeats", `want an integer or off, got "3"`},
 		{"integer float", "max_calls_per_turn: 1.5\n", 1, 21, "max_calls_per_turn", "want an integer or off, got 1.5"},
 		{"integer out of range", "window: 99999999999\n", 1, 9, "window", "out of range"},
-		{"off not allowed", "window_limit: off\n", 1, 15, "window_limit", "want an integer, got \"off\""},
 		{"hex", "ledger_size: 0x10\n", 1, 14, "ledger_size", "decimal integer"},
 		{"ratio not a number", "nudge_ratio: half\n", 1, 14, "nudge_ratio", `want a number or off, got "half"`},
 		{"ratio NaN", "similarity_threshold: .nan\n", 1, 23, "similarity_threshold", "finite number"},

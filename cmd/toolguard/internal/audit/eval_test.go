@@ -292,6 +292,7 @@ func evalDetectors(t testing.TB) []detector {
 // figures are one detector's counts over a set of episodes.
 type figures struct {
 	Successes, FalseAlarms   int // success episodes; with a firing
+	LossyFalseAlarms         int // false alarms whose refused call was new to its user turn
 	Failures, Stopped        int // failure episodes; with a firing
 	FailureCalls, SavedCalls int // calls of failure episodes; from the first refused call on
 	Stuck, StuckCaught       int // stuck failure episodes; with a firing
@@ -301,6 +302,7 @@ type figures struct {
 func (f *figures) add(g figures) {
 	f.Successes += g.Successes
 	f.FalseAlarms += g.FalseAlarms
+	f.LossyFalseAlarms += g.LossyFalseAlarms
 	f.Failures += g.Failures
 	f.Stopped += g.Stopped
 	f.FailureCalls += g.FailureCalls
@@ -321,6 +323,9 @@ func episodeFigures(e *evalEpisode, s stop, stuck, oldLoop bool) figures {
 	switch e.ep.Label {
 	case "success":
 		f.Successes, f.FalseAlarms = 1, hit
+		if s.fired && NewToTurn(e.ep.Calls, s.executed) {
+			f.LossyFalseAlarms = 1
+		}
 	case "failure":
 		f.Failures, f.Stopped = 1, hit
 		f.FailureCalls = len(e.keys)
@@ -382,18 +387,22 @@ type section struct {
 }
 
 func sections(eps []evalEpisode) []section {
-	ss := []section{
-		{"all nine files", func(*evalEpisode) bool { return true }, false},
-		{"the two newer files", func(e *evalEpisode) bool { return !olderFiles[e.file] }, false},
-		{"the seven older files", func(e *evalEpisode) bool { return olderFiles[e.file] }, true},
-	}
 	var files []string
+	newer := 0
 	seen := map[string]bool{}
 	for i := range eps {
 		if f := eps[i].file; !seen[f] {
 			seen[f] = true
 			files = append(files, f)
+			if !olderFiles[f] {
+				newer++
+			}
 		}
+	}
+	ss := []section{
+		{fmt.Sprintf("all %d files", len(files)), func(*evalEpisode) bool { return true }, false},
+		{fmt.Sprintf("the %d newer files", newer), func(e *evalEpisode) bool { return !olderFiles[e.file] }, false},
+		{fmt.Sprintf("the %d older files", len(files)-newer), func(e *evalEpisode) bool { return olderFiles[e.file] }, true},
 	}
 	sort.Slice(files, func(i, j int) bool {
 		if olderFiles[files[i]] != olderFiles[files[j]] {
@@ -429,8 +438,8 @@ func (ev *evaluation) tables() string {
 			b.WriteString("\n")
 		}
 		fmt.Fprintf(&b, "### %s: %d successful, %d failed, %d stuck episodes\n\n", s.title, f0.Successes, f0.Failures, f0.Stuck)
-		head := "| detector | false alarms on successes | failures stopped | calls saved on failed episodes | stuck episodes caught |"
-		rule := "|---|---|---|---|---|"
+		head := "| detector | false alarms on successes | lossy false alarms | failures stopped | calls saved on failed episodes | stuck episodes caught |"
+		rule := "|---|---|---|---|---|---|"
 		if s.old {
 			head += " old loop episodes caught |"
 			rule += "---|"
@@ -439,7 +448,7 @@ func (ev *evaluation) tables() string {
 		fmt.Fprintln(&b, rule)
 		for d, name := range ev.detectors {
 			f := ev.figures(d, s.in)
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |", name, ofShare(f.FalseAlarms, f.Successes),
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |", name, ofShare(f.FalseAlarms, f.Successes), ofShare(f.LossyFalseAlarms, f.Successes),
 				ofShare(f.Stopped, f.Failures), ofShare(f.SavedCalls, f.FailureCalls), ofShare(f.StuckCaught, f.Stuck))
 			if s.old {
 				fmt.Fprintf(&b, " %s |", ofShare(f.OldCaught, f.OldLoops))
@@ -510,6 +519,13 @@ func TestEvaluation(t *testing.T) {
 			oldStuckMissed = append(oldStuckMissed, eps[i].id())
 		}
 	}
+	var stopped []string
+	for i := range eps {
+		if s := ev.stops[0][i]; s.fired && eps[i].ep.Label == "failure" {
+			stopped = append(stopped, fmt.Sprintf("%s at call %d", eps[i].id(), s.executed+1))
+		}
+	}
+	t.Logf("zero Policy: failed episodes stopped (%d):\n  %s", len(stopped), strings.Join(stopped, "\n  "))
 	t.Logf("zero Policy: stuck episodes caught (%d):\n  %s", len(stuckCaught), strings.Join(stuckCaught, "\n  "))
 	t.Logf("zero Policy: stuck episodes missed (%d):\n  %s", len(stuckMissed), strings.Join(stuckMissed, "\n  "))
 	t.Logf("old loop episodes that are not stuck by the new definition (%d):\n  %s", len(oldNotStuck), strings.Join(oldNotStuck, "\n  "))

@@ -144,6 +144,7 @@ type (
 	jsonOutcomes struct {
 		Successes         int     `json:"successes"`
 		FalseAlarms       int     `json:"false_alarms"`
+		LossyFalseAlarms  int     `json:"lossy_false_alarms"`
 		Failures          int     `json:"failures"`
 		FailuresStopped   int     `json:"failures_stopped"`
 		FailureCalls      int     `json:"failure_calls"`
@@ -162,6 +163,9 @@ type (
 		Calls      int    `json:"calls"`
 		WithFiring int    `json:"episodes_with_firing"`
 		WithAbort  int    `json:"episodes_with_abort"`
+		// FirstNew: episodes whose first refused call would have returned
+		// something new to its user turn.
+		FirstNew int `json:"episodes_first_refusal_new"`
 		// FromFirstFiring: calls from the first firing of each episode on.
 		FromFirstFiring int `json:"calls_from_first_firing"`
 	}
@@ -273,7 +277,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 	}
 	if o := s.Outcomes; o != nil {
 		out.Summary.Outcomes = &jsonOutcomes{
-			Successes: o.Successes, FalseAlarms: o.FalseAlarms,
+			Successes: o.Successes, FalseAlarms: o.FalseAlarms, LossyFalseAlarms: o.LossyFalseAlarms,
 			Failures: o.Failures, FailuresStopped: o.Stopped,
 			FailureCalls: o.FailureCalls, FailureCallsSaved: o.SavedCalls, SavedShare: o.SavedShare(),
 		}

@@ -140,10 +140,10 @@ func TestWriteJSON(t *testing.T) {
 	}
 	var labels []map[string]any
 	mustUnmarshal(t, sum["by_label"], &labels)
-	wantKeys(t, "by_label", labels[0], "label", "episodes", "calls", "episodes_with_firing", "episodes_with_abort", "calls_from_first_firing")
+	wantKeys(t, "by_label", labels[0], "label", "episodes", "calls", "episodes_with_firing", "episodes_with_abort", "episodes_first_refusal_new", "calls_from_first_firing")
 	var outcomes map[string]any
 	mustUnmarshal(t, sum["outcomes"], &outcomes)
-	wantKeys(t, "outcomes", outcomes, "successes", "false_alarms", "failures", "failures_stopped",
+	wantKeys(t, "outcomes", outcomes, "successes", "false_alarms", "lossy_false_alarms", "failures", "failures_stopped",
 		"failure_calls", "failure_calls_saved", "failure_calls_saved_share")
 }
 
@@ -359,6 +359,7 @@ func TestOutcomesRendered(t *testing.T) {
 	for _, want := range []string{
 		"Against the labels (a refusal is a hint or an abort)",
 		"false alarms on successes       1 of 2 successful episodes (50.0%) with a refusal\n",
+		"lossy false alarms              0 of 2 successful episodes (0.0%) whose first refused call would have returned something new\n",
 		"failures stopped                2 of 3 failed episodes (66.7%) with a refusal\n",
 		"calls saved on failed episodes  8 of 17 calls (47.1%) from the first refusal on\n",
 		"failure  3         17     2              2              8\n",
@@ -375,7 +376,7 @@ func TestOutcomesRendered(t *testing.T) {
 		} `json:"summary"`
 	}
 	mustUnmarshal(t, js.Bytes(), &doc)
-	wantJSON := map[string]float64{"successes": 2, "false_alarms": 1, "failures": 3, "failures_stopped": 2,
+	wantJSON := map[string]float64{"successes": 2, "false_alarms": 1, "lossy_false_alarms": 0, "failures": 3, "failures_stopped": 2,
 		"failure_calls": 17, "failure_calls_saved": 8, "failure_calls_saved_share": 8.0 / 17}
 	if fmt.Sprint(doc.Summary.Outcomes) != fmt.Sprint(wantJSON) {
 		t.Errorf("JSON outcomes = %v, want %v", doc.Summary.Outcomes, wantJSON)
@@ -435,4 +436,40 @@ func textOf(n *html.Node) string {
 		b.WriteString(textOf(c))
 	}
 	return b.String()
+}
+
+// A lossy false alarm refuses, in a successful episode, a call whose
+// recorded result was new to its user turn.
+func TestLossyFalseAlarms(t *testing.T) {
+	calls := []Call{
+		{Turn: 1, Result: "a"},
+		{Turn: 1, Result: "a"},               // the same result again: not new
+		{Turn: 1, Result: "a", Failed: true}, // a failure is another result
+		{Turn: 2, Result: "a"},               // new to its user turn
+	}
+	for i, want := range []bool{true, false, true, true} {
+		if got := NewToTurn(calls, i); got != want {
+			t.Errorf("NewToTurn(calls, %d) = %v, want %v", i, got, want)
+		}
+	}
+	if NewToTurn(calls, -1) || NewToTurn(calls, len(calls)) {
+		t.Errorf("NewToTurn out of range is not false")
+	}
+	decisions := func(fired int) []Decision {
+		ds := make([]Decision, len(calls))
+		for i := range ds {
+			ds[i] = Decision{Index: i + 1, Turn: calls[i].Turn, Tool: "t"}
+		}
+		ds[fired] = Decision{Index: fired + 1, Turn: calls[fired].Turn, Tool: "t", Verdict: toolguard.Hint, Reason: toolguard.ReasonDuplicate}
+		return ds
+	}
+	r := &Report{Episodes: []EpisodeResult{
+		{Episode: "lossless", Label: "success", Stats: NewEpisodeStats(decisions(1), calls, false)},
+		{Episode: "lossy", Label: "success", Stats: NewEpisodeStats(decisions(3), calls, false)},
+		{Episode: "failed", Label: "failure", Stats: NewEpisodeStats(decisions(3), calls, false)},
+	}}
+	o := r.Summary().Outcomes
+	if o == nil || o.FalseAlarms != 2 || o.LossyFalseAlarms != 1 {
+		t.Errorf("outcomes = %+v, want 2 false alarms, 1 lossy", o)
+	}
 }

@@ -178,6 +178,27 @@ type EpisodeStats struct {
 	Cost          int // every result
 	RefusedCost   int // the results of the refused calls
 	FromFirstCost int // the results from the first refusal to the end
+	// FirstNew is set when the first refused call's recorded result was
+	// new to its user turn (see [NewToTurn]): stopping there cost the
+	// agent information. Unknown (false) when calls is nil.
+	FirstNew bool
+}
+
+// NewToTurn reports whether calls[i] returned something new to its user
+// turn: no earlier call of the same user turn returned the same result
+// (failure flag and text). A refusal of such a call in a successful
+// episode is a lossy false alarm.
+func NewToTurn(calls []Call, i int) bool {
+	if i < 0 || i >= len(calls) {
+		return false
+	}
+	c := &calls[i]
+	for j := i - 1; j >= 0 && calls[j].Turn == c.Turn; j-- {
+		if calls[j].Failed == c.Failed && calls[j].Result == c.Result {
+			return false
+		}
+	}
+	return true
 }
 
 // ToolCount is how often the calls of one tool were refused.
@@ -230,6 +251,7 @@ func NewEpisodeStats(ds []Decision, calls []Call, tokens bool) *EpisodeStats {
 		}
 		if st.First.Index == 0 {
 			st.First = Firing{Index: d.Index, Tool: tc.Tool, Reason: d.Reason, Verdict: d.Verdict}
+			st.FirstNew = NewToTurn(calls, i)
 		}
 		if d.Verdict == toolguard.Hint {
 			st.Hints++
@@ -497,8 +519,11 @@ func (c *CostCount) add(st *EpisodeStats) {
 type Outcomes struct {
 	Successes   int // episodes labelled success
 	FalseAlarms int // successful episodes with a refusal
-	Failures    int // episodes labelled failure
-	Stopped     int // failed episodes with a refusal
+	// LossyFalseAlarms are the false alarms whose first refused call
+	// would have returned something new to its user turn (NewToTurn).
+	LossyFalseAlarms int
+	Failures         int // episodes labelled failure
+	Stopped          int // failed episodes with a refusal
 	// FailureCalls is the number of calls of the failed episodes, and
 	// SavedCalls those of them from the first refused call of their episode
 	// to its end: what stopping at the first refusal would have saved.
@@ -529,6 +554,9 @@ type LabelCount struct {
 	Calls      int
 	WithFiring int
 	WithAbort  int
+	// FirstNew counts the episodes whose first refused call would have
+	// returned something new to its user turn.
+	FirstNew int
 	// FromFirstFiring counts the calls from the first firing of each
 	// episode to its end (the calls a stop at the first refusal saves).
 	FromFirstFiring int
@@ -633,6 +661,9 @@ func (r *Report) Summary() Summary {
 				lc.WithAbort++
 			}
 			lc.FromFirstFiring += e.FromFirstFiring()
+			if st.FirstNew {
+				lc.FirstNew++
+			}
 		}
 	}
 	for _, tc := range tools {
@@ -663,6 +694,7 @@ func (r *Report) Summary() Summary {
 	}
 	if succ != nil {
 		s.Outcomes.Successes, s.Outcomes.FalseAlarms = succ.Episodes, succ.WithFiring
+		s.Outcomes.LossyFalseAlarms = succ.FirstNew
 	}
 	if fail != nil {
 		s.Outcomes.Failures, s.Outcomes.Stopped = fail.Episodes, fail.WithFiring

@@ -81,6 +81,7 @@ func WriteText(w io.Writer, r *Report) error {
 	if o := s.Outcomes; o != nil {
 		fmt.Fprintln(tw, "\nAgainst the labels (a refusal is a hint or an abort)")
 		fmt.Fprintf(tw, "  false alarms on successes\t%s with a refusal\n", ofN(o.FalseAlarms, o.Successes, "successful episodes"))
+		fmt.Fprintf(tw, "  lossy false alarms\t%s whose first refused call would have returned something new\n", ofN(o.LossyFalseAlarms, o.Successes, "successful episodes"))
 		fmt.Fprintf(tw, "  failures stopped\t%s with a refusal\n", ofN(o.Stopped, o.Failures, "failed episodes"))
 		fmt.Fprintf(tw, "  calls saved on failed episodes\t%s from the first refusal on\n", ofN(o.SavedCalls, o.FailureCalls, "calls"))
 	}

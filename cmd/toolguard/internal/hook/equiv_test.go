@@ -85,7 +85,7 @@ func TestSameAsAudit(t *testing.T) {
 	e := NewEngine(claudeAgent, p, t.TempDir(), func() time.Time { return clock })
 	e.cache = map[string]*cached{}
 	calls, fired, differ := 0, 0, 0
-	for _, f := range fixtures(t, true) {
+	for fi, f := range fixtures(t, true) {
 		data, err := os.ReadFile(f)
 		require.NoError(t, err)
 		_, eps, err := audit.Parse(f, data)
@@ -95,7 +95,7 @@ func TestSameAsAudit(t *testing.T) {
 		for k := range eps {
 			ep := &eps[k]
 			want := audit.Replay(p, ep)
-			session := fmt.Sprintf("%s-%d", filepath.Base(f), k)
+			session := fmt.Sprintf("%d-%s-%d", fi, filepath.Base(f), k) // fixtures of two agents share file names
 			got := append([]string{}, hookReplay(t, e, &clock, session, ep)...)
 			// A new process reads the log and decides as the resident
 			// engine did.

@@ -1,0 +1,63 @@
+package toolguard
+
+// A call that cannot change anything is not progress for other calls: a
+// call whose arguments are an object of only blank strings (an empty shell
+// command, {"command": ""}, {"path": " "}). It may succeed with a new
+// result — an empty command's empty output — but it did nothing, so it
+// does not move the turn's change counter, as a read-only tool's call does
+// not. A call with no arguments at all ({} or none) is not blank: many
+// tools act without arguments (submit, reset, next_page).
+
+// blankArgs reports whether in is a JSON object with at least one member
+// whose every value is a string of whitespace only (spaces, and the
+// escapes \n, \r, \t). It stops at the first other value, so it costs a
+// few bytes for almost every call; bad JSON is not blank.
+func blankArgs(in []byte) bool {
+	i := canonSkipWS(in, 0)
+	if i >= len(in) || in[i] != '{' {
+		return false
+	}
+	members := 0
+	for {
+		i = canonSkipWS(in, i+1)
+		if i >= len(in) || in[i] != '"' {
+			return false // the end, or "}" with no member after "{" or ","
+		}
+		if i, _, _ = canonScanString(in, i); i < 0 {
+			return false
+		}
+		if i = canonSkipWS(in, i); i >= len(in) || in[i] != ':' {
+			return false
+		}
+		if i = canonSkipWS(in, i+1); i >= len(in) || in[i] != '"' {
+			return false
+		}
+		for i++; i < len(in) && in[i] != '"'; i++ {
+			switch in[i] {
+			case ' ', '\t', '\n', '\r':
+			case '\\':
+				if i+1 >= len(in) || in[i+1] != 'n' && in[i+1] != 'r' && in[i+1] != 't' {
+					return false
+				}
+				i++
+			default:
+				return false
+			}
+		}
+		if i >= len(in) {
+			return false
+		}
+		members++
+		if i = canonSkipWS(in, i+1); i >= len(in) {
+			return false
+		}
+		switch in[i] {
+		case ',':
+			continue
+		case '}':
+			return members > 0 && canonSkipWS(in, i+1) == len(in)
+		default:
+			return false
+		}
+	}
+}
