@@ -1,19 +1,20 @@
 package hook
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"net/url"
-	"regexp"
-	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/toolguard/toolguard/internal/standin"
 )
 
 // The session log keeps no raw arguments or results (they may hold
 // secrets). Each call is kept in a stand-in form that the Tracker, fed it
-// again, decides exactly as it decided the real call in every respect the
-// rules read:
+// again, decides as it decided the real call in every respect the rules
+// read:
 //
 //   - "_h": a hash of the canonical arguments (query left out), so equal
 //     calls stay equal and different ones stay different;
@@ -23,14 +24,22 @@ import (
 //     random-looking words redacted: the similar-query rule compares words;
 //   - "_u": the first http(s) URL's host and path, without user, query or
 //     fragment: the fetch rule counts fetches of one host and path;
-//   - "_s": the arguments' shape with every particular masked (quoted text,
-//     URLs, paths, ids, numbers, long words): the failure rule compares the
-//     words of a failed call's arguments to spot a tweaked retry.
+//   - "_s": the arguments' shape (query left out) as the failure rule
+//     compares it to spot a tweaked retry, computed by the core's own code
+//     (internal/standin): names and values with every particular masked.
 //
-// A result is kept as a digest of its text with volatile noise masked
-// (timestamps, UUIDs, long hex ids, durations), a failure's as a digest of
-// its text with particulars masked; both spelled in letters, which the
-// Tracker's own masking leaves as they are.
+// A result is kept as the SHA-256 of its text with the Tracker's volatile
+// noise masked, a failure's as the SHA-256 of its text masked as the
+// Tracker's failure signature masks it, both by the core's own masking;
+// both spelled in letters, which the Tracker's masking leaves as they are.
+// So two results or failures the Tracker reads alike keep equal tokens,
+// and different ones different tokens.
+//
+// Logs written before the core's masking was used here (toolguard before
+// this change) hold tokens and shapes of the older, coarser masking; such
+// lines are replayed as they are: a failure or result of an old line never
+// equals one of a new line, which can only let a call run that the
+// Tracker would have stopped, never stop one it would have let run.
 
 // queryArgKeys are the argument keys a search query is read from, in the
 // Tracker's order.
@@ -44,14 +53,15 @@ func standIn(args json.RawMessage) json.RawMessage {
 			return nil
 		}
 		// Not an object: keep only its hash and shape.
-		out, _ := json.Marshal(map[string]string{"_h": "h0" + letters(sha(string(args)), 20), "_s": maskShape(string(args))})
-		return out
+		return marshalPlain(map[string]string{"_h": "h0" + letters(sha(string(args)), 20), "_s": standin.Shape(args)})
 	}
 	out := map[string]any{}
+	shapeOf := args
 	for _, k := range queryArgKeys {
 		if s, ok := m[k].(string); ok {
 			out[k] = normalizeQuery(s)
 			delete(m, k)
+			shapeOf = nil // the shape of the other arguments
 			break
 		}
 	}
@@ -60,11 +70,11 @@ func standIn(args json.RawMessage) json.RawMessage {
 	}
 	canon, _ := json.Marshal(m)                        // maps marshal with sorted keys
 	out["_h"] = "h0" + letters(sha(string(canon)), 20) // masked as an id in the shape the failure rule compares
-	var b strings.Builder
-	writeShape(&b, m)
-	out["_s"] = maskShape(b.String())
-	res, _ := json.Marshal(out)
-	return res
+	if shapeOf == nil {
+		shapeOf = canon
+	}
+	out["_s"] = standin.Shape(shapeOf)
+	return marshalPlain(out)
 }
 
 // firstURL returns "https://host/path" for the first top-level string of
@@ -103,106 +113,6 @@ func firstURL(args json.RawMessage) string {
 	return ""
 }
 
-// writeShape writes the names and values of a decoded JSON value, object
-// members in sorted order.
-func writeShape(b *strings.Builder, v any) {
-	if b.Len() > maxShapeInput {
-		return // the shape kept is far shorter: huge arguments stop here
-	}
-	switch v := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			b.WriteString(k)
-			b.WriteString(": ")
-			writeShape(b, v[k])
-			b.WriteByte(' ')
-		}
-	case []any:
-		for _, x := range v {
-			writeShape(b, x)
-			b.WriteByte(' ')
-		}
-	case string:
-		b.WriteString(v)
-	case nil:
-		b.WriteString("null")
-	default:
-		j, _ := json.Marshal(v)
-		b.Write(j)
-	}
-}
-
-var (
-	shapeQuoted = regexp.MustCompile("'[^']{0,200}'|\"[^\"]{0,200}\"|`[^`]{0,200}`")
-	shapeURL    = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://\S+`)
-)
-
-// maxShape bounds the shape kept for one call, maxShapeInput the text it
-// is made from.
-const (
-	maxShape      = 1024
-	maxShapeInput = 64 << 10
-)
-
-// maskShape masks the particulars of an argument shape word by word:
-// quoted text becomes 's', URLs u://x, paths /p, words mixing letters
-// and digits (and long words) a1, numbers 1. Plain words (commands, flags)
-// stay, lower-cased.
-func maskShape(s string) string {
-	if len(s) > maxShapeInput {
-		s = s[:maxShapeInput]
-	}
-	s = shapeQuoted.ReplaceAllString(s, " 's' ")
-	s = shapeURL.ReplaceAllString(s, " u://x ")
-	words := strings.Fields(strings.ToLower(s))
-	for i, w := range words {
-		words[i] = maskWord(w)
-	}
-	out := strings.Join(words, " ")
-	if len(out) > maxShape {
-		out = out[:maxShape]
-		if i := strings.LastIndexByte(out, ' '); i > 0 {
-			out = out[:i]
-		}
-	}
-	return out
-}
-
-func maskWord(w string) string {
-	if w == "'s'" || w == "u://x" {
-		return w
-	}
-	if strings.ContainsAny(w, `/\`) {
-		return "/p"
-	}
-	var letter, digit, other bool
-	for _, r := range w {
-		switch {
-		case unicode.IsLetter(r):
-			letter = true
-		case unicode.IsDigit(r):
-			digit = true
-		case r == '-' || r == '_' || r == '.' || r == ':' || r == '=' || r == ',':
-		default:
-			other = true
-		}
-	}
-	switch {
-	case letter && digit, len(w) > 24:
-		return "a1"
-	case digit && !letter:
-		return "1"
-	case other && !letter:
-		return "#"
-	}
-	return w
-}
-
 // normalizeQuery is the similar-query rule's normalization: lower case,
 // only letters, digits, '_' and single spaces, at most 256 runes. Words of
 // 20 or more characters mixing letters and digits read "redacted".
@@ -236,57 +146,39 @@ func normalizeQuery(s string) string {
 	return strings.Join(words, " ")
 }
 
-var noisePatterns = []*regexp.Regexp{
-	regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?`),
-	regexp.MustCompile(`\b\d{1,2}:\d{2}:\d{2}(\.\d+)?\b`),
-	regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`),
-	regexp.MustCompile(`(?i)\b[0-9a-f]{16,}\b`),
-	regexp.MustCompile(`\b\d+(\.\d+)?\s?(ns|us|µs|ms|s|m|h|sec|secs|seconds?|milliseconds?)\b`),
-}
-
-var errorPatterns = []*regexp.Regexp{
-	shapeQuoted,
-	shapeURL,
-	regexp.MustCompile(`[\w.~:+@%=-]*[/\\][\w.~:+@%=/\\-]*`),
-	regexp.MustCompile(`\b[\w-]*(\d[A-Za-z]|[A-Za-z]\d)[\w-]*\b`),
-	regexp.MustCompile(`\d+(\.\d+)?`),
-}
-
-// maxDigestInput bounds the text a digest reads; the rest is hashed
-// unmasked (its length included).
-const maxDigestInput = 1 << 20
-
-// resultToken is the stand-in of a result: its digest after masking
-// volatile noise, in letters.
+// resultToken is the stand-in of a result: the digest of its text with
+// the Tracker's volatile noise masked, in letters.
 func resultToken(s string) string {
 	if s == "" {
 		return ""
 	}
-	head, tail := s, ""
-	if len(s) > maxDigestInput {
-		head, tail = s[:maxDigestInput], s[maxDigestInput:]
-	}
-	for _, re := range noisePatterns {
-		head = re.ReplaceAllString(head, "<n>")
-	}
-	return "r" + letters(sha(head+"\x00"+tail), 24)
+	return "r" + letters(standin.ResultSum(s), 24)
 }
 
-// errorToken is the stand-in of a failure's text: its digest after
-// masking particulars (quoted text, URLs, paths, ids, numbers) and case.
+// errorToken is the stand-in of a failure's text: the digest of its text
+// masked as the Tracker's failure signature masks it, in letters.
 func errorToken(s string) string {
-	head := s
-	if len(head) > maxDigestInput {
-		head = head[:maxDigestInput]
+	return "e" + letters(standin.FailureSum(s), 24)
+}
+
+// encodeLine is json.Marshal followed by a newline, without escaping '<',
+// '>' and '&': the placeholders of the core's masking in a stand-in, such
+// as "<n>", would take 12 bytes each.
+func encodeLine(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
 	}
-	head = strings.Join(strings.Fields(strings.ToLower(head)), " ")
-	for _, re := range noisePatterns {
-		head = re.ReplaceAllString(head, "<n>")
-	}
-	for _, re := range errorPatterns {
-		head = re.ReplaceAllString(head, "<x>")
-	}
-	return "e" + letters(sha(head), 24)
+	return b.Bytes(), nil
+}
+
+// marshalPlain is encodeLine without the newline, for a value that cannot
+// fail to marshal (a map of strings).
+func marshalPlain(v any) []byte {
+	b, _ := encodeLine(v)
+	return bytes.TrimSuffix(b, []byte("\n"))
 }
 
 func sha(s string) [32]byte { return sha256.Sum256([]byte(s)) }

@@ -326,11 +326,11 @@ func (e *Engine) rebuild(s *session, ev Event) ([]byte, error) {
 				skip[i+1] = true
 			}
 		}
-		line, err := json.Marshal(r)
+		line, err := encodeLine(r)
 		if err != nil {
 			return nil, err
 		}
-		out = append(append(out, line...), '\n')
+		out = append(out, line...)
 	}
 	return out, nil
 }
@@ -379,9 +379,8 @@ func (e *Engine) apply(s *session, ev Event) (Answer, []byte) {
 			}
 			s.last = r // with its decision, as the next load reads it
 		}
-		line, err := json.Marshal(r)
-		if err == nil {
-			out = append(append(out, line...), '\n')
+		if line, err := encodeLine(r); err == nil {
+			out = append(out, line...)
 		}
 		return d
 	}
@@ -430,8 +429,11 @@ func (e *Engine) apply(s *session, ev Event) (Answer, []byte) {
 			Aborts:  earlier,
 		}, out
 	case KindPost:
-		if ev.CallID != "" && (s.posted[ev.CallID] || s.refused[ev.CallID]) {
-			return Answer{}, out // delivered twice, or the call was refused
+		// Delivered twice, or the call was refused; but a model may reuse
+		// a call id, and then the id names its pending call, as it does
+		// for the Tracker.
+		if ev.CallID != "" && !s.hasPending(ev.CallID) && (s.posted[ev.CallID] || s.refused[ev.CallID]) {
+			return Answer{}, out
 		}
 		res := e.agent.maskAgentNoise(ev.Result)
 		o := resultToken(res)
