@@ -90,10 +90,7 @@ var claudeKinds = map[string]Kind{
 // claudeStyle parses the snake_case payloads of Claude Code and the agents
 // that copied them.
 func claudeStyle(p payload, event string) Event {
-	name := p.str("hook_event_name")
-	if name == "" {
-		name = event
-	}
+	name := p.eventName(event, "hook_event_name")
 	ev := Event{
 		Kind:       claudeKinds[name],
 		Name:       name,
@@ -206,10 +203,7 @@ var geminiKinds = map[string]Kind{
 var geminiAgent = &agent{
 	name: "gemini",
 	parse: func(p payload, event string) (Event, error) {
-		name := p.str("hook_event_name")
-		if name == "" {
-			name = event
-		}
+		name := p.eventName(event, "hook_event_name")
 		ev := Event{
 			Kind:       geminiKinds[name],
 			Name:       name,
@@ -277,10 +271,7 @@ var copilotKinds = map[string]Kind{
 var copilotAgent = &agent{
 	name: "copilot",
 	parse: func(p payload, event string) (Event, error) {
-		name := p.str("hook_event_name", "hookEventName")
-		if name == "" {
-			name = event
-		}
+		name := p.eventName(event, "hook_event_name", "hookEventName")
 		if _, ok := claudeKinds[name]; ok || p.str("session_id") != "" {
 			ev := claudeStyle(p, name)
 			ev.Args = copilotArgs(ev.Tool, ev.Args)
@@ -365,10 +356,7 @@ var opencodeKinds = map[string]Kind{
 var opencodeAgent = &agent{
 	name: "opencode",
 	parse: func(p payload, event string) (Event, error) {
-		name := p.str("event")
-		if name == "" {
-			name = event
-		}
+		name := p.eventName(event, "event")
 		in := p.obj("input")
 		out := p.obj("output")
 		if in == nil {
@@ -533,10 +521,7 @@ func shellQuote(s string) string {
 var crushAgent = &agent{
 	name: "crush",
 	parse: func(p payload, event string) (Event, error) {
-		name := p.str("event", "hook_event_name")
-		if name == "" {
-			name = event
-		}
+		name := p.eventName(event, "event", "hook_event_name")
 		ev := claudeStyle(p, name)
 		ev.Name = name
 		ev.Kind = claudeKinds[name]
@@ -570,10 +555,7 @@ var cursorKinds = map[string]Kind{
 var cursorAgent = &agent{
 	name: "cursor",
 	parse: func(p payload, event string) (Event, error) {
-		name := p.str("hook_event_name")
-		if name == "" {
-			name = event
-		}
+		name := p.eventName(event, "hook_event_name")
 		ev := Event{
 			Kind:       cursorKinds[name],
 			Name:       name,

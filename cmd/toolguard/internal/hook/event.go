@@ -114,6 +114,15 @@ func (p payload) str(keys ...string) string {
 	return ""
 }
 
+// eventName returns the event named by the first of keys the payload has,
+// else event, the name given on the command line (--event).
+func (p payload) eventName(event string, keys ...string) string {
+	if name := p.str(keys...); name != "" {
+		return name
+	}
+	return event
+}
+
 // obj returns the member key decoded one level deep, or nil.
 func (p payload) obj(key string) payload {
 	raw, ok := p[key]
