@@ -1,0 +1,115 @@
+package audit
+
+import (
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// tally is what a reader made of one episode, in the terms an independent
+// count of the file can give: the calls, their names, which failed (by
+// call id), how many have a recorded result, and how many model responses
+// and user turns hold calls.
+type tally struct {
+	name   string
+	calls  int
+	names  map[string]int
+	failed []string // "id tool", sorted
+	paired int      // calls with a recorded result
+	noID   int      // calls without a call id
+	rounds int      // the last call's round
+	turns  int      // the last call's user turn
+}
+
+func tallyOf(ep Episode) tally {
+	t := tally{name: ep.Name, calls: len(ep.Calls), names: map[string]int{}}
+	for _, c := range ep.Calls {
+		t.names[c.Tool]++
+		if c.Failed {
+			t.failed = append(t.failed, c.ID+" "+c.Tool)
+		}
+		if c.Result != "" {
+			t.paired++
+		}
+		if c.ID == "" {
+			t.noID++
+		}
+		t.rounds = max(t.rounds, c.Round)
+		t.turns = max(t.turns, c.Turn)
+	}
+	sort.Strings(t.failed)
+	return t
+}
+
+// TestRealFixtures checks the readers against real files, copied from
+// public repositories (testdata/sessions/README.md names each one's
+// origin and license), with counts made independently of the readers: the
+// jq command above each case gives them from the file itself.
+func TestRealFixtures(t *testing.T) {
+	tests := []struct {
+		file   string
+		format Format
+		want   []tally
+	}{
+		// Codex CLI 0.125 (codemie-ai/codemie-code): three hosted web
+		// searches (web_search_call, no call id, no output item) and three
+		// apply_patch calls whose patch_apply_end says success true.
+		//   calls and names: jq -r 'select(.type=="response_item").payload
+		//     | select(.type|test("^(function|custom_tool|local_shell|web_search)_call$"))
+		//     | .name // "web_search"' F | sort | uniq -c
+		//   paired: every function_call / custom_tool_call has an output
+		//     item with its call_id (102); the 3 searches have none
+		//   failed: the outputs whose "Process exited with code N" has N != 0
+		//     (4 write_stdin); no patch_apply_end says success false
+		//   rounds: the calls between two token_count events are one response
+		//     (64); a search, the reasoning around it and the function calls
+		//     after it, up to the next token_count, are one response
+		//   ids: each web_search_call follows the event_msg web_search_end
+		//     that names its call_id (ws_…), so no call is without an id
+		//   turns: 2 event_msg user_message, each followed by calls
+		{"codex/2026/05/11/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl", FormatCodex, []tally{{
+			name: "019e1625-789d-76c0-80ab-3724b5ddb799", calls: 105,
+			names: map[string]int{"exec_command": 43, "write_stdin": 54, "web_search": 3, "update_plan": 2, "apply_patch": 3},
+			failed: []string{"call_6YhDEiPvTJjMNdn6h89qlZOC write_stdin", "call_Bl9T10SnkFx3d7cIuJXmzy4Y write_stdin",
+				"call_PAoFGDC6cPakVp8JImcOm2uB write_stdin", "call_niqqK8Zis60Tze83ulvh2F6Q write_stdin"},
+			paired: 102, rounds: 64, turns: 2,
+		}}},
+		// Harbor's own golden trajectories (ATIF-v1.5), written by Harbor's
+		// terminus-2 and OpenHands agents in its integration tests.
+		//   jq -c '.steps[] | {s:.source, calls:[.tool_calls[]?.function_name],
+		//     res:[.observation.results[]?|.source_call_id // "-"]}' F
+		// An agent step with tool_calls is one round; its results pair with
+		// its calls (by source_call_id, else in order); a user step that
+		// calls follow is a turn. No result says is_error.
+		{"harbor/golden/terminus_2/hello-world-invalid-json.trajectory.json", FormatATIF, []tally{{
+			// Step 2 (the parse error fed back, no tool_calls) is no call.
+			name: "NORMALIZED_SESSION_ID", calls: 3, names: map[string]int{"bash_command": 1, "mark_task_complete": 2},
+			paired: 3, rounds: 3, turns: 1,
+		}}},
+		{"harbor/golden/terminus_2/hello-world-context-summarization.trajectory.json", FormatATIF, []tally{{
+			// Steps 2-4 and 7-10 call; the user step 6 after the summary
+			// (system step 5) is a second turn.
+			name: "NORMALIZED_SESSION_ID", calls: 7, names: map[string]int{"bash_command": 5, "mark_task_complete": 2},
+			paired: 7, rounds: 7, turns: 2,
+		}}},
+		{"harbor/golden/openhands/hello-world.trajectory.json", FormatATIF, []tally{{
+			// finish (step 6) has no observation.
+			name: "NORMALIZED_SESSION_ID", calls: 2, names: map[string]int{"str_replace_editor": 1, "finish": 1},
+			paired: 1, rounds: 2, turns: 1,
+		}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			format, eps, err := Parse(tt.file, readFixture(t, filepath.Join("sessions", tt.file)))
+			require.NoError(t, err)
+			require.Equal(t, tt.format, format)
+			require.Len(t, eps, len(tt.want))
+			for i, ep := range eps {
+				assert.Equal(t, tt.want[i], tallyOf(ep), "episode %d", i)
+			}
+		})
+	}
+}
