@@ -100,13 +100,30 @@ func TestRealFixtures(t *testing.T) {
 			name: "NORMALIZED_SESSION_ID", calls: 2, names: map[string]int{"str_replace_editor": 1, "finish": 1},
 			paired: 1, rounds: 2, turns: 1,
 		}}},
+		// GitHub Copilot CLI 1.0.55 (qiaolei81/copilot-session-viewer), the
+		// system.message record cut: the main agent views a file, then in
+		// one message calls report_intent and task; the task's explore
+		// subagent (events with agentId, data.parentToolCallId naming the
+		// task call) views two files in one message. Every call has its
+		// tool.execution_complete, success true.
+		//   jq -r 'select(.type=="assistant.message")
+		//     | (.data.parentToolCallId // "main") as $a
+		//     | .data.toolRequests[] | $a+" "+.name' F | sort | uniq -c
+		// The subagent is an episode of its own, as Claude Code's are.
+		{"copilot/session-state/030f200c-c26f-4ef0-9099-6d1156c83631/events.jsonl", FormatCopilot, []tally{{
+			name: "030f200c-c26f-4ef0-9099-6d1156c83631", calls: 3, names: map[string]int{"view": 1, "report_intent": 1, "task": 1},
+			paired: 3, rounds: 2, turns: 1,
+		}, {
+			name: "030f200c-c26f-4ef0-9099-6d1156c83631/task-toolu_vrtx_01TxUTxpA98CaQcbRogpf822", calls: 2, names: map[string]int{"view": 2},
+			paired: 2, rounds: 1, turns: 1,
+		}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			format, eps, err := Parse(tt.file, readFixture(t, filepath.Join("sessions", tt.file)))
 			require.NoError(t, err)
 			require.Equal(t, tt.format, format)
-			require.Len(t, eps, len(tt.want))
+			require.Equal(t, len(tt.want), len(eps), "episodes")
 			for i, ep := range eps {
 				assert.Equal(t, tt.want[i], tallyOf(ep), "episode %d", i)
 			}
