@@ -18,7 +18,7 @@ type tally struct {
 	calls  int
 	names  map[string]int
 	failed []string // "id tool", sorted
-	paired int      // calls with a recorded result
+	paired int      // calls with a recorded result that is not empty
 	noID   int      // calls without a call id
 	rounds int      // the last call's round
 	turns  int      // the last call's user turn
@@ -76,6 +76,30 @@ func TestRealFixtures(t *testing.T) {
 			failed: []string{"call_6YhDEiPvTJjMNdn6h89qlZOC write_stdin", "call_Bl9T10SnkFx3d7cIuJXmzy4Y write_stdin",
 				"call_PAoFGDC6cPakVp8JImcOm2uB write_stdin", "call_niqqK8Zis60Tze83ulvh2F6Q write_stdin"},
 			paired: 102, rounds: 64, turns: 2,
+		}}},
+		// Claude Code 1.0.108 (d-kimuson/claude-code-viewer): two Task
+		// subagents written inline (isSidechain true, no agentId), each chain
+		// from a line whose parentUuid is null; the third Task call failed.
+		// Chains: each line joins the chain of its parentUuid (a walk of the
+		// file in Python); per chain the tool_use blocks, their names, the
+		// distinct message.id of the lines holding them (rounds), the
+		// tool_result blocks with is_error true (failed) and with non-empty
+		// content (paired):
+		//   jq -c 'select(.type=="assistant") | [.isSidechain, .message.id,
+		//     (.message.content[]|select(.type=="tool_use")|.id+" "+.name)]' F
+		// One user prompt (the /orchestrator command) in the main chain.
+		{"claude-code/-path-to-Demo/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl", FormatClaudeCode, []tally{{
+			name: "5c0375b4-57a5-4f26-b12d-d022ee4e51b7", calls: 13,
+			names:  map[string]int{"TodoWrite": 5, "Glob": 2, "Task": 3, "Edit": 1, "Read": 1, "MultiEdit": 1},
+			failed: []string{"toolu_018t5jce2ZNoGr2ADsHGQife Task", "toolu_019ctBEHhLKehUi4xPDkYwvc Edit"},
+			paired: 13, rounds: 9, turns: 1,
+		}, {
+			name: "5c0375b4-57a5-4f26-b12d-d022ee4e51b7/sidechain-1", calls: 2, names: map[string]int{"Glob": 1, "Read": 1},
+			paired: 2, rounds: 2, turns: 1,
+		}, {
+			name: "5c0375b4-57a5-4f26-b12d-d022ee4e51b7/sidechain-2", calls: 6, names: map[string]int{"Bash": 5, "Read": 1},
+			failed: []string{"toolu_01KDiLyJT1VsszVhG4d3p6jV Bash"},
+			paired: 6, rounds: 6, turns: 1,
 		}}},
 		// Harbor's own golden trajectories (ATIF-v1.5), written by Harbor's
 		// terminus-2 and OpenHands agents in its integration tests.
