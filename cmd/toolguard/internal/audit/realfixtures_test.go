@@ -141,6 +141,84 @@ func TestRealFixtures(t *testing.T) {
 			name: "030f200c-c26f-4ef0-9099-6d1156c83631/task-toolu_vrtx_01TxUTxpA98CaQcbRogpf822", calls: 2, names: map[string]int{"view": 2},
 			paired: 2, rounds: 1, turns: 1,
 		}}},
+		// The real fixtures the readers were first built on, counted the
+		// same way. Codex 0.128 (codemie-ai/codemie-code), a rollout without
+		// token_count: a round is the calls written one after the other.
+		//   jq -r 'select(.type=="response_item") | .payload.type' F | awk
+		//     '{ if ($1=="function_call"||$1=="custom_tool_call") { if (!p) r++; p=1 } else p=0 } END {print r}'
+		// 38 outputs, one with "Process exited with code 1"; the first of the
+		// three event_msg user_message has no call after it.
+		{"codex/2026/05/11/rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl", FormatCodex, []tally{{
+			name: "019e1695-0522-7c83-8b39-0dd379793f80", calls: 38, names: map[string]int{"exec_command": 35, "js": 3},
+			failed: []string{"call_3f7AXDMZ9PHz7zedrTO4twut exec_command"},
+			paired: 38, rounds: 17, turns: 2,
+		}}},
+		// Claude Code 2.1.39 (marot/spotter, trimmed): one response over six
+		// lines (three Bash), a second with two; one tool_result is empty.
+		//   jq -c 'select(.type=="assistant") | [.message.id,
+		//     [.message.content[]|select(.type=="tool_use")|.name]]' F
+		//   jq -c 'select(.type=="user") | .message.content[]?
+		//     | select(.type=="tool_result") | [.tool_use_id, (.content|tostring|length)]' F
+		{"claude-code/-home-USER-projects-spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl", FormatClaudeCode, []tally{{
+			name: "258c7280-ae70-4798-800f-63464d01a85d", calls: 5, names: map[string]int{"Bash": 5},
+			paired: 4, rounds: 2, turns: 1,
+		}}},
+		{"claude-code/-home-USER-projects-spotter/258c7280-ae70-4798-800f-63464d01a85d/subagents/agent-a881341.jsonl", FormatClaudeCode, []tally{{
+			name: "258c7280-ae70-4798-800f-63464d01a85d/agent-a881341", calls: 2, names: map[string]int{"WebFetch": 2},
+			paired: 2, rounds: 2, turns: 1,
+		}}},
+		// Claude Code 2.0.64 (codemie-ai/codemie-code): one response with
+		// three Writes, then three user requests; the Bash result is empty.
+		{"claude-code/-tmp-private/4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl", FormatClaudeCode, []tally{{
+			name: "4c2ddfdc-b619-4525-8d03-1950fb1b0257", calls: 6, names: map[string]int{"Write": 3, "Read": 1, "Edit": 1, "Bash": 1},
+			paired: 5, rounds: 4, turns: 3,
+		}}},
+		// claude-code-action's execution file (anthropics/claude-code-action).
+		//   jq -c '.[] | select(.type=="assistant") | [.message.id,
+		//     [.message.content[]|select(.type=="tool_use")|.name]]' F
+		{"headless/claude-execution-output.json", FormatClaudeCode, []tally{{
+			name: "sample-session-id", calls: 3, names: map[string]int{"Read": 1, "Edit": 1, "mcp__github__add_pull_request_review_comment": 1},
+			paired: 3, rounds: 3, turns: 1,
+		}}},
+		// OpenHands trajectories (All-Hands-AI/OpenHands): an action with
+		// tool_call_metadata and no cause is a call (its model_response.id
+		// the round), an observation with that cause its result; a
+		// non-zero extras.metadata.exit_code a failure.
+		//   jq -c '.[] | select(.tool_call_metadata) | {id, cause,
+		//     fn: .tool_call_metadata.function_name, resp: .tool_call_metadata.model_response.id,
+		//     len: (.content|length), exit: .extras.metadata.exit_code}' F
+		// (the mv and mkdir outputs are empty; finish has no observation)
+		{"openhands/wrong_initial_state.json", FormatOpenHands, []tally{{
+			name: "wrong_initial_state", calls: 4, names: map[string]int{"str_replace_editor": 2, "execute_bash": 1, "finish": 1},
+			paired: 2, rounds: 4, turns: 1,
+		}}},
+		{"openhands/basic_gui_mode.json", FormatOpenHands, []tally{{
+			name: "basic_gui_mode", calls: 4, names: map[string]int{"execute_bash": 2, "str_replace_editor": 2},
+			failed: []string{"toolu_01DwihWr4ooPZS1CGTLAWrFP execute_bash"},
+			paired: 3, rounds: 4, turns: 1,
+		}}},
+		// Gemini CLI .json (codemie-ai/codemie-code): four gemini messages
+		// with toolCalls (9, 1, 2, 2), all status success; five user
+		// messages, the first followed by no call.
+		//   jq -c '[.messages[] | .type+":"+((.toolCalls//[])|length|tostring)]' F
+		{"gemini/legacy/session-2026-01-16T11-01-file-ops-37b7abef.json", FormatGemini, []tally{{
+			name: "37b7abef-713d-4522-85f0-8ff15a4e6d17", calls: 14,
+			names:  map[string]int{"write_todos": 3, "delegate_to_agent": 1, "read_file": 6, "search_file_content": 1, "write_file": 3},
+			paired: 14, rounds: 4, turns: 4,
+		}}},
+		// aider's Markdown history (Aider-AI/aider, trimmed to one session):
+		// each "<<<<<<< SEARCH" is an edit; the edits of one reply are a
+		// round; aider's "> " lines right after the reply are their result
+		// ("failed to match" a failure). Three replies were cut off (no "> "
+		// line before the next "#### " line): their 6 edits have no result.
+		//   awk '/^#### /{ if (n) print NR": "n" edits, no output"; n=0; next }
+		//     /^> |^>$/{ if (n) print NR": "n" edits: "$0; n=0; next }
+		//     /^<<<<<<< SEARCH/{ n++ }' F
+		{"aider/.aider.chat.history.md", FormatAider, []tally{{
+			name: ".aider.chat.history 2024-08-06 08:55:14", calls: 18, names: map[string]int{"edit": 18},
+			failed: []string{"edit-1-10 edit", "edit-1-11 edit", "edit-1-13 edit", "edit-1-17 edit", "edit-1-5 edit", "edit-1-6 edit"},
+			paired: 12, rounds: 14, turns: 9,
+		}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
