@@ -103,7 +103,7 @@ Policies side by side
   POLICY               WITH A FIRING  WITH AN ABORT  REFUSED CALLS  LOOKS LIKE A LOOP  LOOKS LIKE WORK
   default              2              1              3              2                  0
   preset quota-rule    2              1              3              2                  0
-  preset turn-tracker  3              2              7              2                  1
+  preset turn-tracker  5              4              11             3                  2
 `)
 	st, out, _ = main3(t, "", "--format", "json", "--compare", "turn-budget", sessions+"/claude-code/-home-dev-shop")
 	require.Equal(t, ExitOK, st)

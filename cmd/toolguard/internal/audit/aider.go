@@ -15,9 +15,10 @@ import (
 // the model's reply. Aider has no tool calls: the model edits files with
 // SEARCH/REPLACE blocks in its reply, which aider applies. Each block is
 // read as a call of the tool "edit" ({"path", "search", "replace"}); the
-// "> " lines after the reply say whether it applied ("Applied edit to
-// PATH") or not ("SEARCH/REPLACE block failed to match", "did not conform
-// to the edit format").
+// "> " lines right after the reply say whether it applied ("Applied edit
+// to PATH") or not ("SEARCH/REPLACE block failed to match", "did not
+// conform to the edit format"). A reply followed by the user's next line
+// instead was cut off: its edits have no result.
 
 // aiderStart opens a session in the history.
 const aiderStart = "# aider chat started at "
@@ -68,6 +69,10 @@ func (r *aiderReader) line(n int, l string) {
 	case strings.HasPrefix(l, "#### "):
 		r.endReply()
 		r.endOut()
+		// A reply that aider printed nothing after was cut off: its edits
+		// have no result (the "> " lines that follow answer the user's
+		// next command, such as /undo).
+		r.round = nil
 		r.user = append(r.user, strings.TrimSpace(strings.TrimPrefix(l, "#### ")))
 	case strings.HasPrefix(l, "> ") || l == ">":
 		r.endUser()

@@ -104,7 +104,7 @@ func TestHTMLInBrowser(t *testing.T) {
 	assert.Equal(t, "rgb(247, 215, 211)", got.LoopBadge)
 	require.Len(t, got.FiringRows, 4)
 	assert.Equal(t, `call 5 Bash id toolu_01E, line 13 duplicate, hint {"command":"go test ./...","description":"Run the tests"} Exit code 1 --- FAIL: TestCartTotal (0.00s) cart_test.go:14: Total() = 9, want 10 FAIL FAIL example.com/shop 0.004s FAIL (nothing new) MaxRepeats (default); per tool Tools["Bash"].MaxRepeats, or .Exempt for a polling tool`, got.FiringRows[0])
-	assert.Contains(t, got.FiringRows[2], "call 6 web_search line 21 duplicate, abort")
+	assert.Contains(t, got.FiringRows[2], "call 6 web_search id ws_0a1b2c3d4e5f…93a4b5c6d7e8f905, line 21 duplicate, abort")
 	assert.Contains(t, got.FiringRows[3], "call 10 apply_patch id call_P2, line 34 duplicate, hint")
 	assert.Contains(t, got.FiringRows[3], "apply_patch verification failed: Failed to find expected lines")
 	assert.Equal(t, []string{"rgb(210, 58, 47)"}, got.AbortCells, "one abort, in red")

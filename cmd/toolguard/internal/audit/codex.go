@@ -47,14 +47,20 @@ type responsesItem struct {
 
 // codexReader reads one rollout: one episode. Turns start at user
 // messages (event_msg user_message; in rollouts without those, user
-// message items that are not the injected context); the calls between two
-// outputs are one round.
+// message items that are not the injected context). A round is one model
+// response: in a rollout that writes token_count events, the calls up to the
+// next token_count (a response's reasoning, messages and hosted searches
+// sit between its calls); in one without, the calls between two outputs.
 type codexReader struct {
 	s          *session
 	project    string
 	userEvents bool // the rollout has event_msg user_message
+	counted    bool // the rollout has event_msg token_count: they end responses
 	afterCall  bool // the last item was a call: the next call is in the same response
 	callsSince bool // calls since the last token_count
+	// searchID is the call_id of the web_search_end event just read: Codex
+	// writes it before the web_search_call item, which has no id of its own.
+	searchID string
 }
 
 func newCodexReader(name string) *codexReader {
@@ -84,6 +90,8 @@ func (r *codexReader) record(line int, data []byte) error {
 		return r.item(&it)
 	}
 	p := l.Payload
+	searchID := r.searchID
+	r.searchID = ""
 	switch l.Type {
 	case "session_meta":
 		if p.ID != "" {
@@ -110,7 +118,11 @@ func (r *codexReader) record(line int, data []byte) error {
 				s.fail(p.CallID)
 			}
 			s.note("event_msg patch_apply_end records")
+		case "web_search_end":
+			r.searchID = p.CallID
+			s.note("event_msg web_search_end records")
 		case "token_count":
+			r.counted = true
 			r.afterCall = false // a response ended: the next call is another's
 			if p.Info != nil && p.Info.Last != nil {
 				s.lateUsage(p.Info.Last.InputTokens, p.Info.Last.OutputTokens, r.callsSince)
@@ -120,6 +132,9 @@ func (r *codexReader) record(line int, data []byte) error {
 			s.note("event_msg " + clip(p.Type) + " records")
 		}
 	case "response_item":
+		if p.Type == "web_search_call" && p.CallID == "" && p.ID == "" {
+			p.ID = searchID
+		}
 		return r.item(p)
 	default:
 		s.note(clip(orDash(l.Type)) + " records")
@@ -172,7 +187,7 @@ func (r *codexReader) item(it *responsesItem) error {
 		s.result(it.CallID, text, codexFailed(text))
 		return nil
 	case "message":
-		r.afterCall = false
+		r.afterCall = r.afterCall && r.counted
 		if it.Role == "user" && !r.userEvents {
 			text, err := contentText(it.Content, "payload.content")
 			if err != nil {
@@ -187,7 +202,10 @@ func (r *codexReader) item(it *responsesItem) error {
 		s.note(clip(orDash(it.Role)) + " messages")
 		return nil
 	case "reasoning":
-		r.afterCall = false // a response starts with its reasoning
+		// Without token_count, a response is taken to start with its
+		// reasoning; with them, reasoning also sits between the calls of
+		// one response (around a hosted search).
+		r.afterCall = r.afterCall && r.counted
 		s.note("reasoning items")
 		return nil
 	default:

@@ -23,13 +23,15 @@ type copilotEvent struct {
 			Name      string          `json:"name"`
 			Arguments json.RawMessage `json:"arguments"`
 		} `json:"toolRequests"`
-		ToolCallID   string          `json:"toolCallId"`
-		ToolName     string          `json:"toolName"`
-		Arguments    json.RawMessage `json:"arguments"`
-		Success      *bool           `json:"success"`
-		Result       json.RawMessage `json:"result"`
-		Error        json.RawMessage `json:"error"`
-		OutputTokens int             `json:"outputTokens"`
+		ToolCallID string `json:"toolCallId"`
+		// ParentToolCallID names the task call whose subagent wrote the event.
+		ParentToolCallID string          `json:"parentToolCallId"`
+		ToolName         string          `json:"toolName"`
+		Arguments        json.RawMessage `json:"arguments"`
+		Success          *bool           `json:"success"`
+		Result           json.RawMessage `json:"result"`
+		Error            json.RawMessage `json:"error"`
+		OutputTokens     int             `json:"outputTokens"`
 	} `json:"data"`
 }
 
@@ -37,18 +39,36 @@ type copilotEvent struct {
 var copilotTypes = map[string]bool{"session.start": true, "user.message": true, "assistant.message": true,
 	"tool.execution_start": true, "tool.execution_complete": true, "assistant.turn_start": true, "session.info": true}
 
-// copilotReader reads one session log: one episode. user.message starts a
-// user turn; an assistant.message's toolRequests are one round (a
-// tool.execution_start whose call no message requested is a round of its
-// own); tool.execution_complete gives the result, success false a failure.
+// copilotReader reads one session log: the main agent is one episode, each
+// subagent (the events whose data.parentToolCallId names the task call that
+// started it) another. user.message starts a user turn; an
+// assistant.message's toolRequests are one round (a tool.execution_start
+// whose call no message requested is a round of its own);
+// tool.execution_complete gives the result, success false a failure.
 type copilotReader struct {
-	s       *session
+	s       *session // the main agent
 	project string
-	known   map[string]bool // call ids read
+	known   map[string]bool     // call ids read
+	subs    map[string]*session // by the task call that started the subagent
+	order   []string
 }
 
 func newCopilotReader(name string) *copilotReader {
-	return &copilotReader{s: newSession(path.Base(path.Dir(name))), known: map[string]bool{}}
+	return &copilotReader{s: newSession(path.Base(path.Dir(name))), known: map[string]bool{}, subs: map[string]*session{}}
+}
+
+// agent returns the session of the agent that wrote an event.
+func (r *copilotReader) agent(task string) *session {
+	if task == "" {
+		return r.s
+	}
+	s := r.subs[task]
+	if s == nil {
+		s = newSession(r.s.ep.Name + "/task-" + task)
+		r.subs[task] = s
+		r.order = append(r.order, task)
+	}
+	return s
 }
 
 func (r *copilotReader) record(line int, data []byte) error {
@@ -56,7 +76,8 @@ func (r *copilotReader) record(line int, data []byte) error {
 	if err := decode(data, &ev); err != nil {
 		return describeErr(err)
 	}
-	s, d := r.s, &ev.Data
+	d := &ev.Data
+	s := r.agent(d.ParentToolCallID)
 	s.line = line
 	switch ev.Type {
 	case "session.start":
@@ -100,12 +121,24 @@ func (r *copilotReader) record(line int, data []byte) error {
 }
 
 func (r *copilotReader) finish() ([]Episode, map[string]int, error) {
-	if len(r.s.ep.Calls) == 0 {
-		return nil, r.s.seen, nil
+	sessions := []*session{r.s}
+	for _, k := range r.order {
+		sessions = append(sessions, r.subs[k])
 	}
-	ep := r.s.finish()
-	ep.Project = r.project
-	return []Episode{ep}, r.s.seen, nil
+	seen := map[string]int{}
+	var eps []Episode
+	for _, s := range sessions {
+		for kind, n := range s.seen {
+			seen[kind] += n
+		}
+		if len(s.ep.Calls) == 0 {
+			continue
+		}
+		ep := s.finish()
+		ep.Project = r.project
+		eps = append(eps, ep)
+	}
+	return eps, seen, nil
 }
 
 // copilotArgs reads a call's arguments: an object, or a JSON string of one.
