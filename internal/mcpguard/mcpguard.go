@@ -79,7 +79,9 @@ type Handler[R any] struct {
 // ctx is the request's context, given to ShouldSkipContext and
 // RecordContext. A retry (a call that carries the answers to an
 // input-required result) continues a call that was already allowed: it is
-// not checked again. If next panics or calls runtime.Goexit, Guard records
+// not checked again. A call whose ctx was cancelled by the time next
+// returns (the client cancelled it or went away) is recorded as
+// Outcome.Cancelled: it has no result. If next panics or calls runtime.Goexit, Guard records
 // a failure to free the call's budget slot and lets the panic go on.
 func Guard[R any](ctx context.Context, t *toolguard.Tracker, c toolguard.Call, retry bool, next func() (R, error), h Handler[R]) (res R, err error) {
 	var before toolguard.Phase
@@ -102,6 +104,12 @@ func Guard[R any](ctx context.Context, t *toolguard.Tracker, c toolguard.Call, r
 	res, err = next()
 	recorded = true
 
+	if errors.Is(context.Cause(ctx), context.Canceled) {
+		// The client gave up on the call (notifications/cancelled, or it
+		// went away): whatever next returned, no one reads it.
+		t.RecordContext(context.WithoutCancel(ctx), c, toolguard.Outcome{Cancelled: true})
+		return res, err
+	}
 	if err == nil && h.Pending(res) {
 		return res, nil
 	}

@@ -3,6 +3,7 @@ package mcpproxy
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -141,6 +142,38 @@ func TestNodeClientsThroughProxyToRemote(t *testing.T) {
 				got = append(got, c.Verdict())
 			}
 			assert.Equal(t, []string{"allow", "allow", "hint", "abort"}, got)
+		})
+	}
+}
+
+// A call the TypeScript client gives up on (its timeout passes, and it
+// sends notifications/cancelled) has no result: however often the model
+// asks for it again, each one is sent to the server, never refused as a
+// repeat or a failure chain, and the calls after it count as if it never
+// was.
+func TestNodeCancelledCallsThroughProxy(t *testing.T) {
+	mcpnode.Require(t)
+	hang := mcpnode.Call{Name: "hang", TimeoutMs: 300}
+	read := mcpnode.Call{Name: "read_file", Arguments: map[string]any{"path": "/etc/hosts"}}
+	for _, tc := range []struct{ name, sdk, pin string }{
+		{"sdk1", "1", ""},
+		{"sdk2-2026-07-28", "2", "2026-07-28"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := mcpnode.Run(t, mcpnode.Spec{SDK: tc.sdk, Pin: tc.pin, Stdio: proxied(t, serverBin),
+				Calls: []mcpnode.Call{hang, hang, hang, hang, hang, read, hang, read, read}}, proxyEnv+"=1")
+			logCalls(t, out)
+			require.Len(t, out.Calls, 9)
+			for _, i := range []int{0, 1, 2, 3, 4, 6} {
+				c := out.Calls[i]
+				assert.False(t, c.OK, "call %d was answered: %s", i+1, c.Summary())
+				assert.Contains(t, strings.ToLower(c.Error), "timed out", "call %d", i+1)
+			}
+			var got []string
+			for _, i := range []int{5, 7, 8} {
+				got = append(got, out.Calls[i].Verdict())
+			}
+			assert.Equal(t, []string{"allow", "allow", "hint"}, got)
 		})
 	}
 }
