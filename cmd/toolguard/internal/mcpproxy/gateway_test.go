@@ -64,11 +64,7 @@ registry:
 				"--servers=tgtest", "--static", "--interceptor", spec}, List: true,
 				Calls: []mcpnode.Call{read, read, read, read}}, env...)
 			logCalls(t, out)
-			var got []string
-			for i, c := range out.Calls {
-				require.True(t, c.OK, "call %d threw in the client: %s", i+1, c.Error)
-				got = append(got, c.Verdict())
-			}
+			got := verdicts(t, out.Calls)
 			assert.Equal(t, []string{"allow", "allow", "hint", "abort"}, got)
 			assert.Equal(t, "contents of /etc/hosts", out.Calls[0].Text())
 			assert.Contains(t, out.Calls[3].Text(), "STOP: toolguard has stopped this tool")

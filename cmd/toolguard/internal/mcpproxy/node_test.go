@@ -20,6 +20,18 @@ func proxied(t *testing.T, server ...string) []string {
 	return append([]string{self, "--"}, server...)
 }
 
+// verdicts returns the verdict of each call, which must all have come
+// back as results (not thrown in the client).
+func verdicts(t *testing.T, calls []mcpnode.CallOut) []string {
+	t.Helper()
+	var got []string
+	for i, c := range calls {
+		require.True(t, c.OK, "call %d threw in the client: %s", i+1, c.Error)
+		got = append(got, c.Verdict())
+	}
+	return got
+}
+
 func logCalls(t *testing.T, out mcpnode.Output) {
 	t.Helper()
 	t.Logf("protocol %s", out.ProtocolVersion)
@@ -42,11 +54,7 @@ func TestNodeClientsThroughProxy(t *testing.T) {
 			if tc.pin != "" {
 				assert.Equal(t, tc.pin, out.ProtocolVersion)
 			}
-			var got []string
-			for i, c := range out.Calls {
-				require.True(t, c.OK, "call %d threw in the client: %s", i+1, c.Error)
-				got = append(got, c.Verdict())
-			}
+			got := verdicts(t, out.Calls)
 			assert.Equal(t, []string{"allow", "allow", "hint", "abort"}, got)
 			assert.Equal(t, "contents of /etc/hosts", out.Calls[0].Text())
 			assert.True(t, out.Calls[3].IsError())
@@ -71,11 +79,7 @@ func TestNodeEverythingServerThroughProxy(t *testing.T) {
 		}
 	}
 	assert.True(t, readOnly, "the everything server marks echo read-only")
-	var got []string
-	for i, c := range out.Calls {
-		require.True(t, c.OK, "call %d: %s", i+1, c.Error)
-		got = append(got, c.Verdict())
-	}
+	got := verdicts(t, out.Calls)
 	assert.Equal(t, []string{"allow", "allow", "hint", "abort"}, got)
 	assert.Contains(t, out.Calls[0].Text(), "are we there yet?")
 }
@@ -136,11 +140,7 @@ func TestNodeClientsThroughProxyToRemote(t *testing.T) {
 			out := mcpnode.Run(t, mcpnode.Spec{SDK: tc.sdk, Pin: tc.pin, Stdio: []string{self, "--url", u}, List: true,
 				Calls: []mcpnode.Call{read, read, read, read}}, proxyEnv+"=1")
 			logCalls(t, out)
-			var got []string
-			for i, c := range out.Calls {
-				require.True(t, c.OK, "call %d threw in the client: %s", i+1, c.Error)
-				got = append(got, c.Verdict())
-			}
+			got := verdicts(t, out.Calls)
 			assert.Equal(t, []string{"allow", "allow", "hint", "abort"}, got)
 		})
 	}
