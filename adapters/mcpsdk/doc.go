@@ -48,6 +48,12 @@
 // to the call's result as one more text content: an MCP server has no other
 // way to tell the model to wrap up.
 //
+// A call the client cancels (notifications/cancelled, or a client that goes
+// away: the call's context is cancelled by the time the tool returns) has
+// no result: it is recorded as toolguard.Outcome{Cancelled: true}, so the
+// same call sent again is not a repeat, and its budget unit and quota
+// counts are given back.
+//
 // A tool that asks the client for input (an input-required result) makes
 // one call: it is checked when it is first called and recorded when the
 // retry that carries the answers finishes.
