@@ -24,6 +24,14 @@ type Call struct {
 type Outcome struct {
 	Result string // what the tool returned (text the model sees)
 	Err    error  // non-nil when the call failed
+	// Cancelled is set when the caller gave up on the call before it
+	// returned (an MCP client's notifications/cancelled, a cancelled
+	// context): there is no result. Record then releases the pending call
+	// and books nothing: no outcome for the rules, no budget unit, no
+	// per-turn or session count, the Store reservation released (not
+	// committed); the ledger entry stays StatusPending. Result and Err are
+	// ignored.
+	Cancelled bool
 }
 
 // Decision is the answer of ShouldSkip: run the call, or what to do instead.
@@ -777,6 +785,9 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		return t.turn.phase
+	}
+	if o.Cancelled {
+		return t.cancel(ctx, c)
 	}
 	failed := o.Err != nil
 	var digest, sig Hash

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -38,6 +39,17 @@ func (ts *tools) add(srv *server.MCPServer) {
 		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			ts.runs.Add(1)
 			return nil, errors.New("backend unavailable")
+		})
+	// wait answers after a minute, or when the client cancels the call.
+	srv.AddTool(mcp.NewTool("wait"),
+		func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ts.runs.Add(1)
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Minute):
+				return mcp.NewToolResultText("done"), nil
+			}
 		})
 	srv.AddTool(mcp.NewTool("explode"),
 		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {

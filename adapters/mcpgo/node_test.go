@@ -82,7 +82,12 @@ func TestNodeClientsStdio(t *testing.T) {
 
 // httpServer serves a guarded server over streamable HTTP.
 func httpServer(t *testing.T, o mcpgo.SessionOptions, opts ...server.StreamableHTTPOption) *httptest.Server {
-	sessions := mcpgo.NewSessions(toolguard.Policy{}, o)
+	return httpServerPolicy(t, toolguard.Policy{}, o, opts...)
+}
+
+// httpServerPolicy is httpServer with the Policy p.
+func httpServerPolicy(t *testing.T, p toolguard.Policy, o mcpgo.SessionOptions, opts ...server.StreamableHTTPOption) *httptest.Server {
+	sessions := mcpgo.NewSessions(p, o)
 	srv := newServer(&tools{}, server.WithToolHandlerMiddleware(sessions.Middleware()))
 	ts := httptest.NewServer(server.NewStreamableHTTPServer(srv, opts...))
 	t.Cleanup(ts.Close)
@@ -110,8 +115,8 @@ func TestNodeClientsHTTP(t *testing.T) {
 		out := mcpnode.Run(t, mcpnode.Spec{SDK: "2", Pin: "2026-07-28", HTTP: ts.URL, Calls: loop(conv)})
 		checkLoop(t, out.Calls)
 	})
-	t.Run("sdk2-2026-07-28-no-key", func(t *testing.T) {
-		ts := httpServer(t, mcpgo.SessionOptions{})
+	t.Run("sdk2-2026-07-28-refuse-no-key", func(t *testing.T) {
+		ts := httpServer(t, mcpgo.SessionOptions{Unkeyed: mcpgo.UnkeyedRefuse})
 		out := mcpnode.Run(t, mcpnode.Spec{SDK: "2", Pin: "2026-07-28", HTTP: ts.URL, Calls: loop(nil)[:1]})
 		c := out.Calls[0]
 		t.Logf("call 1: %s", c.Summary())
@@ -119,19 +124,48 @@ func TestNodeClientsHTTP(t *testing.T) {
 		assert.True(t, c.IsError())
 		assert.Contains(t, c.Text(), "cannot tell this conversation from others")
 	})
+	// A Tracker per call still enforces the shared quotas, across calls.
+	t.Run("sdk2-2026-07-28-stateless-derived-shared-quota", func(t *testing.T) {
+		ts := httpServerPolicy(t, toolguard.Policy{Quotas: toolguard.Quotas{SharedQuotas: []toolguard.SharedQuota{{Name: "reads", Limit: 2}}}}, mcpgo.SessionOptions{}, server.WithStateLess(true))
+		out := mcpnode.Run(t, mcpnode.Spec{SDK: "2", Pin: "2026-07-28", HTTP: ts.URL, Calls: loop(nil)[:3]})
+		var got []string
+		for _, c := range out.Calls {
+			reason, _ := c.Result.Meta[mcpgo.MetaReason].(string)
+			got = append(got, c.Verdict()+"/"+reason)
+		}
+		assert.Equal(t, []string{"allow/", "allow/", "hint/tool_limit"}, got)
+	})
+	// A host that traces its agent runs sends traceparent: one Tracker per
+	// trace, so the loop of one run is caught and another run is not
+	// touched.
+	t.Run("sdk2-2026-07-28-trace", func(t *testing.T) {
+		ts := httpServer(t, mcpgo.SessionOptions{})
+		run1 := map[string]any{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+		run2 := map[string]any{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+		out := mcpnode.Run(t, mcpnode.Spec{SDK: "2", Pin: "2026-07-28", HTTP: ts.URL, Calls: loop(run1)})
+		checkLoop(t, out.Calls)
+		out = mcpnode.Run(t, mcpnode.Spec{SDK: "2", Pin: "2026-07-28", HTTP: ts.URL, Calls: loop(run2)[:2]})
+		for i, c := range out.Calls {
+			assert.True(t, c.OK && !c.IsError() && c.Verdict() == "allow", "run 2 call %d: %s", i+1, c.Summary())
+		}
+	})
 	t.Run("sdk1-stateless-header-key", func(t *testing.T) {
 		ts := httpServer(t, mcpgo.SessionOptions{Key: mcpgo.HeaderKey("X-User")}, server.WithStateLess(true))
 		out := mcpnode.Run(t, mcpnode.Spec{SDK: "1", HTTP: ts.URL, Headers: map[string]string{"X-User": "ann"}, Calls: loop(nil)})
 		checkLoop(t, out.Calls)
 	})
-	t.Run("sdk1-stateless-per-request", func(t *testing.T) {
-		ts := httpServer(t, mcpgo.SessionOptions{Unkeyed: mcpgo.UnkeyedPerRequest}, server.WithStateLess(true))
-		out := mcpnode.Run(t, mcpnode.Spec{SDK: "1", HTTP: ts.URL, Calls: loop(nil)})
-		for i, c := range out.Calls {
-			t.Logf("call %d: %s", i+1, c.Summary())
-			assert.True(t, c.OK && !c.IsError(), "call %d runs: a per-request tracker sees no loop", i+1)
-		}
-	})
+	// By default a call with nothing to key it by runs under a Tracker of
+	// its own: never refused, never merged with another conversation.
+	for _, sdk := range []string{"1", "2"} {
+		t.Run("sdk"+sdk+"-stateless-derived-per-request", func(t *testing.T) {
+			ts := httpServer(t, mcpgo.SessionOptions{}, server.WithStateLess(true))
+			out := mcpnode.Run(t, mcpnode.Spec{SDK: sdk, Pin: map[string]string{"2": "2026-07-28"}[sdk], HTTP: ts.URL, Calls: loop(nil)})
+			for i, c := range out.Calls {
+				t.Logf("call %d: %s", i+1, c.Summary())
+				assert.True(t, c.OK && !c.IsError() && c.Verdict() == "allow", "call %d runs: a per-request tracker sees no loop", i+1)
+			}
+		})
+	}
 }
 
 // Two clients at once on one server, each with its own conversation key:

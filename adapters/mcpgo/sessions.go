@@ -3,6 +3,7 @@ package mcpgo
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -17,28 +18,39 @@ import (
 const DefaultMaxSessions = sessions.DefaultMax
 
 // ErrNoKey is why Sessions refuses a tools/call for which it found no
-// conversation key (SessionOptions.Key, the client's MetaConversation, a
-// session) when SessionOptions.Unkeyed is UnkeyedRefuse: the call does not
-// run, and its result is a tool error the model reads (mcpguard's
-// NoKeyText, with _meta dev.toolguard/reason "no-key"), the same in both MCP
-// adapters.
+// conversation (SessionOptions.Key, the client's MetaConversation, a
+// session id, a trace) when SessionOptions.Unkeyed is UnkeyedRefuse: the
+// call does not run, and its result is a tool error the model reads
+// (mcpguard's NoKeyText, with _meta dev.toolguard/reason "no-key"), the
+// same in both MCP adapters.
 var ErrNoKey = mcpguard.ErrNoKey
 
 // Unkeyed says what Sessions does with a tools/call that has no
-// conversation key: no key from SessionOptions.Key and no session id (a
-// stateless streamable HTTP server, or a client of protocol 2026-07-28,
-// which has no sessions).
+// conversation: no key from SessionOptions.Key, no MetaConversation and no
+// session id (a stateless streamable HTTP server, or a client of protocol
+// 2026-07-28, which has no sessions).
 type Unkeyed int
 
 const (
-	// UnkeyedRefuse answers the call with a tool error (ErrNoKey) without
-	// running it. It is the default: a server that cannot tell
-	// its clients apart finds out at its first call.
-	UnkeyedRefuse Unkeyed = iota
-	// UnkeyedPerRequest guards the call with a Tracker of its own, which
-	// sees no other call: only per-call limits apply, loops go unnoticed.
-	// Every such call logs a warning.
-	UnkeyedPerRequest
+	// UnkeyedDerive, the default, derives the conversation from the
+	// request: the W3C trace id of its _meta "traceparent" (a host that
+	// traces its agent runs sends one trace per run), one Tracker per
+	// trace; without one, a Tracker of the call's own, under which the
+	// per-call checks and the Policy's SharedQuotas still apply but loops
+	// across calls go unnoticed. It never merges two conversations (a user,
+	// an address or a token would merge a user's parallel chats) and never
+	// lets a call pass unguarded. The first call without a trace logs a
+	// warning (mcpguard's PerRequestWarning), once per Sessions.
+	UnkeyedDerive Unkeyed = iota
+	// UnkeyedRefuse answers a call without a conversation or a trace with
+	// a tool error (ErrNoKey) without running it: a server that must not
+	// run a call it cannot attribute finds out at its first call.
+	UnkeyedRefuse
+	// UnkeyedPerRequest is UnkeyedDerive.
+	//
+	// Deprecated: use UnkeyedDerive, which also keys calls by their trace
+	// and warns once instead of at every call.
+	UnkeyedPerRequest = UnkeyedDerive
 )
 
 // SessionOptions configures Sessions. The zero value means the defaults.
@@ -52,9 +64,9 @@ type SessionOptions struct {
 	// share one.
 	Key func(ctx context.Context, req mcp.CallToolRequest) string
 	// Unkeyed says what to do with a call with neither a key nor a
-	// session id. The zero value is UnkeyedRefuse.
+	// session id. The zero value is UnkeyedDerive.
 	Unkeyed Unkeyed
-	// Logger receives the warnings of UnkeyedPerRequest. nil means
+	// Logger receives the warning of UnkeyedDerive. nil means
 	// slog.Default().
 	Logger *slog.Logger
 	// MaxSessions is the number of conversation trackers kept. When a new
@@ -69,9 +81,10 @@ type SessionOptions struct {
 }
 
 // key is what Sessions keeps a Tracker under: a conversation key from
-// SessionOptions.Key, or a session id, never both.
+// SessionOptions.Key or MetaConversation, a session id, or a trace id; one
+// of the three.
 type key struct {
-	conv, session string
+	conv, session, trace string
 }
 
 // Sessions keeps one toolguard.Tracker per conversation, each made from
@@ -81,6 +94,7 @@ type Sessions struct {
 	policy toolguard.Policy
 	opts   SessionOptions
 	m      *sessions.Map[key]
+	warned sync.Once // PerRequestWarning
 }
 
 // NewSessions returns an empty Sessions whose trackers are made with
@@ -90,11 +104,13 @@ func NewSessions(p toolguard.Policy, o SessionOptions) *Sessions {
 		o.Logger = slog.Default()
 	}
 	p = sessions.ShareBreaker(p) // one for the process: see sessions.New
+	p = sessions.ShareStore(p)
 	return &Sessions{policy: p, opts: o, m: sessions.New[key](p, o.MaxSessions, o.IdleReset)}
 }
 
 // Tracker returns the Tracker of the call's conversation, creating it on
-// first use, and false when the call has no key and no session id.
+// first use, and false when the call has no key, no session id and no
+// trace.
 func (s *Sessions) Tracker(ctx context.Context, req mcp.CallToolRequest) (*toolguard.Tracker, bool) {
 	if s.opts.Key != nil {
 		if k := s.opts.Key(ctx, req); k != "" {
@@ -108,6 +124,12 @@ func (s *Sessions) Tracker(ctx context.Context, req mcp.CallToolRequest) (*toolg
 	}
 	if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {
 		return s.TrackerFor(cs.SessionID()), true
+	}
+	if m := req.Params.Meta; m != nil {
+		if k := mcpguard.TraceKey(m.AdditionalFields[mcpguard.MetaTraceparent]); k != "" {
+			t, _ := s.m.Get(key{trace: k})
+			return t, true
+		}
 	}
 	return nil, false
 }
@@ -143,18 +165,19 @@ func (s *Sessions) ForgetOnUnregister(h *server.Hooks) {
 }
 
 // Middleware returns a tool handler middleware that guards each call with
-// the Tracker of its conversation. A call without a conversation gets
-// ErrNoKey or, with UnkeyedPerRequest, a Tracker of its own.
+// the Tracker of its conversation. A call without a conversation gets a
+// Tracker of its own (UnkeyedDerive) or ErrNoKey (UnkeyedRefuse).
 func (s *Sessions) Middleware() server.ToolHandlerMiddleware {
 	return func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			t, ok := s.Tracker(ctx, req)
 			if !ok {
-				if s.opts.Unkeyed != UnkeyedPerRequest {
+				if s.opts.Unkeyed == UnkeyedRefuse {
 					return noKey(), nil
 				}
-				s.opts.Logger.WarnContext(ctx, "toolguard: tools/call without a conversation key or session: guarded by a tracker of its own, so loops across calls go unnoticed; set SessionOptions.Key",
-					"gen_ai.tool.name", req.Params.Name)
+				s.warned.Do(func() {
+					s.opts.Logger.WarnContext(ctx, mcpguard.PerRequestWarning, "gen_ai.tool.name", req.Params.Name)
+				})
 				t = toolguard.NewTracker(s.policy)
 			}
 			return guard(ctx, t, next, req)

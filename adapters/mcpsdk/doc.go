@@ -30,10 +30,13 @@
 // SessionOptions.Key (an auth principal, HeaderKey, MetaKey), else the
 // client's _meta MetaConversation, else the session where one exists.
 // Protocol revision 2026-07-28 and stateless HTTP have no sessions: a call
-// with none of these is not run and gets a tool error result the model
-// reads (ErrNoKey; reason "no-key" in _meta), or with UnkeyedPerRequest a
-// Tracker of its own and a logged warning; clients never share one by
-// accident.
+// with none of these is keyed by the W3C trace id of its _meta
+// "traceparent" (one agent run), and without one gets a Tracker of its own
+// (UnkeyedDerive, the default: per-call checks and shared quotas apply,
+// loops across calls go unnoticed, a warning is logged once), or with
+// UnkeyedRefuse is not run and gets a tool error result the model reads
+// (ErrNoKey; reason "no-key" in _meta). Two conversations never share a
+// Tracker by accident, and no call runs unguarded.
 //
 // On the client side, Client guards CallTool with the Tracker of one
 // conversation: a hint comes back as the result, an abort as the
@@ -44,6 +47,12 @@
 // phase, the guidance for that phase (toolguard.Tracker.Guidance) is added
 // to the call's result as one more text content: an MCP server has no other
 // way to tell the model to wrap up.
+//
+// A call the client cancels (notifications/cancelled, or a client that goes
+// away: the call's context is cancelled by the time the tool returns) has
+// no result: it is recorded as toolguard.Outcome{Cancelled: true}, so the
+// same call sent again is not a repeat, and its budget unit and quota
+// counts are given back.
 //
 // A tool that asks the client for input (an input-required result) makes
 // one call: it is checked when it is first called and recorded when the

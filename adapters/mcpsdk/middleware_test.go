@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -47,6 +48,17 @@ func (ts *tools) add(srv *mcp.Server) {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			ts.runs.Add(1)
 			return nil, errors.New("backend unavailable")
+		})
+	// wait answers after a minute, or when the client cancels the call.
+	srv.AddTool(&mcp.Tool{Name: "wait", Description: "waits", InputSchema: obj},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ts.runs.Add(1)
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Minute):
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+			}
 		})
 	srv.AddTool(&mcp.Tool{Name: "explode", Description: "panics", InputSchema: obj},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -184,7 +196,7 @@ func TestOtherMethodsPass(t *testing.T) {
 	for range 5 {
 		res, err := cs.ListTools(context.Background(), nil)
 		require.NoError(t, err)
-		assert.Len(t, res.Tools, 4)
+		assert.Len(t, res.Tools, 5)
 	}
 	assert.Empty(t, tr.Ledger())
 }

@@ -17,28 +17,39 @@ import (
 const DefaultMaxSessions = sessions.DefaultMax
 
 // ErrNoKey is why Sessions refuses a tools/call for which it found no
-// conversation key (SessionOptions.Key, the client's MetaConversation, a
-// session) when SessionOptions.Unkeyed is UnkeyedRefuse: the call does not
-// run, and its result is a tool error the model reads (mcpguard's
-// NoKeyText, with _meta dev.toolguard/reason "no-key"), the same in both MCP
-// adapters.
+// conversation (SessionOptions.Key, the client's MetaConversation, a
+// session, a trace) when SessionOptions.Unkeyed is UnkeyedRefuse: the call
+// does not run, and its result is a tool error the model reads (mcpguard's
+// NoKeyText, with _meta dev.toolguard/reason "no-key"), the same in both
+// MCP adapters.
 var ErrNoKey = mcpguard.ErrNoKey
 
 // Unkeyed says what Sessions does with a tools/call that has no
-// conversation key: no key from SessionOptions.Key, no session id, and an
-// HTTP request (a stateless streamable HTTP server makes a new session for
-// every request, so the session tells no client from another).
+// conversation: no key from SessionOptions.Key, no MetaConversation, no
+// session that identifies a client (a stateless streamable HTTP server makes
+// a new session for every request, and revision 2026-07-28 has none).
 type Unkeyed int
 
 const (
-	// UnkeyedRefuse answers the call with a tool error (ErrNoKey) without
-	// running it. It is the default: a server that cannot tell
-	// its clients apart finds out at its first call.
-	UnkeyedRefuse Unkeyed = iota
-	// UnkeyedPerRequest guards the call with a Tracker of its own, which
-	// sees no other call: only per-call limits apply, loops go unnoticed.
-	// Every such call logs a warning.
-	UnkeyedPerRequest
+	// UnkeyedDerive, the default, derives the conversation from the
+	// request: the W3C trace id of its _meta "traceparent" (a host that
+	// traces its agent runs sends one trace per run), one Tracker per
+	// trace; without one, a Tracker of the call's own, under which the
+	// per-call checks and the Policy's SharedQuotas still apply but loops
+	// across calls go unnoticed. It never merges two conversations (a user,
+	// an address or a token would merge a user's parallel chats) and never
+	// lets a call pass unguarded. The first call without a trace logs a
+	// warning (mcpguard's PerRequestWarning), once per Sessions.
+	UnkeyedDerive Unkeyed = iota
+	// UnkeyedRefuse answers a call without a conversation or a trace with
+	// a tool error (ErrNoKey) without running it: a server that must not
+	// run a call it cannot attribute finds out at its first call.
+	UnkeyedRefuse
+	// UnkeyedPerRequest is UnkeyedDerive.
+	//
+	// Deprecated: use UnkeyedDerive, which also keys calls by their trace
+	// and warns once instead of at every call.
+	UnkeyedPerRequest = UnkeyedDerive
 )
 
 // SessionOptions configures Sessions. The zero value means the defaults.
@@ -53,9 +64,9 @@ type SessionOptions struct {
 	// (and conversations) that must not share one.
 	Key func(ctx context.Context, req *mcp.CallToolRequest) string
 	// Unkeyed says what to do with a call that has neither a key nor a
-	// session that identifies a client. The zero value is UnkeyedRefuse.
+	// session that identifies a client. The zero value is UnkeyedDerive.
 	Unkeyed Unkeyed
-	// Logger receives the warnings of UnkeyedPerRequest. nil means
+	// Logger receives the warning of UnkeyedDerive. nil means
 	// slog.Default().
 	Logger *slog.Logger
 	// MaxSessions is the number of conversation trackers kept. When a new
@@ -70,11 +81,12 @@ type SessionOptions struct {
 }
 
 // key is what Sessions keeps a Tracker under: a conversation key from
-// SessionOptions.Key, a session id, or a session without one (a stdio or
-// other single-client connection); one of the three.
+// SessionOptions.Key or MetaConversation, a session id, a session without
+// one (a stdio or other single-client connection), or a trace id; one of
+// the four.
 type key struct {
-	conv, id string
-	conn     *mcp.ServerSession
+	conv, id, trace string
+	conn            *mcp.ServerSession
 }
 
 // Sessions keeps one toolguard.Tracker per conversation, each made from
@@ -94,6 +106,7 @@ type Sessions struct {
 
 	mu       sync.Mutex
 	watching map[*mcp.ServerSession]struct{}
+	warned   sync.Once // PerRequestWarning
 }
 
 // NewSessions returns an empty Sessions whose trackers are made with
@@ -103,6 +116,7 @@ func NewSessions(p toolguard.Policy, o SessionOptions) *Sessions {
 		o.Logger = slog.Default()
 	}
 	p = sessions.ShareBreaker(p) // one for the process: see sessions.New
+	p = sessions.ShareStore(p)
 	return &Sessions{
 		policy:   p,
 		opts:     o,
@@ -112,7 +126,8 @@ func NewSessions(p toolguard.Policy, o SessionOptions) *Sessions {
 }
 
 // Tracker returns the Tracker of the call's conversation, creating it on
-// first use, and false when the call has no conversation.
+// first use, and false when the call has no conversation: no key, no
+// MetaConversation, no session that identifies a client, no trace.
 func (s *Sessions) Tracker(ctx context.Context, req *mcp.CallToolRequest) (*toolguard.Tracker, bool) {
 	if s.opts.Key != nil {
 		if k := s.opts.Key(ctx, req); k != "" {
@@ -126,7 +141,7 @@ func (s *Sessions) Tracker(ctx context.Context, req *mcp.CallToolRequest) (*tool
 	}
 	ss := req.Session
 	if ss == nil {
-		return nil, false
+		return s.traced(req)
 	}
 	if id := ss.ID(); id != "" {
 		return s.get(key{id: id}, ss), true
@@ -134,7 +149,18 @@ func (s *Sessions) Tracker(ctx context.Context, req *mcp.CallToolRequest) (*tool
 	if req.Extra == nil || req.Extra.Header == nil {
 		return s.TrackerFor(ss), true
 	}
-	return nil, false
+	return s.traced(req)
+}
+
+// traced returns the Tracker of the call's trace (UnkeyedDerive), if it
+// has one.
+func (s *Sessions) traced(req *mcp.CallToolRequest) (*toolguard.Tracker, bool) {
+	k := mcpguard.TraceKey(req.Params.GetMeta()[mcpguard.MetaTraceparent])
+	if k == "" {
+		return nil, false
+	}
+	t, _ := s.m.Get(key{trace: k})
+	return t, true
 }
 
 // TrackerFor returns the Tracker of the session ss, creating it on first
@@ -196,7 +222,7 @@ func (s *Sessions) Len() int { return s.m.Len() }
 
 // Middleware returns a receiving middleware that guards each tools/call
 // with the Tracker of its conversation. A call without a conversation gets
-// ErrNoKey or, with UnkeyedPerRequest, a Tracker of its own.
+// a Tracker of its own (UnkeyedDerive) or ErrNoKey (UnkeyedRefuse).
 func (s *Sessions) Middleware() mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -206,14 +232,15 @@ func (s *Sessions) Middleware() mcp.Middleware {
 			}
 			t, ok := s.Tracker(ctx, ctr)
 			if !ok {
-				if s.opts.Unkeyed != UnkeyedPerRequest {
+				if s.opts.Unkeyed == UnkeyedRefuse {
 					if speaksStateless(ctr) {
 						return complete(noKey()), nil
 					}
 					return noKey(), nil
 				}
-				s.opts.Logger.WarnContext(ctx, "toolguard: tools/call without a conversation key or session: guarded by a tracker of its own, so loops across calls go unnoticed; set SessionOptions.Key",
-					"gen_ai.tool.name", ctr.Params.Name)
+				s.warned.Do(func() {
+					s.opts.Logger.WarnContext(ctx, mcpguard.PerRequestWarning, "gen_ai.tool.name", ctr.Params.Name)
+				})
 				t = toolguard.NewTracker(s.policy)
 			}
 			return guard(ctx, t, next, method, ctr)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/toolguard/toolguard"
 )
@@ -30,15 +31,51 @@ const (
 	MetaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
 )
 
+// MetaTraceparent is the request _meta key of W3C trace context, which a
+// host that traces its agent runs sends with each call of a run.
+const MetaTraceparent = "traceparent"
+
+// TraceKey returns the conversation key of a W3C traceparent value v
+// ("00-<trace id>-<parent id>-<flags>"): "trace:" and the trace id, or ""
+// when v is not a valid traceparent. One trace is one agent run, so calls
+// keyed by it never belong to two conversations.
+func TraceKey(v any) string {
+	s, ok := v.(string)
+	if !ok || len(s) < 55 || s[2] != '-' || s[35] != '-' || s[52] != '-' {
+		return ""
+	}
+	version, id := s[:2], s[3:35]
+	if version == "ff" || (version == "00" && len(s) != 55) || (len(s) > 55 && s[55] != '-') ||
+		!lowerHex(version) || !lowerHex(id) || !lowerHex(s[36:52]) || !lowerHex(s[53:55]) ||
+		strings.Trim(id, "0") == "" || strings.Trim(s[36:52], "0") == "" {
+		return ""
+	}
+	return "trace:" + id
+}
+
+func lowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// PerRequestWarning is logged once per Sessions, at its first call that has
+// no conversation key, no session and no trace: that call and every one
+// like it gets a Tracker of its own.
+const PerRequestWarning = "toolguard: tools/call without a conversation key, session or trace: each such call is guarded by a tracker of its own (per-call limits and shared quotas apply; loops across calls go unnoticed); have the client send _meta \"" + MetaConversation + "\" or traceparent, or set SessionOptions.Key"
+
 // Stateless is the first protocol revision without initialize and
 // sessions, whose results must carry resultType.
 const Stateless = "2026-07-28"
 
-// ErrNoKey is returned for a tools/call for which a server guard found no
-// conversation key (no key from the key function, no session): the call is
-// not run, so that clients never share a Tracker. The adapters document how
-// to supply a key or choose a per-request Tracker instead.
-var ErrNoKey = errors.New("toolguard: no conversation key for this tools/call: the transport has no session (stateless HTTP or protocol 2026-07-28); set SessionOptions.Key, or SessionOptions.Unkeyed to UnkeyedPerRequest")
+// ErrNoKey is returned, with UnkeyedRefuse, for a tools/call for which a
+// server guard found no conversation key (no key from the key function, no
+// session, no trace): the call is not run, so that clients never share a
+// Tracker. The adapters document how to supply a key.
+var ErrNoKey = errors.New("toolguard: no conversation key for this tools/call: the transport has no session (stateless HTTP or protocol 2026-07-28) and the request no trace; set SessionOptions.Key, or SessionOptions.Unkeyed to UnkeyedDerive")
 
 // NoKeyText is the tool result of a call refused with ErrNoKey, written
 // for the model and for the operator who reads the transcript: the call did
@@ -79,7 +116,9 @@ type Handler[R any] struct {
 // ctx is the request's context, given to ShouldSkipContext and
 // RecordContext. A retry (a call that carries the answers to an
 // input-required result) continues a call that was already allowed: it is
-// not checked again. If next panics or calls runtime.Goexit, Guard records
+// not checked again. A call whose ctx was cancelled by the time next
+// returns (the client cancelled it or went away) is recorded as
+// Outcome.Cancelled: it has no result. If next panics or calls runtime.Goexit, Guard records
 // a failure to free the call's budget slot and lets the panic go on.
 func Guard[R any](ctx context.Context, t *toolguard.Tracker, c toolguard.Call, retry bool, next func() (R, error), h Handler[R]) (res R, err error) {
 	var before toolguard.Phase
@@ -102,6 +141,12 @@ func Guard[R any](ctx context.Context, t *toolguard.Tracker, c toolguard.Call, r
 	res, err = next()
 	recorded = true
 
+	if errors.Is(context.Cause(ctx), context.Canceled) {
+		// The client gave up on the call (notifications/cancelled, or it
+		// went away): whatever next returned, no one reads it.
+		t.RecordContext(context.WithoutCancel(ctx), c, toolguard.Outcome{Cancelled: true})
+		return res, err
+	}
 	if err == nil && h.Pending(res) {
 		return res, nil
 	}

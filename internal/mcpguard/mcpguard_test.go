@@ -188,3 +188,26 @@ func TestMeta(t *testing.T) {
 	d := toolguard.Decision{Verdict: toolguard.Hint, Reason: toolguard.ReasonDuplicate}
 	assert.Equal(t, map[string]any{MetaVerdict: "hint", MetaReason: "duplicate"}, Meta(d))
 }
+
+func TestTraceKey(t *testing.T) {
+	const id = "4bf92f3577b34da6a3ce929d0e0e4736"
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{"00-" + id + "-00f067aa0ba902b7-01", "trace:" + id},
+		{"00-" + id + "-00f067aa0ba902b7-00", "trace:" + id},
+		{"01-" + id + "-00f067aa0ba902b7-01-future", "trace:" + id}, // a later version may add fields
+		{"00-" + id + "-00f067aa0ba902b7-01-x", ""},                 // version 00 has none
+		{"ff-" + id + "-00f067aa0ba902b7-01", ""},
+		{"00-00000000000000000000000000000000-00f067aa0ba902b7-01", ""},
+		{"00-" + id + "-0000000000000000-01", ""},
+		{"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", ""},
+		{"00-" + id + "-00f067aa0ba902b7", ""},
+		{"00_" + id + "_00f067aa0ba902b7_01", ""},
+		{42, ""},
+		{nil, ""},
+	} {
+		assert.Equal(t, tc.want, TraceKey(tc.v), "%v", tc.v)
+	}
+}

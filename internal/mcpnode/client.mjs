@@ -12,7 +12,9 @@
 //   spec: {"sdk": "1"|"2", "pin": "2026-07-28" (sdk 2 only),
 //          "stdio": ["cmd", "arg", ...] | "http": "http://...", "headers": {...},
 //          "list": true, "timeoutMs": 10000,
-//          "calls": [{"name": "...", "arguments": {...}, "_meta": {...}}]}
+//          "calls": [{"name": "...", "arguments": {...}, "_meta": {...}, "timeoutMs": 300}]}
+// A call's timeoutMs overrides the spec's; when it passes, the client gives
+// up on the call and sends notifications/cancelled.
 
 const spec = JSON.parse(process.argv[2]);
 
@@ -72,11 +74,12 @@ async function main() {
   for (const call of spec.calls || []) {
     const params = { name: call.name, arguments: call.arguments || {} };
     if (call._meta) params._meta = call._meta;
+    const opts = { timeout: call.timeoutMs || timeout };
     try {
       const result =
         spec.sdk === "1"
-          ? await client.callTool(params, undefined, { timeout })
-          : await client.callTool(params, { timeout });
+          ? await client.callTool(params, undefined, opts)
+          : await client.callTool(params, opts);
       out.calls.push({ ok: true, result });
     } catch (err) {
       out.calls.push({ ok: false, error: message(err) });

@@ -62,6 +62,9 @@ type Call struct {
 	Name      string         `json:"name"`
 	Arguments map[string]any `json:"arguments,omitempty"`
 	Meta      map[string]any `json:"_meta,omitempty"`
+	// TimeoutMs overrides Spec.TimeoutMs for this call: when it passes,
+	// the client gives up and sends notifications/cancelled.
+	TimeoutMs int `json:"timeoutMs,omitempty"`
 }
 
 // Output is what the client printed.
@@ -156,4 +159,38 @@ func Run(t testing.TB, spec Spec, env ...string) Output {
 		t.Logf("client.mjs stderr:\n%s", stderr.String())
 	}
 	return out
+}
+
+// Cancelling is five calls of the tool wait that the client gives up on
+// after 300 ms (sending notifications/cancelled), then three identical
+// read_file calls: a server guard that books nothing of a cancelled call
+// answers the reads with a result, a result, a hint.
+func Cancelling(wait string) []Call {
+	w := Call{Name: wait, TimeoutMs: 300}
+	read := Call{Name: "read_file", Arguments: map[string]any{"path": "/etc/hosts"}}
+	return []Call{w, w, w, w, w, read, read, read}
+}
+
+// CheckCancelling asserts what the client got for Cancelling: a timeout
+// for each call it gave up on (none refused as a repeat or a failure
+// chain), then allow, allow, hint.
+func CheckCancelling(t testing.TB, calls []CallOut) {
+	t.Helper()
+	if len(calls) != 8 {
+		t.Fatalf("got %d calls, want 8", len(calls))
+	}
+	var got []string
+	for i, c := range calls {
+		t.Logf("call %d: %s", i+1, c.Summary())
+		if i < 5 {
+			if c.OK || !strings.Contains(strings.ToLower(c.Error), "timed out") {
+				t.Errorf("call %d: want the client's timeout, got %s", i+1, c.Summary())
+			}
+			continue
+		}
+		got = append(got, c.Verdict())
+	}
+	if strings.Join(got, ",") != "allow,allow,hint" {
+		t.Errorf("the reads after the cancelled calls: got %v, want [allow allow hint]", got)
+	}
 }

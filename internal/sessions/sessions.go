@@ -114,3 +114,14 @@ func ShareBreaker(p toolguard.Policy) toolguard.Policy {
 	}
 	return p
 }
+
+// ShareStore returns p with one store.Memory for the Trackers made from it
+// when it declares SharedQuotas and no Store: its shared quotas are then
+// shared by every conversation of the server (and every call guarded by a
+// Tracker of its own), as their name says, rather than counted per Tracker.
+func ShareStore(p toolguard.Policy) toolguard.Policy {
+	if p.Store == nil && len(p.SharedQuotas) > 0 {
+		p.Store = store.NewMemory(p.Now)
+	}
+	return p
+}

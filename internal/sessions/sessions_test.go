@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/toolguard/toolguard"
+	"github.com/toolguard/toolguard/store"
 )
 
 // step is one use of a Map: advance the clock, then forget key or get its
@@ -162,4 +163,21 @@ func TestMapConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	assert.LessOrEqual(t, m.Len(), 4)
+}
+
+// A Policy with shared quotas and no Store gets one store.Memory for all
+// its Trackers; one with a Store, or without shared quotas, is kept.
+func TestShareStore(t *testing.T) {
+	p := ShareStore(toolguard.Policy{Quotas: toolguard.Quotas{SharedQuotas: []toolguard.SharedQuota{{Name: "all", Limit: 1}}}})
+	require.NotNil(t, p.Store)
+	a, b := toolguard.NewTracker(p), toolguard.NewTracker(p)
+	c := toolguard.Call{Tool: "t", Args: []byte(`{}`)}
+	require.Equal(t, toolguard.Allow, a.ShouldSkip(c).Verdict)
+	a.Record(c, toolguard.Outcome{Result: "ok"})
+	assert.NotEqual(t, toolguard.Allow, b.ShouldSkip(c).Verdict, "the quota is shared")
+
+	assert.Nil(t, ShareStore(toolguard.Policy{}).Store)
+	mem := store.NewMemory(nil)
+	kept := ShareStore(toolguard.Policy{Quotas: toolguard.Quotas{Store: mem, SharedQuotas: p.SharedQuotas}})
+	assert.Same(t, mem, kept.Store.(*store.Memory))
 }

@@ -62,7 +62,15 @@ type Env struct {
 	// Signals, when set, receives the signals that end the proxy as if
 	// the client had closed its input. nil means SIGINT and SIGTERM.
 	Signals <-chan os.Signal
+	// Getenv reads the environment (TOOLGUARD_OAUTH_CLIENT_SECRET). nil
+	// means os.Getenv.
+	Getenv func(string) string
 }
+
+// ClientSecretEnv is the environment variable that holds the secret of
+// the client given with --client-id, kept off the command line, which
+// other users of the machine can read.
+const ClientSecretEnv = "TOOLGUARD_OAUTH_CLIENT_SECRET"
 
 const usage = `usage: toolguard mcp-proxy [flags] -- COMMAND [ARG...]
        toolguard mcp-proxy [flags] --url URL
@@ -85,6 +93,14 @@ to the server.
                        COMMAND; one that asks for authorization gets MCP's
                        OAuth flow in the browser, the tokens kept in the
                        user's config directory (toolguard/oauth, 0600)
+  --client-id ID       for --url: authorize as this client, registered with
+                       the authorization server by hand (its secret, if
+                       any, in $TOOLGUARD_OAUTH_CLIENT_SECRET), or the https
+                       URL of its client ID metadata document; default:
+                       dynamic client registration
+  --redirect-port N    for --url: the loopback port of the redirect URI
+                       (http://127.0.0.1:N/callback), for a client
+                       registered with a fixed one; default: any free port
   --dry-run            shadow mode: refuse nothing, log each call that
                        would have been refused
   --log-format FORMAT  text (default) or json: the log on standard error
@@ -143,6 +159,8 @@ func Main(args []string, env Env) int {
 	grace := fset.Duration("grace", DefaultGrace, "")
 	version := fset.Bool("version", false, "")
 	remote := fset.String("url", "", "")
+	clientID := fset.String("client-id", "", "")
+	redirectPort := fset.Int("redirect-port", 0, "")
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(env.Stderr, "toolguard mcp-proxy: "+format+"\n", a...)
 		fmt.Fprintln(env.Stderr, `run "toolguard mcp-proxy -h" for help`)
@@ -169,6 +187,12 @@ func Main(args []string, env Env) int {
 	case len(command) == 0:
 		return fail("no server command: give it after --, as in toolguard mcp-proxy -- npx -y some-mcp-server")
 	}
+	if *remote == "" && (*clientID != "" || *redirectPort != 0) {
+		return fail("--client-id and --redirect-port are for a --url server")
+	}
+	if *redirectPort < 0 || *redirectPort > 65535 {
+		return fail("--redirect-port %d: want a port, 1 to 65535", *redirectPort)
+	}
 	if *maxMessage < 1024 {
 		return fail("--max-message %d is too small (at least 1024)", *maxMessage)
 	}
@@ -187,7 +211,12 @@ func Main(args []string, env Env) int {
 	px := newProxy(p, opts, env.Stdout, env.Stderr)
 	if *remote != "" {
 		auth := &oauth{server: *remote, client: &http.Client{Timeout: 30 * time.Second}, dir: env.OAuthDir,
-			open: env.OpenURL, log: px.logf, wait: 5 * time.Minute}
+			open: env.OpenURL, log: px.logf, wait: 5 * time.Minute, clientID: *clientID, redirectPort: *redirectPort}
+		getenv := env.Getenv
+		if getenv == nil {
+			getenv = os.Getenv
+		}
+		auth.clientSecret = getenv(ClientSecretEnv)
 		if auth.open == nil {
 			auth.open = openBrowser
 		}

@@ -18,10 +18,13 @@ import (
 )
 
 // The interceptor is toolguard for Docker's MCP Gateway, whose
-// "--interceptor before:http:URL" POSTs each tools/call to URL as
-// {"method":"tools/call","params":{…}} before the call runs, and
-// "before:exec:COMMAND" gives the same JSON to COMMAND on standard input:
-// an empty answer lets the call run, a CallToolResult replaces it.
+// "--interceptor before:http:URL" POSTs each tools/call to URL before the
+// call runs, and "before:exec:COMMAND" gives the same JSON to COMMAND on
+// standard input: an empty answer lets the call run, a CallToolResult
+// replaces it. The JSON is the gateway's go-sdk request as Go encodes it,
+// {"Session":{},"Params":{"name":…,"arguments":…,"_meta":…},"Extra":…}
+// (seen from docker-mcp built from its repository); a JSON-RPC shaped
+// {"method":"tools/call","params":{…}} is read too.
 //
 // "toolguard interceptor serve" holds the Trackers and answers the POSTs;
 // "toolguard interceptor --url URL" is the exec side, a client of a serving
@@ -154,6 +157,7 @@ func (ic *interceptor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "toolguard interceptor: POST a tools/call", http.StatusMethodNotAllowed)
 		return
 	}
+	// Field names match case-insensitively: "Params" is params.
 	var in struct {
 		Method string     `json:"method"`
 		Params callParams `json:"params"`
@@ -162,7 +166,7 @@ func (ic *interceptor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "toolguard interceptor: the body is not a tools/call", http.StatusBadRequest)
 		return
 	}
-	if in.Method != "tools/call" || in.Params.Name == "" {
+	if (in.Method != "" && in.Method != "tools/call") || in.Params.Name == "" {
 		return // not a call: nothing to say, it runs
 	}
 	res := ic.decide(r.Context(), in.Params)

@@ -14,10 +14,28 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// gatewayPayload is what Docker's MCP Gateway sends a before interceptor.
+// gatewayPayload is what Docker's MCP Gateway sends a before interceptor:
+// its go-sdk request as Go encodes it (captured from docker-mcp with a
+// before:exec interceptor that saved its input).
 func gatewayPayload(tool string, args map[string]any) []byte {
-	b, _ := json.Marshal(map[string]any{"method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})
+	b, _ := json.Marshal(map[string]any{"Session": map[string]any{}, "Params": map[string]any{"name": tool, "arguments": args}, "Extra": nil})
 	return b
+}
+
+// A JSON-RPC shaped body is read too; another method is let through.
+func TestInterceptorJSONRPCShape(t *testing.T) {
+	url, _ := startInterceptor(t, "--preset", "turn-tracker")
+	post := func(body string) string {
+		resp, err := http.Post(url, "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	call := `{"method":"tools/call","params":{"name":"read_file","arguments":{"path":"a"}}}`
+	assert.Empty(t, post(call))
+	assert.Contains(t, post(call), `"dev.toolguard/verdict":"hint"`)
+	assert.Empty(t, post(`{"method":"tools/list","params":{"name":"read_file"}}`))
 }
 
 // startInterceptor runs "interceptor serve" on a free loopback port.

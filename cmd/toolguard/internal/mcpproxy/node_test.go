@@ -3,6 +3,7 @@ package mcpproxy
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -17,6 +18,18 @@ func proxied(t *testing.T, server ...string) []string {
 	self, err := os.Executable()
 	require.NoError(t, err)
 	return append([]string{self, "--"}, server...)
+}
+
+// verdicts returns the verdict of each call, which must all have come
+// back as results (not thrown in the client).
+func verdicts(t *testing.T, calls []mcpnode.CallOut) []string {
+	t.Helper()
+	var got []string
+	for i, c := range calls {
+		require.True(t, c.OK, "call %d threw in the client: %s", i+1, c.Error)
+		got = append(got, c.Verdict())
+	}
+	return got
 }
 
 func logCalls(t *testing.T, out mcpnode.Output) {
@@ -41,11 +54,7 @@ func TestNodeClientsThroughProxy(t *testing.T) {
 			if tc.pin != "" {
 				assert.Equal(t, tc.pin, out.ProtocolVersion)
 			}
-			var got []string
-			for i, c := range out.Calls {
-				require.True(t, c.OK, "call %d threw in the client: %s", i+1, c.Error)
-				got = append(got, c.Verdict())
-			}
+			got := verdicts(t, out.Calls)
 			assert.Equal(t, []string{"allow", "allow", "hint", "abort"}, got)
 			assert.Equal(t, "contents of /etc/hosts", out.Calls[0].Text())
 			assert.True(t, out.Calls[3].IsError())
@@ -70,11 +79,7 @@ func TestNodeEverythingServerThroughProxy(t *testing.T) {
 		}
 	}
 	assert.True(t, readOnly, "the everything server marks echo read-only")
-	var got []string
-	for i, c := range out.Calls {
-		require.True(t, c.OK, "call %d: %s", i+1, c.Error)
-		got = append(got, c.Verdict())
-	}
+	got := verdicts(t, out.Calls)
 	assert.Equal(t, []string{"allow", "allow", "hint", "abort"}, got)
 	assert.Contains(t, out.Calls[0].Text(), "are we there yet?")
 }
@@ -135,12 +140,40 @@ func TestNodeClientsThroughProxyToRemote(t *testing.T) {
 			out := mcpnode.Run(t, mcpnode.Spec{SDK: tc.sdk, Pin: tc.pin, Stdio: []string{self, "--url", u}, List: true,
 				Calls: []mcpnode.Call{read, read, read, read}}, proxyEnv+"=1")
 			logCalls(t, out)
-			var got []string
-			for i, c := range out.Calls {
-				require.True(t, c.OK, "call %d threw in the client: %s", i+1, c.Error)
-				got = append(got, c.Verdict())
-			}
+			got := verdicts(t, out.Calls)
 			assert.Equal(t, []string{"allow", "allow", "hint", "abort"}, got)
+		})
+	}
+}
+
+// A call the TypeScript client gives up on (its timeout passes, and it
+// sends notifications/cancelled) has no result: however often the model
+// asks for it again, each one is sent to the server, never refused as a
+// repeat or a failure chain, and the calls after it count as if it never
+// was.
+func TestNodeCancelledCallsThroughProxy(t *testing.T) {
+	mcpnode.Require(t)
+	hang := mcpnode.Call{Name: "hang", TimeoutMs: 300}
+	read := mcpnode.Call{Name: "read_file", Arguments: map[string]any{"path": "/etc/hosts"}}
+	for _, tc := range []struct{ name, sdk, pin string }{
+		{"sdk1", "1", ""},
+		{"sdk2-2026-07-28", "2", "2026-07-28"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := mcpnode.Run(t, mcpnode.Spec{SDK: tc.sdk, Pin: tc.pin, Stdio: proxied(t, serverBin),
+				Calls: []mcpnode.Call{hang, hang, hang, hang, hang, read, hang, read, read}}, proxyEnv+"=1")
+			logCalls(t, out)
+			require.Len(t, out.Calls, 9)
+			for _, i := range []int{0, 1, 2, 3, 4, 6} {
+				c := out.Calls[i]
+				assert.False(t, c.OK, "call %d was answered: %s", i+1, c.Summary())
+				assert.Contains(t, strings.ToLower(c.Error), "timed out", "call %d", i+1)
+			}
+			var got []string
+			for _, i := range []int{5, 7, 8} {
+				got = append(got, out.Calls[i].Verdict())
+			}
+			assert.Equal(t, []string{"allow", "allow", "hint"}, got)
 		})
 	}
 }

@@ -17,20 +17,23 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 )
 
 // oauth is MCP's authorization flow for a remote server, as the client
-// side of the 2025-06-18 revision asks: a 401 names the server's protected
+// side of the 2025-11-25 revision asks: a 401 names the server's protected
 // resource metadata (RFC 9728), which names its authorization server
-// (RFC 8414 metadata); the proxy registers itself (RFC 7591, a public
-// client), sends the user's browser to authorize with PKCE (S256) and the
-// resource indicator (RFC 8707), takes the code on a loopback redirect, and
-// keeps the tokens in the user's config directory
-// (toolguard/oauth/<hash of the server URL>.json, mode 0600), refreshing
-// them when they expire.
+// (RFC 8414 metadata); the proxy identifies itself (see clientFor: a
+// pre-registered client, a client ID metadata document, or dynamic
+// registration, RFC 7591, as a public client), sends the user's browser to
+// authorize with PKCE (S256) and the resource indicator (RFC 8707), takes
+// the code on a loopback redirect, and keeps the tokens in the user's
+// config directory (toolguard/oauth/<hash of the server URL>.json, mode
+// 0600), refreshing them when they expire. A client secret is never
+// written there.
 type oauth struct {
 	server string       // the MCP server's URL: the resource
 	client *http.Client // for the metadata, registration and token requests
@@ -39,18 +42,33 @@ type oauth struct {
 	log    func(format string, a ...any)
 	wait   time.Duration // how long the user has to authorize
 
+	// clientID is --client-id: a client registered with the authorization
+	// server by hand, or the https URL of a client ID metadata document.
+	// "" means dynamic registration.
+	clientID string
+	// clientSecret is the pre-registered client's secret
+	// (TOOLGUARD_OAUTH_CLIENT_SECRET); "" for a public client.
+	clientSecret string
+	// redirectPort is --redirect-port: the loopback port of the redirect
+	// URI, for a client registered with a fixed one; 0 means any free port
+	// (RFC 8252 7.3 asks authorization servers to accept any).
+	redirectPort int
+
 	mu  sync.Mutex
 	tok *tokenFile
 }
 
 // tokenFile is what is kept on disk for one server.
 type tokenFile struct {
-	Server        string    `json:"server"`
-	TokenEndpoint string    `json:"token_endpoint"`
-	ClientID      string    `json:"client_id"`
-	AccessToken   string    `json:"access_token"`
-	RefreshToken  string    `json:"refresh_token,omitempty"`
-	Expiry        time.Time `json:"expiry,omitzero"`
+	Server        string `json:"server"`
+	TokenEndpoint string `json:"token_endpoint"`
+	ClientID      string `json:"client_id"`
+	// AuthMethod is how the client authenticates at the token endpoint:
+	// "" (a public client), client_secret_basic or client_secret_post.
+	AuthMethod   string    `json:"token_endpoint_auth_method,omitempty"`
+	AccessToken  string    `json:"access_token"`
+	RefreshToken string    `json:"refresh_token,omitempty"`
+	Expiry       time.Time `json:"expiry,omitzero"`
 }
 
 // defaultOAuthDir is the directory of the kept tokens:
@@ -169,10 +187,59 @@ func (o *oauth) getJSON(ctx context.Context, u string, v any) error {
 
 // asMeta is the authorization server metadata the flow reads.
 type asMeta struct {
-	Issuer                string `json:"issuer"`
-	AuthorizationEndpoint string `json:"authorization_endpoint"`
-	TokenEndpoint         string `json:"token_endpoint"`
-	RegistrationEndpoint  string `json:"registration_endpoint"`
+	Issuer                string   `json:"issuer"`
+	AuthorizationEndpoint string   `json:"authorization_endpoint"`
+	TokenEndpoint         string   `json:"token_endpoint"`
+	RegistrationEndpoint  string   `json:"registration_endpoint"`
+	TokenAuthMethods      []string `json:"token_endpoint_auth_methods_supported"`
+	// ClientIDMetadata says the server accepts an https URL as a client
+	// id and reads the client's metadata from it.
+	ClientIDMetadata bool `json:"client_id_metadata_document_supported"`
+}
+
+// clientFor returns the client id to authorize as, in the order MCP's
+// authorization asks of a client: a client registered by hand
+// (--client-id), a client ID metadata document (--client-id with an https
+// URL, when the server supports them), dynamic registration.
+func (o *oauth) clientFor(ctx context.Context, as *asMeta, redirect string) (string, error) {
+	cimd := isMetadataURL(o.clientID)
+	switch {
+	case o.clientID != "" && !cimd, cimd && as.ClientIDMetadata:
+		return o.clientID, nil
+	case as.RegistrationEndpoint != "":
+		if cimd {
+			o.log("the authorization server of %s does not read client ID metadata documents: registering instead", o.server)
+		}
+		id, err := o.register(ctx, as.RegistrationEndpoint, redirect)
+		if err != nil {
+			return "", fmt.Errorf("client registration: %w", err)
+		}
+		return id, nil
+	case cimd:
+		return "", errors.New("the authorization server reads no client ID metadata documents and offers no registration: give the id of a client registered with it (--client-id)")
+	}
+	return "", errors.New("the authorization server offers no dynamic client registration: register a client with it and give its id with --client-id (its secret, if any, in TOOLGUARD_OAUTH_CLIENT_SECRET), or the https URL of a client ID metadata document")
+}
+
+// isMetadataURL reports whether a client id is the URL of a client ID
+// metadata document: https, with a path.
+func isMetadataURL(id string) bool {
+	u, err := url.Parse(id)
+	return err == nil && u.Scheme == "https" && u.Host != "" && u.Path != "" && u.Path != "/"
+}
+
+// authMethod is how the client id authenticates at the token endpoint: a
+// secret only for the pre-registered client, in the Authorization header
+// unless the server accepts it only in the form.
+func (o *oauth) authMethod(clientID string, as *asMeta) string {
+	if o.clientSecret == "" || clientID != o.clientID {
+		return ""
+	}
+	if len(as.TokenAuthMethods) > 0 && !slices.Contains(as.TokenAuthMethods, "client_secret_basic") &&
+		slices.Contains(as.TokenAuthMethods, "client_secret_post") {
+		return "client_secret_post"
+	}
+	return "client_secret_basic"
 }
 
 // authorize runs the flow: discovery, registration, the browser, the code.
@@ -202,21 +269,22 @@ func (o *oauth) authorize(ctx context.Context, prmURL string) (*tokenFile, error
 	if err := o.getJSON(ctx, iu.Scheme+"://"+iu.Host+"/.well-known/oauth-authorization-server"+iu.Path, &as); err != nil {
 		return nil, fmt.Errorf("authorization server metadata: %w", err)
 	}
-	if as.AuthorizationEndpoint == "" || as.TokenEndpoint == "" || as.RegistrationEndpoint == "" {
-		return nil, errors.New("the authorization server offers no dynamic client registration: register a client by hand (not supported yet)")
+	if as.AuthorizationEndpoint == "" || as.TokenEndpoint == "" {
+		return nil, errors.New("the authorization server metadata names no authorization or token endpoint")
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", o.redirectPort))
 	if err != nil {
 		return nil, err
 	}
 	defer ln.Close()
 	redirect := "http://" + ln.Addr().String() + "/callback"
 
-	clientID, err := o.register(ctx, as.RegistrationEndpoint, redirect)
+	clientID, err := o.clientFor(ctx, &as, redirect)
 	if err != nil {
-		return nil, fmt.Errorf("client registration: %w", err)
+		return nil, err
 	}
+	method := o.authMethod(clientID, &as)
 	verifier, state := randomString(), randomString()
 	challenge := sha256.Sum256([]byte(verifier))
 	q := url.Values{
@@ -268,18 +336,17 @@ func (o *oauth) authorize(ctx context.Context, prmURL string) (*tokenFile, error
 	if code == "" {
 		return nil, errors.New("the authorization was refused")
 	}
-	t, err := o.tokenRequest(ctx, as.TokenEndpoint, url.Values{
+	t, err := o.tokenRequest(ctx, as.TokenEndpoint, clientID, method, url.Values{
 		"grant_type":    {"authorization_code"},
 		"code":          {code},
 		"redirect_uri":  {redirect},
-		"client_id":     {clientID},
 		"code_verifier": {verifier},
 		"resource":      {o.server},
 	})
 	if err != nil {
 		return nil, err
 	}
-	t.ClientID = clientID
+	t.ClientID, t.AuthMethod = clientID, method
 	if err := o.save(t); err != nil {
 		o.log("cannot keep the token of %s: %v", o.server, err)
 	}
@@ -322,16 +389,15 @@ func (o *oauth) register(ctx context.Context, endpoint, redirect string) (string
 func (o *oauth) refresh(t *tokenFile) (*tokenFile, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	nt, err := o.tokenRequest(ctx, t.TokenEndpoint, url.Values{
+	nt, err := o.tokenRequest(ctx, t.TokenEndpoint, t.ClientID, t.AuthMethod, url.Values{
 		"grant_type":    {"refresh_token"},
 		"refresh_token": {t.RefreshToken},
-		"client_id":     {t.ClientID},
 		"resource":      {o.server},
 	})
 	if err != nil {
 		return nil, err
 	}
-	nt.ClientID = t.ClientID
+	nt.ClientID, nt.AuthMethod = t.ClientID, t.AuthMethod
 	if nt.RefreshToken == "" {
 		nt.RefreshToken = t.RefreshToken
 	}
@@ -341,10 +407,22 @@ func (o *oauth) refresh(t *tokenFile) (*tokenFile, error) {
 	return nt, nil
 }
 
-func (o *oauth) tokenRequest(ctx context.Context, endpoint string, form url.Values) (*tokenFile, error) {
+// tokenRequest posts form to the token endpoint as clientID, which
+// authenticates by method (see authMethod).
+func (o *oauth) tokenRequest(ctx context.Context, endpoint, clientID, method string, form url.Values) (*tokenFile, error) {
+	if method == "" || method == "client_secret_post" {
+		form.Set("client_id", clientID)
+	}
+	if method == "client_secret_post" {
+		form.Set("client_secret", o.clientSecret)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
 		return nil, err
+	}
+	if method == "client_secret_basic" {
+		// RFC 6749 2.3.1: both form-encoded, then basic authentication.
+		req.SetBasicAuth(url.QueryEscape(clientID), url.QueryEscape(o.clientSecret))
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")

@@ -553,7 +553,10 @@ func skipped(d toolguard.Decision, stateless bool) map[string]any {
 	return res
 }
 
-// cancelled records a tools/call the client gave up on as failed.
+// cancelled releases a tools/call the client gave up on: it has no
+// result, so nothing is booked (Outcome.Cancelled). The same call sent
+// again is not a repeat "without a new result", whose hint would point the
+// model to a result it never got.
 func (px *proxy) cancelled(ctx context.Context, key string) {
 	px.mu.Lock()
 	pc, ok := px.calls[key]
@@ -561,36 +564,11 @@ func (px *proxy) cancelled(ctx context.Context, key string) {
 	delete(px.inflight, key) // a cancelled request gets no response
 	if ok {
 		px.doneLocked(pc)
+		px.stats.cancelled++
 	}
 	px.mu.Unlock()
-	if !ok {
-		return
-	}
-	px.mu.Lock()
-	px.stats.cancelled++
-	n := px.stats.cancelled
-	px.mu.Unlock()
-	// A cancelled call has no result, so the same call sent again is not a
-	// repeat "without a new result" (whose hint would point the model to a
-	// result it never got). The Tracker cannot drop an allowed call, so it
-	// is booked as a failure whose text no other outcome has: the Tracker
-	// compares outcomes with numbers masked, so the text is told apart by
-	// a word (cancellationWord). Repeated cancellations of one call still
-	// form a failure chain.
-	pc.conv.tracker.RecordContext(ctx, pc.call, toolguard.Outcome{Err: fmt.Errorf(
-		"toolguard mcp-proxy: the client cancelled the call before it returned: no result (cancellation %s)", cancellationWord(n))})
-}
-
-// cancellationWord names the nth cancellation with letters only (a, b, …,
-// z, ba, bb, …), which the Tracker's masking keeps.
-func cancellationWord(n int) string {
-	var b []byte
-	for {
-		b = append([]byte{byte('a' + n%26)}, b...)
-		n /= 26
-		if n == 0 {
-			return string(b)
-		}
+	if ok {
+		pc.conv.tracker.RecordContext(ctx, pc.call, toolguard.Outcome{Cancelled: true})
 	}
 }
 

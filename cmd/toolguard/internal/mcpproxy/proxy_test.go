@@ -25,12 +25,19 @@ import (
 // TypeScript client can start the proxy as its stdio server.
 const proxyEnv = "TOOLGUARD_MCPPROXY_MAIN"
 
+// interceptorEnv makes the test binary run InterceptorMain, so that
+// Docker's MCP Gateway can run it as its before:exec interceptor.
+const interceptorEnv = "TOOLGUARD_MCPPROXY_INTERCEPTOR"
+
 // serverBin is the test server of testdata/server, built by TestMain.
 var serverBin string
 
 func TestMain(m *testing.M) {
 	if os.Getenv(proxyEnv) == "1" {
 		os.Exit(Main(os.Args[1:], Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}))
+	}
+	if os.Getenv(interceptorEnv) == "1" {
+		os.Exit(InterceptorMain(os.Args[1:], Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}))
 	}
 	dir, err := os.MkdirTemp("", "mcpproxy-test")
 	if err != nil {
