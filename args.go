@@ -27,7 +27,7 @@ func (c *argScan) topKeys() []int32 {
 
 // rawKey returns the raw content (escapes not decoded) of the key at in[k].
 func (c *argScan) rawKey(k int32) []byte {
-	e, _, _ := canonScanString(c.in, int(k))
+	e := canonScanString(c.in, int(k))
 	return c.in[k+1 : e-1]
 }
 
@@ -35,12 +35,12 @@ func (c *argScan) rawKey(k int32) []byte {
 // it is a string.
 func (c *argScan) rawString(k int32) ([]byte, bool) {
 	in := c.in
-	e, _, _ := canonScanString(in, int(k))
+	e := canonScanString(in, int(k))
 	i := canonSkipWS(in, canonSkipWS(in, e)+1)
 	if in[i] != '"' {
 		return nil, false
 	}
-	e, _, _ = canonScanString(in, i)
+	e = canonScanString(in, i)
 	return in[i+1 : e-1], true
 }
 
@@ -164,7 +164,7 @@ func (c *argScan) shapeOf(b *[]byte, i int) (end int, ok bool) {
 		}
 		return i + 1, true
 	case '"':
-		e, _, _ := canonScanString(in, i)
+		e := canonScanString(in, i)
 		*b = appendDecoded(*b, in[i+1:e-1])
 		return e, true
 	case 't', 'f':
@@ -175,7 +175,7 @@ func (c *argScan) shapeOf(b *[]byte, i int) (end int, ok bool) {
 		*b = append(*b, "<nil>"...)
 		return i + 4, true
 	}
-	e, _ := canonScanNumber(in, i)
+	e := canonScanNumber(in, i)
 	f, err := strconv.ParseFloat(string(in[i:e]), 64)
 	if err != nil {
 		return 0, false
@@ -189,7 +189,7 @@ func (c *argScan) shapeOf(b *[]byte, i int) (end int, ok bool) {
 func (c *argScan) shapeObject(b *[]byte, i int) (end int, ok bool) {
 	in := c.in
 	member := func(k int) (int, bool) {
-		e, _, _ := canonScanString(in, k)
+		e := canonScanString(in, k)
 		*b = appendDecoded(*b, in[k+1:e-1])
 		*b = append(*b, ':', ' ')
 		e, ok := c.shapeOf(b, canonSkipWS(in, canonSkipWS(in, e)+1))

@@ -52,11 +52,8 @@ func (h *Hash) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Domain prefixes of argument hashes. Each is taken over one of these
-// prefixes followed by the canonical or raw bytes; the prefixes differ
-// within their common length, so a canonical payload never hashes like a
-// raw one. (Result and error digests are kept apart by their seeds, see
-// maskSeeds.)
+// Domain prefixes of argument hashes: they differ within their common
+// length, so a canonical payload never hashes like a raw one.
 const (
 	canonPrefixJSON = "toolguard:j1\x00"
 	canonPrefixRaw  = "toolguard:r1\x00"
@@ -67,16 +64,9 @@ const (
 const (
 	canonMaxDepth = 512      // maximum nesting of arrays and objects
 	canonMaxBytes = 64 << 20 // maximum payload size in bytes
-)
-
-// Tuning of the argument canonicalizer.
-const (
-	canonKeepSize = 1 << 20  // scratch larger than this in total is not pooled
-	canonCountMin = 64 << 10 // payloads larger than this are scanned twice (see scan)
 	canonNumMax   = 21       // integers with up to this many digits are written without exponent
-
-	canonDirectMin = 512  // pieces this long are hashed in place
-	canonGatherMax = 8192 // shorter ones are hashed in batches of about this size
+	canonKeepSize = 1 << 20  // scratch larger than this in total is not pooled
+	canonChunk    = 8192     // the canonical form is hashed in pieces of this size
 )
 
 // hashArgs returns the hash of a JSON tool-call argument payload such that two
@@ -131,29 +121,15 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
-// canonRawHash hashes b as raw bytes, for payloads that are not canonicalized.
-func canonRawHash(b []byte) Hash {
-	return canonSum(canonPrefixRaw, b)
-}
-
-// canonSmall is the size up to which canonSum hashes from the stack.
-const canonSmall = 480
-
-// canonSum returns the first 16 bytes of SHA-256 over prefix followed by b.
-// Small inputs are hashed from a buffer on the stack in one call.
-func canonSum(prefix string, b []byte) Hash {
-	if len(b) <= canonSmall {
-		var buf [16 + canonSmall]byte
-		sum := sha256.Sum256(append(append(buf[:0], prefix...), b...))
-		return Hash(sum[:16])
-	}
-	h := sha256.New()
-	h.Write([]byte(prefix))
-	h.Write(b)
-	var sum [sha256.Size]byte
-	return Hash(h.Sum(sum[:0]))
-}
-
+// argScan is one scan of a call's arguments: scan validates them and lists
+// what the rest reads, in one pass; hash then writes the canonical form to
+// the hasher, and the top-level object's listed members give the query,
+// the URL, the argument names and the words a failed call is compared by
+// (args.go).
+//
+// The canonical form is never held whole: scan lists, for each object whose
+// members are not written in canonical order, and for the top-level object
+// (whose ignored keys hash drops), its members' key positions in key order;
 // canonTrim returns the bounds of b without leading and trailing JSON
 // whitespace.
 func canonTrim(b []byte) (lo, hi int) {
@@ -164,23 +140,10 @@ func canonTrim(b []byte) (lo, hi int) {
 	return lo, hi
 }
 
-// argScan is one scan of a call's arguments: scan validates them and lists
-// what the rest reads, in one pass; hash then streams the canonical form
-// into the hasher (as often as there are ignore lists to hash under), and
-// the top-level object's listed members give the query, the URL, the
-// argument names and the words a failed call is compared by (args.go).
-//
-// The canonical form is never held whole: scan lists, for each object whose
-// members are not written in canonical order, and for the top-level object
-// (whose ignored keys hash drops), its members in key order; form then
-// streams the canonical form, taking the members of those objects in that
-// order and everything else as it is written. Scratch space is 4 bytes per
-// member of each open object while scan runs, 12 bytes per listed object
-// and 4 per listed member (the top-level object's members are listed where
-// they are, unless a nested object is listed too), and the canonical values
-// of members with duplicate keys, which are ordered by comparing them. Time
-// is O(n) plus sorting members; duplicate keys nested d deep cost up to a
-// factor of d more.
+// form writes the members of those objects in that order and everything
+// else as it is written, in chunks of canonChunk bytes. Members with
+// duplicate keys are ordered by their canonical values, written to vals
+// first.
 type argScan struct {
 	in       []byte
 	ok       bool        // valid JSON within canonMaxBytes and canonMaxDepth
@@ -190,15 +153,10 @@ type argScan struct {
 	open     []int32     // key positions of the members of the open objects
 	stack    []canonOpen // the open arrays and objects
 
-	// counting: scan's first pass, which counts what the second stores.
-	counting                     bool
-	nOpen, maxOpen, nKeys, nObjs int
-
 	ignore []string // top-level keys form drops
 	h      hash.Hash
 	sum    [sha256.Size]byte
-	buf    []byte  // bytes written but not hashed yet
-	lo, hi int     // then in[lo:hi], written but not hashed yet
+	buf    []byte  // canonical bytes not hashed yet
 	num    []byte  // the canonical form of a number
 	mat    int     // > 0: write to vals instead, to order duplicate keys
 	vals   []byte  // values of duplicate keys, each after its length
@@ -238,25 +196,8 @@ func (s *scratch) release() {
 // JSON within the bounds (white space only is valid: no arguments).
 func (c *argScan) scan(in []byte) {
 	c.in, c.ok, c.topStart = in, false, -1
-	if len(in) > canonMaxBytes {
-		return
-	}
-	// A large payload is scanned twice: the first pass counts what the
-	// second stores, which is then allocated once at its size (append
-	// allocates up to five times it). A small one is scanned once, into
-	// the scratch's buffers.
-	c.counting = len(in) > canonCountMin
-	c.nOpen, c.maxOpen, c.nKeys, c.nObjs = 0, 0, 0, 0
-	if c.counting {
-		if !c.pass() {
-			return
-		}
-		c.counting = false
-		c.open, c.keys, c.objs = canonReserve(c.open, c.maxOpen), canonReserve(c.keys, c.nKeys), canonReserve(c.objs, c.nObjs)
-	} else {
-		c.open, c.keys, c.objs = c.open[:0], c.keys[:0], c.objs[:0]
-	}
-	if !c.pass() {
+	c.open, c.keys, c.objs, c.stack = c.open[:0], c.keys[:0], c.objs[:0], c.stack[:0]
+	if len(in) > canonMaxBytes || !c.pass() {
 		return
 	}
 	slices.SortFunc(c.objs, func(a, b canonObj) int { return cmp.Compare(a.start, b.start) })
@@ -266,168 +207,152 @@ func (c *argScan) scan(in []byte) {
 // hash returns the hash of the scanned payload (see hashArgs) with the
 // top-level members whose key is in ignore dropped.
 func (c *argScan) hash(ignore []string) Hash {
-	if !c.ok {
-		return canonRawHash(c.in)
-	}
 	if c.h == nil {
 		c.h = sha256.New()
 	}
 	c.h.Reset()
+	if !c.ok {
+		c.h.Write(append(c.buf[:0], canonPrefixRaw...))
+		c.h.Write(c.in)
+		return Hash(c.h.Sum(c.sum[:0]))
+	}
 	c.buf = append(c.buf[:0], canonPrefixJSON...)
-	c.lo, c.hi, c.ignore = 0, 0, ignore
+	c.ignore = ignore
 	c.form()
-	c.flush()
 	c.h.Write(c.buf)
 	return Hash(c.h.Sum(c.sum[:0]))
 }
 
-// pass is a pass of scan over c.in.
+// pass validates c.in and lists its objects, value by value.
 func (c *argScan) pass() bool {
-	in := c.in
-	c.stack = c.stack[:0]
-	n := len(in)
-	i := canonSkipWS(in, 0)
-	if i == n {
+	i := canonSkipWS(c.in, 0)
+	if i == len(c.in) {
 		return true
 	}
-value:
-	for {
-		i = canonSkipWS(in, i)
-		if i >= n {
-			return false
+	for i >= 0 {
+		var more bool
+		if i, more = c.item(i); i < 0 || more {
+			continue
 		}
-		switch in[i] {
-		case '{', '[':
-			if len(c.stack) == canonMaxDepth {
-				return false
-			}
-			obj, closer := in[i] == '{', byte(']')
-			if obj {
-				closer = '}'
-				if len(c.stack) == 0 {
-					c.topStart = int32(i)
-				}
-			}
-			c.stack = append(c.stack, canonOpen{obj: obj, start: int32(i), base: int32(len(c.open)), prev: -1})
-			if i = canonSkipWS(in, i+1); i < n && in[i] == closer {
-				i++
-				c.stack = c.stack[:len(c.stack)-1]
-				break
-			}
-			if obj {
-				if i = c.key(i); i < 0 {
-					return false
-				}
-			}
-			continue value
-		case '"':
-			if i, _, _ = canonScanString(in, i); i < 0 {
-				return false
-			}
-		case 't', 'f', 'n':
-			if i = canonScanLiteral(in, i); i < 0 {
-				return false
-			}
-		default:
-			if i, _ = canonScanNumber(in, i); i < 0 {
-				return false
-			}
-		}
-		// After a value: close containers until one expects more.
-		for {
-			i = canonSkipWS(in, i)
-			if len(c.stack) == 0 {
-				break value
-			}
-			if i >= n {
-				return false
-			}
-			f := &c.stack[len(c.stack)-1]
-			switch {
-			case in[i] == ',' && f.obj:
-				if i = c.key(i + 1); i < 0 {
-					return false
-				}
-				continue value
-			case in[i] == ',':
-				i++
-				continue value
-			case in[i] == '}' && f.obj:
-				c.closeObject()
-			case in[i] == ']' && !f.obj:
-				c.stack = c.stack[:len(c.stack)-1]
-			default:
-				return false
-			}
-			i++
+		if i, more = c.after(i); !more && i >= 0 {
+			return i == len(c.in)
 		}
 	}
-	return i == n
+	return false
+}
+
+// item scans the value at in[i] (after white space). If it opens a
+// non-empty array or object, it returns the index of its first value and
+// true; else the index after the value; -1 if it is not valid.
+func (c *argScan) item(i int) (int, bool) {
+	in := c.in
+	if i = canonSkipWS(in, i); i >= len(in) {
+		return -1, false
+	}
+	switch in[i] {
+	case '{', '[':
+		return c.openItem(i)
+	case '"':
+		return canonScanString(in, i), false
+	case 't', 'f', 'n':
+		return canonScanLiteral(in, i), false
+	}
+	return canonScanNumber(in, i), false
+}
+
+// openItem opens the array or object at in[i] for item.
+func (c *argScan) openItem(i int) (int, bool) {
+	in := c.in
+	if len(c.stack) == canonMaxDepth {
+		return -1, false
+	}
+	obj, closer := in[i] == '{', byte(']')
+	if obj {
+		closer = '}'
+		if len(c.stack) == 0 {
+			c.topStart = int32(i)
+		}
+	}
+	start := i
+	if i = canonSkipWS(in, i+1); i < len(in) && in[i] == closer {
+		return i + 1, false
+	}
+	c.stack = append(c.stack, canonOpen{obj: obj, start: int32(start), base: int32(len(c.open)), prev: -1})
+	if obj {
+		i = c.key(i)
+	}
+	return i, i >= 0
+}
+
+// after closes the arrays and objects that end after a value at in[i:].
+// It returns the index of the next value and true, or the index after the
+// payload's value and false, or -1.
+func (c *argScan) after(i int) (int, bool) {
+	in := c.in
+	for ; ; i++ {
+		i = canonSkipWS(in, i)
+		if len(c.stack) == 0 {
+			return i, false
+		}
+		if i >= len(in) {
+			return -1, false
+		}
+		f := &c.stack[len(c.stack)-1]
+		switch {
+		case in[i] == ',' && f.obj:
+			i = c.key(i + 1)
+			return i, i >= 0
+		case in[i] == ',':
+			return i + 1, true
+		case in[i] == '}' && f.obj:
+			c.closeObject()
+		case in[i] == ']' && !f.obj:
+			c.stack = c.stack[:len(c.stack)-1]
+		default:
+			return -1, false
+		}
+	}
 }
 
 // key scans an object key and its colon at in[i:] (after optional white
-// space) for pass. It returns the index after the colon, or -1.
+// space). It returns the index after the colon, or -1.
 func (c *argScan) key(i int) int {
 	in := c.in
 	if i = canonSkipWS(in, i); i >= len(in) || in[i] != '"' {
 		return -1
 	}
-	e, _, _ := canonScanString(in, i)
+	e := canonScanString(in, i)
 	if e < 0 {
 		return -1
 	}
 	f := &c.stack[len(c.stack)-1]
-	top := len(c.stack) == 1
-	if top || f.prev >= 0 && canonCmpKeys(in, int(f.prev), i) >= 0 {
+	if len(c.stack) == 1 || f.prev >= 0 && canonCmpKeys(in, int(f.prev), i) >= 0 {
 		f.reorder = true
 	}
 	f.prev = int32(i)
 	f.n++
-	if c.counting {
-		c.nOpen++
-		c.maxOpen = max(c.maxOpen, c.nOpen)
-	} else {
-		c.open = append(c.open, int32(i))
-	}
+	c.open = append(canonGrow(c.open, 1), int32(i))
 	if i = canonSkipWS(in, e); i >= len(in) || in[i] != ':' {
 		return -1
 	}
 	return i + 1
 }
 
-// closeObject closes the innermost object for pass, listing it if its
-// members are to be reordered.
+// closeObject closes the innermost object, listing it if its members are
+// to be reordered.
 func (c *argScan) closeObject() {
 	f := c.stack[len(c.stack)-1]
 	c.stack = c.stack[:len(c.stack)-1]
-	// The members of the payload, when no other object is listed, are
-	// listed where they are: a large flat object is not copied.
-	listed := len(c.keys)
-	if c.counting {
-		listed = c.nKeys
-	}
-	inPlace := len(c.stack) == 0 && listed == 0
-	switch {
-	case c.counting:
-		if f.reorder {
-			c.nObjs++
-			if !inPlace {
-				c.nKeys += int(f.n)
-			}
-		}
-		c.nOpen -= int(f.n)
-		return
-	case !f.reorder:
-	case inPlace:
-		c.keys, c.open = c.open, c.keys
-	default:
-		c.keys = append(c.keys, c.open[f.base:]...)
-	}
 	if f.reorder {
+		if len(c.stack) == 0 && len(c.keys) == 0 {
+			c.keys, c.open = c.open, c.keys // the payload's members, listed where they are
+		} else {
+			c.keys = append(canonGrow(c.keys, int(f.n)), c.open[f.base:]...)
+		}
 		off := len(c.keys) - int(f.n)
 		in := c.in
 		slices.SortFunc(c.keys[off:], func(a, b int32) int { return canonCmpKeys(in, int(a), int(b)) })
-		c.objs = append(c.objs, canonObj{f.start, int32(off), f.n})
+		c.objs = append(canonGrow(c.objs, 1), canonObj{f.start, int32(off), f.n})
 	}
 	c.open = c.open[:f.base]
 }
@@ -436,7 +361,7 @@ func (c *argScan) closeObject() {
 func (c *argScan) form() {
 	lo, hi := canonTrim(c.in)
 	if lo == hi || string(c.in[lo:hi]) == "null" {
-		c.small([]byte("{}")) // no arguments
+		c.write([]byte("{}")) // no arguments
 		return
 	}
 	c.value(lo)
@@ -463,18 +388,12 @@ func (c *argScan) value(i int) int {
 		return c.str(i)
 	case 't', 'f', 'n':
 		e := canonScanLiteral(in, i)
-		c.span(i, e)
+		c.write(in[i:e])
 		return e
 	}
-	e, simple := canonScanNumber(in, i)
-	if num := in[i:e]; !canonNumberIsCanonical(num, simple) {
-		c.num = canonAppendNumber(c.num[:0], num)
-		if !bytes.Equal(c.num, num) {
-			c.write(c.num)
-			return e
-		}
-	}
-	c.span(i, e)
+	e := canonScanNumber(in, i)
+	c.num = canonAppendNumber(c.num[:0], in[i:e])
+	c.write(c.num)
 	return e
 }
 
@@ -550,8 +469,7 @@ func (c *argScan) duplicates(ks []int32) int {
 	key, v0, o0, end := int(ks[0]), len(c.vals), len(c.offs), 0
 	c.mat++
 	for _, k := range ks {
-		i, _, _ := canonScanString(in, int(k))
-		i = canonSkipWS(in, canonSkipWS(in, i)+1)
+		i := canonSkipWS(in, canonSkipWS(in, canonScanString(in, int(k)))+1)
 		lo := len(c.vals)
 		c.vals = append(canonGrow(c.vals, 4), 0, 0, 0, 0)
 		end = max(end, c.value(i))
@@ -584,117 +502,66 @@ func (c *argScan) duplicates(ks []int32) int {
 }
 
 // str writes the canonical encoding of the string at in[i] and returns the
-// index after it.
+// index after it: escapes decoded, then written as canonAppendRune and
+// canonAppendByte write them.
 func (c *argScan) str(i int) int {
-	e, canon, _ := canonScanString(c.in, i)
-	if canon {
-		c.span(i, e)
-		return e
-	}
-	raw := c.in[:e-1] // up to the closing quote
+	e := canonScanString(c.in, i)
+	raw := c.in[i+1 : e-1]
 	c.byte('"')
-	for j := i + 1; j < len(raw); {
-		k := bytes.IndexByte(raw[j:], '\\')
-		if k < 0 {
-			c.span(j, len(raw))
-			break
-		}
-		if k > 0 {
-			c.span(j, j+k)
+	for j := 0; j < len(raw); {
+		if raw[j] != '\\' {
+			k := bytes.IndexByte(raw[j:], '\\')
+			if k < 0 {
+				k = len(raw) - j
+			}
+			c.write(raw[j : j+k])
 			j += k
-		}
-		switch raw[j+1] {
-		case '"', '\\', 'b', 'f', 'n', 'r', 't': // already canonical
-			c.span(j, j+2)
-			j += 2
-			continue
-		case '/':
-			c.byte('/')
-			j += 2
 			continue
 		}
 		var r rune
 		r, j = canonDecodeEscape(raw, j)
 		var tmp [8]byte
-		switch {
-		case r >= utf8.RuneSelf:
-			c.small(canonAppendRune(tmp[:0], r))
-		case r < 0x20 || r == '"' || r == '\\':
-			c.small(canonAppendByte(tmp[:0], byte(r)))
-		default:
-			c.byte(byte(r))
+		if r >= utf8.RuneSelf {
+			c.write(canonAppendRune(tmp[:0], r))
+		} else {
+			c.write(canonAppendByte(tmp[:0], byte(r)))
 		}
 	}
 	c.byte('"')
 	return e
 }
 
-// span writes in[lo:hi]. Consecutive bytes of in are hashed in one piece.
-func (c *argScan) span(lo, hi int) {
-	if c.mat > 0 {
-		c.vals = append(canonGrow(c.vals, hi-lo), c.in[lo:hi]...)
-		return
-	}
-	if lo != c.hi {
-		c.flush()
-		c.lo = lo
-	}
-	c.hi = hi
-}
-
-// byte writes b.
-func (c *argScan) byte(b byte) {
-	if c.mat == 0 && c.hi < len(c.in) && c.in[c.hi] == b {
-		c.hi++ // the payload goes on with b
-		return
-	}
-	c.small([]byte{b})
-}
-
-// small writes b, a few bytes.
-func (c *argScan) small(b []byte) {
-	if c.mat > 0 {
-		c.vals = append(canonGrow(c.vals, len(b)), b...)
-		return
-	}
-	c.flush()
-	if c.buf = append(c.buf, b...); len(c.buf) >= canonGatherMax {
-		c.h.Write(c.buf)
-		c.buf = c.buf[:0]
-	}
-}
-
-// write writes b, which may be long.
+// write appends b to the canonical form: to vals while the values of
+// duplicate keys are ordered, else to buf, which is hashed whenever it
+// holds canonChunk bytes.
 func (c *argScan) write(b []byte) {
 	if c.mat > 0 {
 		c.vals = append(canonGrow(c.vals, len(b)), b...)
 		return
 	}
-	c.flush()
-	c.out(b)
-}
-
-// flush hashes in[lo:hi].
-func (c *argScan) flush() {
-	if c.lo < c.hi {
-		b := c.in[c.lo:c.hi]
-		c.lo = c.hi
-		c.out(b)
-	}
-}
-
-// out hashes b after buf: in place if it is long; else appended to buf,
-// which is hashed when it is long, as each Write has a cost of its own.
-func (c *argScan) out(b []byte) {
-	if len(b) < canonDirectMin {
-		if c.buf = append(c.buf, b...); len(c.buf) < canonGatherMax {
-			return
+	for len(b) > 0 {
+		n := min(len(b), canonChunk-len(c.buf))
+		c.buf = append(c.buf, b[:n]...)
+		if b = b[n:]; len(c.buf) == canonChunk {
+			c.h.Write(c.buf)
+			c.buf = c.buf[:0]
 		}
-		b = nil
 	}
-	c.h.Write(c.buf)
-	c.buf = c.buf[:0]
-	c.h.Write(b)
+}
+
+// byte writes b.
+func (c *argScan) byte(b byte) { c.write([]byte{b}) }
+
+// canonGrow makes room for n more elements in s, at least doubling its
+// capacity: append grows large slices by a quarter, which allocates about
+// five times their final size on the way (TestLargeArgsMemory).
+func canonGrow[T any](s []T, n int) []T {
+	if len(s)+n <= cap(s) {
+		return s
+	}
+	t := make([]T, len(s), max(2*cap(s), len(s)+n, 16))
+	copy(t, s)
+	return t
 }
 
 // canonCmpKeys compares the valid JSON strings at in[a] and in[b] by their
@@ -702,18 +569,10 @@ func (c *argScan) out(b []byte) {
 func canonCmpKeys(in []byte, a, b int) int {
 	x, y := canonKeyReader{in: in, i: a + 1}, canonKeyReader{in: in, i: b + 1}
 	for {
-		// Plain bytes, most of them, are compared in place.
-		for x.k == x.n && y.k == y.n && in[x.i] == in[y.i] && in[x.i] != '"' && in[x.i] != '\\' {
-			x.i++
-			y.i++
-		}
 		p, more := x.next()
 		q, moreQ := y.next()
-		switch {
-		case !more || !moreQ:
-			return cmp.Compare(b2i(more), b2i(moreQ))
-		case p != q:
-			return cmp.Compare(p, q)
+		if !more || !moreQ || p != q {
+			return cmp.Or(cmp.Compare(b2i(more), b2i(moreQ)), cmp.Compare(p, q))
 		}
 	}
 }
@@ -760,174 +619,12 @@ func (r *canonKeyReader) next() (byte, bool) {
 	return r.buf[0], true
 }
 
-// canonGrow makes room for n more elements in s, at least doubling its
-// capacity: append grows large slices by a quarter, which allocates about
-// five times their final size on the way.
-func canonGrow[T any](s []T, n int) []T {
-	if len(s)+n <= cap(s) {
-		return s
-	}
-	t := make([]T, len(s), max(2*cap(s), len(s)+n, 16))
-	copy(t, s)
-	return t
-}
-
-// canonReserve returns s emptied, with room for n elements.
-func canonReserve[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, 0, n)
-	}
-	return s[:0]
-}
-
 // b2i is 1 if b, else 0.
 func b2i(b bool) int {
 	if b {
 		return 1
 	}
 	return 0
-}
-
-// canonNumberIsCanonical reports whether the valid JSON number num is in
-// canonical form; simple reports that it is a plain integer. Long numbers
-// with a fraction or exponent are conservatively reported as not canonical.
-func canonNumberIsCanonical(num []byte, simple bool) bool {
-	if simple {
-		d := num
-		if d[0] == '-' {
-			d = d[1:]
-		}
-		return len(d) <= canonNumMax && (num[0] != '-' || d[0] != '0')
-	}
-	if len(num) > 24 {
-		return false
-	}
-	var buf [64]byte
-	return bytes.Equal(canonAppendNumber(buf[:0], num), num)
-}
-
-// canonAppendNumber appends the canonical form of the valid JSON number num:
-// "0", or an optional '-' and the significant digits D (no leading or
-// trailing zeros) placed by the decimal exponent n (value = 0.D × 10^n):
-// D followed by zeros when len(D) <= n <= 21, a decimal fraction when
-// -6 < n <= 21, otherwise D[0].D[1:] "e" n-1 (exponent without '+').
-func canonAppendNumber(dst, num []byte) []byte {
-	p := 0
-	neg := num[0] == '-'
-	if neg {
-		p++
-	}
-	ia := p
-	for p < len(num) && canonIsDigit(num[p]) {
-		p++
-	}
-	ib, fa, fb := p, p, p
-	if p < len(num) && num[p] == '.' {
-		p++
-		fa = p
-		for p < len(num) && canonIsDigit(num[p]) {
-			p++
-		}
-		fb = p
-	}
-	var exp []byte
-	expNeg := false
-	if p < len(num) { // 'e' or 'E'
-		p++
-		switch num[p] {
-		case '-':
-			expNeg = true
-			p++
-		case '+':
-			p++
-		}
-		exp = num[p:]
-		for len(exp) > 1 && exp[0] == '0' {
-			exp = exp[1:]
-		}
-	}
-	li, lf := ib-ia, fb-fa
-	digit := func(k int) byte {
-		if k < li {
-			return num[ia+k]
-		}
-		return num[fa+k-li]
-	}
-	fz, lz := -1, li+lf-1
-	for k := 0; k <= lz; k++ {
-		if digit(k) != '0' {
-			fz = k
-			break
-		}
-	}
-	if fz < 0 {
-		return append(dst, '0')
-	}
-	for digit(lz) == '0' {
-		lz--
-	}
-	k := int64(lz - fz + 1)
-	appendDigits := func(dst []byte, from, to int64) []byte {
-		for m := from; m < to; m++ {
-			dst = append(dst, digit(fz+int(m)))
-		}
-		return dst
-	}
-	if neg {
-		dst = append(dst, '-')
-	}
-	adj := int64(li - fz) // n = adj + exponent
-	if len(exp) > 15 {
-		// The exponent is astronomically large; n is far outside the
-		// range of the plain forms. Compute n-1 exactly.
-		var e big.Int
-		e.SetString(string(exp), 10)
-		if expNeg {
-			e.Neg(&e)
-		}
-		e.Add(&e, big.NewInt(adj-1))
-		dst = appendDigits(dst, 0, 1)
-		if k > 1 {
-			dst = append(dst, '.')
-			dst = appendDigits(dst, 1, k)
-		}
-		dst = append(dst, 'e')
-		return e.Append(dst, 10)
-	}
-	var e int64
-	for _, d := range exp {
-		e = e*10 + int64(d-'0')
-	}
-	if expNeg {
-		e = -e
-	}
-	n := adj + e
-	switch {
-	case k <= n && n <= canonNumMax:
-		dst = appendDigits(dst, 0, k)
-		for ; k < n; k++ {
-			dst = append(dst, '0')
-		}
-	case 0 < n && n <= canonNumMax:
-		dst = appendDigits(dst, 0, n)
-		dst = append(dst, '.')
-		dst = appendDigits(dst, n, k)
-	case -6 < n && n <= 0:
-		dst = append(dst, '0', '.')
-		for ; n < 0; n++ {
-			dst = append(dst, '0')
-		}
-		dst = appendDigits(dst, 0, k)
-	default:
-		dst = appendDigits(dst, 0, 1)
-		if k > 1 {
-			dst = append(dst, '.')
-			dst = appendDigits(dst, 1, k)
-		}
-		dst = append(dst, 'e')
-		dst = strconv.AppendInt(dst, n-1, 10)
-	}
-	return dst
 }
 
 // canonAppendByte appends the canonical string encoding of the byte b.
@@ -1048,119 +745,204 @@ func canonScanLiteral(in []byte, i int) int {
 	return -1
 }
 
-// canonScanNumber returns the end of the JSON number at in[i], or -1, and
-// whether it is a plain integer (no fraction, no exponent).
-func canonScanNumber(in []byte, i int) (int, bool) {
-	n := len(in)
-	if i < n && in[i] == '-' {
-		i++
-	}
-	switch {
-	case i >= n:
-		return -1, false
-	case in[i] == '0':
-		i++
-	case '1' <= in[i] && in[i] <= '9':
-		for i++; i < n && canonIsDigit(in[i]); i++ {
-		}
-	default:
-		return -1, false
-	}
-	simple := true
-	if i < n && in[i] == '.' {
-		simple = false
-		i++
-		k := i
-		for i < n && canonIsDigit(in[i]) {
-			i++
-		}
-		if i == k {
-			return -1, false
-		}
-	}
-	if i < n && in[i]|0x20 == 'e' {
-		simple = false
-		i++
-		if i < n && (in[i] == '+' || in[i] == '-') {
-			i++
-		}
-		k := i
-		for i < n && canonIsDigit(in[i]) {
-			i++
-		}
-		if i == k {
-			return -1, false
-		}
-	}
-	return i, simple
+// canonNum is a valid JSON number read as 0.D × 10^n: D, its significant
+// digits (no leading or trailing zeros), are digits fz to fz+k-1 of the
+// integer digits followed by the fraction digits; n is adj plus the
+// exponent exp.
+type canonNum struct {
+	num        []byte
+	neg        bool
+	ia, li, fa int // integer digits num[ia:ia+li], fraction digits from num[fa:]
+	fz         int
+	k, adj     int64
+	exp        []byte // the exponent's digits without leading zeros
+	expNeg     bool
 }
 
-// canonPlain marks the bytes a JSON string holds as they are: all but the
-// quote, the backslash and control bytes.
-var canonPlain = func() (t [256]bool) {
-	for c := 0x20; c < 256; c++ {
-		t[c] = c != '"' && c != '\\'
+// readNumber reads the valid JSON number num; false if it is zero.
+func readNumber(num []byte) (canonNum, bool) {
+	d := canonNum{num: num, neg: num[0] == '-'}
+	p := b2i(d.neg)
+	d.ia, p = p, canonDigitsEnd(num, p)
+	d.li, d.fa = p-d.ia, p
+	if p < len(num) && num[p] == '.' {
+		d.fa, p = p+1, canonDigitsEnd(num, p+1)
 	}
-	return t
-}()
+	lf := p - d.fa
+	if p < len(num) { // 'e' or 'E'
+		p++
+		d.expNeg = num[p] == '-'
+		if num[p] == '-' || num[p] == '+' {
+			p++
+		}
+		for d.exp = num[p:]; len(d.exp) > 1 && d.exp[0] == '0'; {
+			d.exp = d.exp[1:]
+		}
+	}
+	last := d.li + lf - 1
+	for d.fz = 0; d.fz <= last && d.digit(d.fz) == '0'; d.fz++ {
+	}
+	if d.fz > last {
+		return d, false
+	}
+	for d.digit(last) == '0' {
+		last--
+	}
+	d.k, d.adj = int64(last-d.fz+1), int64(d.li-d.fz)
+	return d, true
+}
 
-// canonScanString validates the JSON string starting with the quote at in[i]
-// and returns the index after its closing quote, or -1. canon reports that
-// the string is already in canonical encoding (its only escapes are \" \\
-// \b \f \n \r \t and lower-case \u00XX for other control characters); esc
-// reports that it contains an escape.
-func canonScanString(in []byte, i int) (end int, canon, esc bool) {
-	canon = true
-	j := i + 1
-	for {
-		for j < len(in) && canonPlain[in[j]] {
-			j++
+// digit returns the integer and fraction digit k.
+func (d *canonNum) digit(k int) byte {
+	if k < d.li {
+		return d.num[d.ia+k]
+	}
+	return d.num[d.fa+k-d.li]
+}
+
+// appendDigits appends the significant digits from to to.
+func (d *canonNum) appendDigits(dst []byte, from, to int64) []byte {
+	for m := from; m < to; m++ {
+		dst = append(dst, d.digit(d.fz+int(m)))
+	}
+	return dst
+}
+
+// appendMantissa appends D[0].D[1:] and the 'e' of the exponent form.
+func (d *canonNum) appendMantissa(dst []byte) []byte {
+	dst = d.appendDigits(dst, 0, 1)
+	if d.k > 1 {
+		dst = append(dst, '.')
+		dst = d.appendDigits(dst, 1, d.k)
+	}
+	return append(dst, 'e')
+}
+
+// canonAppendNumber appends the canonical form of the valid JSON number num:
+// "0", or an optional '-' and the significant digits D placed by the
+// decimal exponent n (value = 0.D × 10^n): D followed by zeros when
+// len(D) <= n <= 21, a decimal fraction when -6 < n <= 21, otherwise
+// D[0].D[1:] "e" n-1 (exponent without '+').
+func canonAppendNumber(dst, num []byte) []byte {
+	d, nonzero := readNumber(num)
+	if !nonzero {
+		return append(dst, '0')
+	}
+	if d.neg {
+		dst = append(dst, '-')
+	}
+	if len(d.exp) > 15 {
+		// The exponent is astronomically large; n is far outside the
+		// range of the plain forms. Compute n-1 exactly.
+		var e big.Int
+		e.SetString(string(d.exp), 10)
+		if d.expNeg {
+			e.Neg(&e)
 		}
-		if j >= len(in) {
-			return -1, false, false
+		e.Add(&e, big.NewInt(d.adj-1))
+		return e.Append(d.appendMantissa(dst), 10)
+	}
+	var e int64
+	for _, c := range d.exp {
+		e = e*10 + int64(c-'0')
+	}
+	if d.expNeg {
+		e = -e
+	}
+	switch n, k := d.adj+e, d.k; {
+	case k <= n && n <= canonNumMax:
+		return canonZeros(d.appendDigits(dst, 0, k), n-k)
+	case 0 < n && n <= canonNumMax:
+		dst = append(d.appendDigits(dst, 0, n), '.')
+		return d.appendDigits(dst, n, k)
+	case -6 < n && n <= 0:
+		return d.appendDigits(canonZeros(append(dst, "0."...), -n), 0, k)
+	default:
+		return strconv.AppendInt(d.appendMantissa(dst), n-1, 10)
+	}
+}
+
+// canonZeros appends n zeros.
+func canonZeros(dst []byte, n int64) []byte {
+	for ; n > 0; n-- {
+		dst = append(dst, '0')
+	}
+	return dst
+}
+
+// canonDigitsEnd returns the end of the run of decimal digits at in[i:].
+func canonDigitsEnd(in []byte, i int) int {
+	for i < len(in) && canonIsDigit(in[i]) {
+		i++
+	}
+	return i
+}
+
+// canonSomeDigits returns the end of the run of decimal digits at in[i:],
+// or -1 if there is none.
+func canonSomeDigits(in []byte, i int) int {
+	if e := canonDigitsEnd(in, i); e > i {
+		return e
+	}
+	return -1
+}
+
+// canonScanNumber returns the end of the JSON number at in[i], or -1.
+func canonScanNumber(in []byte, i int) int {
+	if i < len(in) && in[i] == '-' {
+		i++
+	}
+	if i < len(in) && in[i] == '0' {
+		i++
+	} else if i = canonSomeDigits(in, i); i < 0 {
+		return -1
+	}
+	if i < len(in) && in[i] == '.' {
+		if i = canonSomeDigits(in, i+1); i < 0 {
+			return -1
 		}
+	}
+	if i < len(in) && in[i]|0x20 == 'e' {
+		if i++; i < len(in) && (in[i] == '+' || in[i] == '-') {
+			i++
+		}
+		return canonSomeDigits(in, i)
+	}
+	return i
+}
+
+// canonScanString validates the JSON string starting with the quote at
+// in[i] and returns the index after its closing quote, or -1.
+func canonScanString(in []byte, i int) int {
+	for j := i + 1; j < len(in); {
 		switch c := in[j]; {
 		case c == '"':
-			return j + 1, canon, esc
-		case c == '\\':
-			esc = true
-			if j+1 >= len(in) {
-				return -1, false, false
-			}
-			switch in[j+1] {
-			case '"', '\\', 'b', 'f', 'n', 'r', 't':
-				j += 2
-			case '/':
-				canon = false
-				j += 2
-			case 'u':
-				if j+6 > len(in) {
-					return -1, false, false
-				}
-				h := in[j+2 : j+6]
-				if !canonIsHex(h[0]) || !canonIsHex(h[1]) || !canonIsHex(h[2]) || !canonIsHex(h[3]) {
-					return -1, false, false
-				}
-				// Canonical only for control characters without a short
-				// escape, written in lower case.
-				if canon {
-					canon = h[0] == '0' && h[1] == '0' && (h[2] == '0' || h[2] == '1') &&
-						(canonIsDigit(h[3]) || 'a' <= h[3] && h[3] <= 'f')
-					if canon {
-						switch canonHex4(h) {
-						case '\b', '\f', '\n', '\r', '\t':
-							canon = false
-						}
-					}
-				}
-				j += 6
-			default:
-				return -1, false, false
-			}
+			return j + 1
 		case c < 0x20:
-			return -1, false, false
+			return -1
+		case c == '\\':
+			if j = canonEscapeEnd(in, j); j < 0 {
+				return -1
+			}
 		default:
 			j++
 		}
 	}
+	return -1
+}
+
+// canonEscapeEnd returns the index after the valid escape at in[j], or -1.
+func canonEscapeEnd(in []byte, j int) int {
+	if j+1 >= len(in) {
+		return -1
+	}
+	switch in[j+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return j + 2
+	case 'u':
+		if j+6 <= len(in) && canonIsHex(in[j+2]) && canonIsHex(in[j+3]) && canonIsHex(in[j+4]) && canonIsHex(in[j+5]) {
+			return j + 6
+		}
+	}
+	return -1
 }

@@ -48,7 +48,7 @@ func canonFlat(dst, in []byte, start, limit int, ignore []string, info *canonFla
 		if i >= len(in) || in[i] != '"' {
 			return dst, 0, false
 		}
-		ke, canon, esc := canonScanString(in, i)
+		ke, canon, esc := v1ScanString(in, i)
 		if ke < 0 || !canon || esc {
 			return dst, 0, false
 		}
@@ -64,7 +64,7 @@ func canonFlat(dst, in []byte, start, limit int, ignore []string, info *canonFla
 		vstart, vlo, vhi, rewritten := i, i, 0, false
 		switch c := in[i]; {
 		case c == '"':
-			e, canon, _ := canonScanString(in, i)
+			e, canon, _ := v1ScanString(in, i)
 			if e < 0 || !canon {
 				return dst, 0, false
 			}
@@ -74,12 +74,12 @@ func canonFlat(dst, in []byte, start, limit int, ignore []string, info *canonFla
 				return dst, 0, false
 			}
 		case c == '-' || canonIsDigit(c):
-			e, simple := canonScanNumber(in, i)
+			e, simple := v1ScanNumber(in, i)
 			if e < 0 {
 				return dst, 0, false
 			}
 			vhi, i = e, e
-			if num := in[vstart:e]; !simple || !canonNumberIsCanonical(num, true) {
+			if num := in[vstart:e]; !simple || !v1NumberIsCanonical(num, true) {
 				// canonAppendNumber's form of an accepted number is at most
 				// a few bytes longer than the number (a sign, a point, an
 				// exponent): leave it room, then check.

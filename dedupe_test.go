@@ -96,7 +96,7 @@ func TestHashArgsEqual(t *testing.T) {
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
 			want := hashArgs([]byte(g.in[0]), nil)
-			require.NotEqual(t, canonRawHash([]byte(g.in[0])), want, "%q must be canonical", g.in[0])
+			require.NotEqual(t, v1RawHash([]byte(g.in[0])), want, "%q must be canonical", g.in[0])
 			for _, s := range g.in[1:] {
 				assert.Equal(t, want, hashArgs([]byte(s), nil), "%q vs %q", g.in[0], s)
 			}
@@ -253,7 +253,7 @@ func TestHashArgsIgnore(t *testing.T) {
 	assert.Equal(t, a, hashArgs([]byte(`{"ts":1,"cmd":"ls","ts":2}`), ignore))
 	// Not applied to non-objects or raw payloads.
 	assert.NotEqual(t, hashArgs([]byte(`["ts"]`), ignore), hashArgs([]byte(`[]`), ignore))
-	assert.Equal(t, canonRawHash([]byte(`{"ts":1`)), hashArgs([]byte(`{"ts":1`), ignore))
+	assert.Equal(t, v1RawHash([]byte(`{"ts":1`)), hashArgs([]byte(`{"ts":1`), ignore))
 }
 
 func TestHashArgsInvalidIsRaw(t *testing.T) {
@@ -265,13 +265,13 @@ func TestHashArgsInvalidIsRaw(t *testing.T) {
 	}
 	for _, s := range invalid {
 		h := hashArgs([]byte(s), nil)
-		assert.Equal(t, canonRawHash([]byte(s)), h, "%q", s)
+		assert.Equal(t, v1RawHash([]byte(s)), h, "%q", s)
 		_, ok := canonTestForm(t, []byte(s), nil)
 		assert.False(t, ok, "%q", s)
 	}
 	// A raw hash never equals the canonical hash of the same bytes.
 	for _, s := range []string{`{}`, `{"a":1}`, `[1,2]`, `"x"`} {
-		assert.NotEqual(t, canonRawHash([]byte(s)), hashArgs([]byte(s), nil), s)
+		assert.NotEqual(t, v1RawHash([]byte(s)), hashArgs([]byte(s), nil), s)
 	}
 }
 
@@ -280,13 +280,13 @@ func TestHashArgsDepth(t *testing.T) {
 		return []byte(strings.Repeat("[", n) + strings.Repeat("]", n))
 	}
 	ok := deep(canonMaxDepth)
-	assert.NotEqual(t, canonRawHash(ok), hashArgs(ok, nil))
+	assert.NotEqual(t, v1RawHash(ok), hashArgs(ok, nil))
 	_, canonical := canonTestForm(t, ok, nil)
 	assert.True(t, canonical)
 	tooDeep := deep(canonMaxDepth + 1)
-	assert.Equal(t, canonRawHash(tooDeep), hashArgs(tooDeep, nil))
+	assert.Equal(t, v1RawHash(tooDeep), hashArgs(tooDeep, nil))
 	objs := []byte(strings.Repeat(`{"a":`, canonMaxDepth+1) + "1" + strings.Repeat("}", canonMaxDepth+1))
-	assert.Equal(t, canonRawHash(objs), hashArgs(objs, nil))
+	assert.Equal(t, v1RawHash(objs), hashArgs(objs, nil))
 
 	for _, payload := range [][]byte{
 		bytes.Repeat([]byte("["), 200000),
@@ -294,7 +294,7 @@ func TestHashArgsDepth(t *testing.T) {
 		bytes.Repeat([]byte(`{"a":`), 200000),
 	} {
 		start := time.Now()
-		assert.Equal(t, canonRawHash(payload), hashArgs(payload, nil))
+		assert.Equal(t, v1RawHash(payload), hashArgs(payload, nil))
 		assert.Less(t, time.Since(start), 2*time.Second)
 		_, ok := topLevelString(payload, []string{"a"}, 1<<20)
 		assert.False(t, ok)
@@ -315,7 +315,7 @@ func TestHashArgsLarge(t *testing.T) {
 	b.WriteString(`],"a":1}`)
 	payload := b.Bytes()
 	h := hashArgs(payload, nil)
-	assert.NotEqual(t, canonRawHash(payload), h)
+	assert.NotEqual(t, v1RawHash(payload), h)
 	var indented bytes.Buffer
 	require.NoError(t, json.Indent(&indented, payload, "", "  "))
 	assert.Equal(t, h, hashArgs(indented.Bytes(), nil))

@@ -23,7 +23,7 @@ func blankArgs(in []byte) bool {
 		if i >= len(in) || in[i] != '"' {
 			return false // the end, or "}" with no member after "{" or ","
 		}
-		if i, _, _ = canonScanString(in, i); i < 0 {
+		if i = canonScanString(in, i); i < 0 {
 			return false
 		}
 		if i = canonSkipWS(in, i); i >= len(in) || in[i] != ':' {
