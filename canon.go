@@ -871,7 +871,7 @@ func canonZeros(dst []byte, n int64) []byte {
 }
 
 // canonDigitsEnd returns the end of the run of decimal digits at in[i:].
-func canonDigitsEnd(in []byte, i int) int {
+func canonDigitsEnd[T string | []byte](in T, i int) int {
 	for i < len(in) && canonIsDigit(in[i]) {
 		i++
 	}
