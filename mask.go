@@ -302,7 +302,12 @@ func (m *maskState) token(i int) (string, int) {
 		}
 		return maskNum, e
 	}
-	// A word without digits; apostrophes between letters belong to it.
+	return "", maskWordEnd(s, i)
+}
+
+// maskWordEnd returns the end of the word without digits at s[i]:
+// apostrophes between letters belong to it.
+func maskWordEnd(s string, i int) int {
 	for i++; i < len(s); i++ {
 		if c := s[i]; c == '\'' && i+1 < len(s) && maskIsLetter(s[i+1]) {
 			continue
@@ -310,7 +315,7 @@ func (m *maskState) token(i int) (string, int) {
 			break
 		}
 	}
-	return "", i
+	return i
 }
 
 // at returns s[i], lower-cased in error mode, or 0 beyond the end.

@@ -17,47 +17,62 @@ func blankArgs(in []byte) bool {
 	if i >= len(in) || in[i] != '{' {
 		return false
 	}
-	members := 0
 	for {
-		i = canonSkipWS(in, i+1)
-		if i >= len(in) || in[i] != '"' {
-			return false // the end, or "}" with no member after "{" or ","
-		}
-		if i = canonScanString(in, i); i < 0 {
-			return false
-		}
-		if i = canonSkipWS(in, i); i >= len(in) || in[i] != ':' {
-			return false
-		}
-		if i = canonSkipWS(in, i+1); i >= len(in) || in[i] != '"' {
-			return false
-		}
-		for i++; i < len(in) && in[i] != '"'; i++ {
-			switch in[i] {
-			case ' ', '\t', '\n', '\r':
-			case '\\':
-				if i+1 >= len(in) || in[i+1] != 'n' && in[i+1] != 'r' && in[i+1] != 't' {
-					return false
-				}
-				i++
-			default:
-				return false
-			}
-		}
-		if i >= len(in) {
-			return false
-		}
-		members++
-		if i = canonSkipWS(in, i+1); i >= len(in) {
-			return false
+		if i = blankMember(in, i+1); i < 0 {
+			return false // also "}" with no member after "{" or ","
 		}
 		switch in[i] {
 		case ',':
-			continue
 		case '}':
-			return members > 0 && canonSkipWS(in, i+1) == len(in)
+			return canonSkipWS(in, i+1) == len(in)
 		default:
 			return false
 		}
 	}
+}
+
+// blankMember reads a member with a blank value at in[i:] after white
+// space, and returns the index of the next byte that is not white space,
+// or -1.
+func blankMember(in []byte, i int) int {
+	if i = canonSkipWS(in, i); i >= len(in) || in[i] != '"' {
+		return -1
+	}
+	if i = canonScanString(in, i); i < 0 {
+		return -1
+	}
+	if i = canonSkipWS(in, i); i >= len(in) || in[i] != ':' {
+		return -1
+	}
+	if i = canonSkipWS(in, i+1); i >= len(in) || in[i] != '"' {
+		return -1
+	}
+	if i = blankString(in, i); i < 0 {
+		return -1
+	}
+	if i = canonSkipWS(in, i); i >= len(in) {
+		return -1
+	}
+	return i
+}
+
+// blankString returns the index after the string of white space at in[i],
+// or -1.
+func blankString(in []byte, i int) int {
+	for i++; i < len(in) && in[i] != '"'; i++ {
+		switch in[i] {
+		case ' ', '\t', '\n', '\r':
+		case '\\':
+			if i+1 >= len(in) || in[i+1] != 'n' && in[i+1] != 'r' && in[i+1] != 't' {
+				return -1
+			}
+			i++
+		default:
+			return -1
+		}
+	}
+	if i >= len(in) {
+		return -1
+	}
+	return i + 1
 }
