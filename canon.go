@@ -501,25 +501,24 @@ func (c *argScan) duplicates(ks []int32) int {
 	return end
 }
 
-// str writes the canonical encoding of the string at in[i] and returns the
-// index after it: escapes decoded, then written as canonAppendRune and
-// canonAppendByte write them.
+// str writes the canonical encoding of the valid string at in[i] and
+// returns the index after it: escapes decoded, then written as
+// canonAppendRune and canonAppendByte write them.
 func (c *argScan) str(i int) int {
-	e := canonScanString(c.in, i)
-	raw := c.in[i+1 : e-1]
+	in := c.in
 	c.byte('"')
-	for j := 0; j < len(raw); {
-		if raw[j] != '\\' {
-			k := bytes.IndexByte(raw[j:], '\\')
-			if k < 0 {
-				k = len(raw) - j
-			}
-			c.write(raw[j : j+k])
-			j += k
-			continue
+	for j := i + 1; ; {
+		k := j
+		for in[k] != '"' && in[k] != '\\' {
+			k++
+		}
+		c.write(in[j:k])
+		if in[k] == '"' {
+			c.byte('"')
+			return k + 1
 		}
 		var r rune
-		r, j = canonDecodeEscape(raw, j)
+		r, j = canonDecodeEscape(in, k)
 		var tmp [8]byte
 		if r >= utf8.RuneSelf {
 			c.write(canonAppendRune(tmp[:0], r))
@@ -527,8 +526,6 @@ func (c *argScan) str(i int) int {
 			c.write(canonAppendByte(tmp[:0], byte(r)))
 		}
 	}
-	c.byte('"')
-	return e
 }
 
 // write appends b to the canonical form: to vals while the values of

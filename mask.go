@@ -366,7 +366,7 @@ func (m *maskState) noise(i int) (int, string) {
 	}
 	run, next := e-i, m.at(e)
 	digit := canonIsDigit(m.s[i])
-	if run < maskHexMin && !m.mayGoOn(i, run, next, digit) {
+	if run < maskHexMin && !mayGoOn(next, digit) {
 		return 0, ""
 	}
 	if e, ph := m.dated(i, run, next, digit); ph != "" {
@@ -383,17 +383,18 @@ func (m *maskState) noise(i int) (int, string) {
 	return 0, ""
 }
 
-// mayGoOn reports whether a hex run too short to be masked as one, at i,
-// may go on into a match: only a '-' (timestamp, UUID), a ':' (clock), or,
-// after decimal digits, a fraction, a space or a unit letter (duration).
-func (m *maskState) mayGoOn(i, run int, next byte, digit bool) bool {
+// mayGoOn reports whether a hex run too short to be masked as one may go
+// on into a match: only with a '-' (timestamp, UUID), a ':' (clock), or,
+// after a decimal digit, a fraction, a space or a unit letter (duration;
+// no unit is a hex digit).
+func mayGoOn(next byte, digit bool) bool {
 	switch next {
 	case '-', ':':
 		return true
 	case '.', ' ', 'n', 'u', 'm', 's', 'h', 0xC2, 0xCE:
 		return digit
 	}
-	return digit && (run == 1 || m.digits(i, run))
+	return false
 }
 
 // dated matches a timestamp, a UUID or a clock time at i.

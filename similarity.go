@@ -20,18 +20,8 @@ import (
 // different question, while a false "different" only costs one more search,
 // so every rule below errs towards "different".
 //
-// A query is first normalized (normalizeQuery): lowercased, stripped of
-// everything but letters, digits, underscores and single spaces, and cut to
-// queryMaxRunes runes. Two normalized queries are then compared as keys
-// (simKeyOf): their words without stop words (simStopWords; kept when every
-// word is one), with common Latin diacritics folded (simFold), the word
-// after a direction word marked ("usd to eur" holds "to:eur",
-// simDirections), in sorted order, so that word order does not count but
-// direction does. The score (querySimilarity) is 0 when the keys disagree
-// on the destructive verbs (simDestructive) or negations (simNegations)
-// they hold, hold different numbers, or swap a word for an unrelated one
-// (simWordsAgree); otherwise it is the Levenshtein ratio of the keys,
-// 1 - distance/max(length), counted in runes.
+// A query is normalized (normalizeQuery), reduced to a key (simKeyOf) and
+// scored against earlier keys (simScore, the rules below).
 //
 // A queryIndex remembers the queries of one search tool in one turn, with
 // the scope they were asked in (the call's other arguments) and whether
