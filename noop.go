@@ -1,5 +1,7 @@
 package toolguard
 
+import "github.com/toolguard/toolguard/internal/canon"
+
 // A call that cannot change anything is not progress for other calls: a
 // call whose arguments are an object of only blank strings (an empty shell
 // command, {"command": ""}, {"path": " "}). It may succeed with a new
@@ -13,7 +15,7 @@ package toolguard
 // escapes \n, \r, \t). It stops at the first other value, so it costs a
 // few bytes for almost every call; bad JSON is not blank.
 func blankArgs(in []byte) bool {
-	i := canonSkipWS(in, 0)
+	i := canon.SkipWS(in, 0)
 	if i >= len(in) || in[i] != '{' {
 		return false
 	}
@@ -24,7 +26,7 @@ func blankArgs(in []byte) bool {
 		switch in[i] {
 		case ',':
 		case '}':
-			return canonSkipWS(in, i+1) == len(in)
+			return canon.SkipWS(in, i+1) == len(in)
 		default:
 			return false
 		}
@@ -35,22 +37,22 @@ func blankArgs(in []byte) bool {
 // space, and returns the index of the next byte that is not white space,
 // or -1.
 func blankMember(in []byte, i int) int {
-	if i = canonSkipWS(in, i); i >= len(in) || in[i] != '"' {
+	if i = canon.SkipWS(in, i); i >= len(in) || in[i] != '"' {
 		return -1
 	}
-	if i = canonScanString(in, i); i < 0 {
+	if i = canon.ScanString(in, i); i < 0 {
 		return -1
 	}
-	if i = canonSkipWS(in, i); i >= len(in) || in[i] != ':' {
+	if i = canon.SkipWS(in, i); i >= len(in) || in[i] != ':' {
 		return -1
 	}
-	if i = canonSkipWS(in, i+1); i >= len(in) || in[i] != '"' {
+	if i = canon.SkipWS(in, i+1); i >= len(in) || in[i] != '"' {
 		return -1
 	}
 	if i = blankString(in, i); i < 0 {
 		return -1
 	}
-	if i = canonSkipWS(in, i); i >= len(in) {
+	if i = canon.SkipWS(in, i); i >= len(in) {
 		return -1
 	}
 	return i

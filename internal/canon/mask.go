@@ -1,6 +1,7 @@
-package toolguard
+package canon
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"hash/maphash"
 	"math"
@@ -39,7 +40,7 @@ const (
 	maskSchemeMax = 32   // bytes of a URL scheme
 )
 
-// Noise is what digestResult masks in a result, so that two tool results
+// Noise is what DigestResult masks in a result, so that two tool results
 // that differ only by noise digest equal (maskNoise in the tests writes the
 // masked text out). Masked are:
 //
@@ -84,7 +85,7 @@ func maskError(s string) string {
 	return string(m.fill(make([]byte, 0, len(s)+8), math.MaxInt))
 }
 
-// digestResult returns the digest of maskNoise(s) (under its own domain
+// DigestResult returns the digest of maskNoise(s) (under its own domain
 // prefix), computed in a streaming fashion without allocating.
 //
 // Results need change detection, not collision resistance against an
@@ -94,14 +95,14 @@ func maskError(s string) string {
 // seeds. The seeds are made once per process, so a digest is only
 // comparable with digests of the same process, which is all the Tracker
 // compares it with; it must never be persisted or shared.
-func digestResult(s string) Hash {
+func DigestResult(s string) [16]byte {
 	return maskDigest(s, false)
 }
 
-// digestError returns the digest of maskError(s) (under its own domain
+// DigestError returns the digest of maskError(s) (under its own domain
 // prefix), computed in a streaming fashion without allocating. Like
-// digestResult, it is comparable within one process only.
-func digestError(s string) Hash {
+// DigestResult, it is comparable within one process only.
+func DigestError(s string) [16]byte {
 	return maskDigest(s, true)
 }
 
@@ -115,7 +116,7 @@ var maskSeeds = [2][2]maphash.Seed{
 
 // maskDigest hashes the masked form of s, chunk by chunk: a maphash.Hash
 // depends only on the concatenation of what is written to it.
-func maskDigest(s string, err bool) Hash {
+func maskDigest(s string, err bool) [16]byte {
 	m := maskState{s: s, err: err}
 	seeds := &maskSeeds[b2i(err)]
 	var h0, h1 maphash.Hash
@@ -127,7 +128,7 @@ func maskDigest(s string, err bool) Hash {
 		h0.Write(b)
 		h1.Write(b)
 	}
-	var h Hash
+	var h [16]byte
 	binary.LittleEndian.PutUint64(h[:8], h0.Sum64())
 	binary.LittleEndian.PutUint64(h[8:], h1.Sum64())
 	return h
@@ -754,23 +755,26 @@ func maskLower(c byte) byte {
 	return c
 }
 
-// cutShape cuts s to at most queryMaxBytes bytes, on a rune boundary.
+// ShapeMax is the most bytes of an argument shape (Args.Shape).
+const ShapeMax = 1024
+
+// cutShape cuts s to at most ShapeMax bytes, on a rune boundary.
 func cutShape(s string) string {
-	if len(s) <= queryMaxBytes {
+	if len(s) <= ShapeMax {
 		return s
 	}
-	s = s[:queryMaxBytes]
+	s = s[:ShapeMax]
 	for len(s) > 0 && !utf8.ValidString(s) {
 		s = s[:len(s)-1]
 	}
 	return s
 }
 
-// tweaked reports whether two argument shapes are one call tweaked: the
+// Tweaked reports whether two argument shapes are one call Tweaked: the
 // same words but for at most two — a flag added or dropped, one word
 // changed ("npm test" and "npm run test", "make -j4" and "make -B"). The
 // words are compared as multisets, split at white space.
-func tweaked(a, b string) bool {
+func Tweaked(a, b string) bool {
 	if a == b {
 		return true
 	}
@@ -789,4 +793,24 @@ func tweaked(a, b string) bool {
 		}
 	}
 	return diff+len(x)+len(y) <= 2
+}
+
+// ResultSHA is DigestResult with SHA-256 in place of the per-process
+// maphash: stable across processes, so that the hook can keep it on disk.
+func ResultSHA(s string) [32]byte { return maskSHA(s, false) }
+
+// FailureSHA is DigestError with SHA-256 in place of the per-process
+// maphash.
+func FailureSHA(s string) [32]byte { return maskSHA(s, true) }
+
+func maskSHA(s string, err bool) [32]byte {
+	m := maskState{s: s, err: err}
+	h := sha256.New()
+	var buf [maskChunk]byte
+	for !m.done {
+		h.Write(m.fill(buf[:0], len(buf)))
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
 }

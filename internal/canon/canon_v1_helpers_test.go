@@ -1,4 +1,4 @@
-package toolguard
+package canon
 
 // The v0.1.0 oracle's own scanning helpers: copies of the core's helpers as
 // they were when the oracle was written, so that the oracle does not share

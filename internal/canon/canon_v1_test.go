@@ -1,4 +1,4 @@
-package toolguard
+package canon
 
 // The argument canonicalizer of toolguard v0.1.0, kept as the oracle of the
 // present one: argument hashes are persisted (Entry.ArgsHash in ledgers),
@@ -183,14 +183,14 @@ func (c *v1Canon) seg(i int32) []byte {
 func (c *v1Canon) parse(ignore []string) bool {
 	in := c.in
 	n := len(in)
-	i := canonSkipWS(in, 0)
+	i := SkipWS(in, 0)
 	if i == n {
 		c.null = true
 		return true
 	}
 value:
 	for {
-		i = canonSkipWS(in, i)
+		i = SkipWS(in, i)
 		if i >= n {
 			return false
 		}
@@ -215,7 +215,7 @@ value:
 				obj: true, sorted: true, saved: c.cur,
 				mbase: int32(len(c.mems)), sbase: int32(len(c.segs)),
 			})
-			if i = canonSkipWS(in, i+1); i < n && in[i] == '}' {
+			if i = SkipWS(in, i+1); i < n && in[i] == '}' {
 				i++
 				c.closeObject()
 				break
@@ -230,7 +230,7 @@ value:
 			}
 			c.emitByte('[')
 			c.stack = append(c.stack, v1Frame{})
-			if i = canonSkipWS(in, i+1); i < n && in[i] == ']' {
+			if i = SkipWS(in, i+1); i < n && in[i] == ']' {
 				i++
 				c.emitByte(']')
 				c.stack = c.stack[:len(c.stack)-1]
@@ -268,7 +268,7 @@ value:
 		}
 		// After a value: close containers until one expects more.
 		for {
-			i = canonSkipWS(in, i)
+			i = SkipWS(in, i)
 			if len(c.stack) == 0 {
 				return i == n
 			}
@@ -424,7 +424,7 @@ func v1StrictKey(in []byte, i int, keys []v1Key, ignore []string) int {
 // returns the index of the member's value, or -1.
 func (c *v1Canon) key(i int, ignore []string) int {
 	in := c.in
-	i = canonSkipWS(in, i)
+	i = SkipWS(in, i)
 	if i >= len(in) || in[i] != '"' {
 		return -1
 	}
@@ -468,7 +468,7 @@ func (c *v1Canon) key(i int, ignore []string) int {
 			}
 		}
 	}
-	i = canonSkipWS(in, e)
+	i = SkipWS(in, e)
 	if i >= len(in) || in[i] != ':' {
 		return -1
 	}
