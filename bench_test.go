@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/toolguard/toolguard/internal/canon"
 )
 
 // traceCall is one recorded call of testdata/traces (see its FORMAT.md).
@@ -573,10 +575,8 @@ func BenchmarkLargeArgs(b *testing.B) {
 	b.Run("validate", func(b *testing.B) {
 		b.SetBytes(int64(len(args)))
 		for i := 0; i < b.N; i++ {
-			var s argScan
-			if s.scan(args); !s.ok {
-				b.Fatal("invalid")
-			}
+			var s canon.Args
+			s.Scan(args)
 		}
 	})
 	b.Run("json.Valid", func(b *testing.B) {

@@ -22,7 +22,7 @@ type outcome struct {
 	failed   bool
 	digest   Hash   // of the result (noise masked), for a success
 	sig      Hash   // of the error text (masked), for a failure
-	shape    string // of a failure's arguments (argScan.shape)
+	shape    string // of a failure's arguments (canon.Args.Shape)
 	progress bool   // the key made progress (repeats.progress)
 	changed  bool   // the call may have changed the world: it moved turnState.changes
 	changes  uint32 // turnState.changes after the call

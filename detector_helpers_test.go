@@ -24,19 +24,19 @@ func (d *detTest) probe(tool, args string, round uint64, changes uint32) *probe 
 		d.tools[tool] = e
 	}
 	sc := new(scratch)
-	sc.scan.scan([]byte(args))
+	sc.scan.Scan([]byte(args))
 	p := &sc.p
 	*p = probe{tool: e, rule: e.rule, round: round, turn: &e.turn, turnNo: 1, changes: changes, s: sc}
-	p.args = sc.scan.hash(e.rule.ignore)
+	p.args = Hash(sc.scan.Hash(e.rule.ignore))
 	p.key = keyOf(e.rule.name, p.args)
 	if e.rule.search {
-		if k, q, ok := sc.scan.stringArg(queryKeys, redactMaxBytes); ok {
+		if k, q, ok := sc.scan.StringArg(queryKeys, redactMaxBytes); ok {
 			p.query = normalizeQuery(q)
 			p.sim = simKeyOf(p.query)
-			p.scope = sc.scan.hash(append(e.rule.ignore[:len(e.rule.ignore):len(e.rule.ignore)], k))
+			p.scope = Hash(sc.scan.Hash(append(e.rule.ignore[:len(e.rule.ignore):len(e.rule.ignore)], k)))
 		}
 	}
-	if host, path, ok := sc.scan.url(); ok {
+	if host, path, ok := sc.scan.URL(); ok {
 		p.url = host + path
 	}
 	ks := d.keys[p.key]

@@ -1,5 +1,7 @@
 package toolguard
 
+import "github.com/toolguard/toolguard/internal/canon"
+
 // failures is the rule of repeated failures (Policy.MaxFailures): a tool's
 // chain of equivalent failures in the turn — the same call again, or its
 // arguments tweaked, failing the same way — gets a hint, then one
@@ -43,7 +45,7 @@ func (d *failures) check(p *probe) (firing, bool) {
 		return firing{}, false
 	}
 	if f := chainAt(p.turn, p.changes); f != nil {
-		retries := func() bool { return p.key == f.key || tweaked(p.shape(), f.shape) }
+		retries := func() bool { return p.key == f.key || canon.Tweaked(p.shape(), f.shape) }
 		if fire, insisted := f.check(max, retries); fire {
 			return firing{reason: ReasonRepeatedFailure, scope: hintScope{rule: ruleFailure, tool: p.tool, chain: f.chain},
 				count: f.count, limit: max, msg: failureMessage(p.rule.name, f.count), abort: insisted}, true

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -92,18 +93,12 @@ var defaultSearchTools = []string{
 	"web_fetch_search", "grep", "Grep", "*retrieve*", "*Retrieve*",
 }
 
-// defaultSearchGlobs is defaultSearchTools compiled once.
-var defaultSearchGlobs = compileGlobs(defaultSearchTools)
-
 // defaultThinkTools is the built-in list of think-style tools used when
 // Policy.ThinkTools is nil (listed there). It is never modified.
 var defaultThinkTools = []string{
 	"think", "Think", "*_think", "reflect", "Reflect", "plan", "Plan",
 	"sequentialthinking", "sequential_thinking",
 }
-
-// defaultThinkGlobs is defaultThinkTools compiled once.
-var defaultThinkGlobs = compileGlobs(defaultThinkTools)
 
 // Quota is a set of per-session call limits declared by an agent or by the
 // platform that runs it. Tools maps tool names or path.Match glob patterns
@@ -323,9 +318,20 @@ type ToolPolicy struct {
 // per-tool limits and quotas. A nil result means every value is used as
 // written.
 func (p Policy) Validate() error {
+	errs := p.validateNumbers()
+	errs = append(errs, p.validateNames()...)
+	errs = append(errs, validateSharedQuotas(p.SharedQuotas)...)
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("toolguard: invalid policy: %w", errors.Join(errs...))
+}
+
+// validateNumbers reports the ratios and enums Validate rejects. NaN falls
+// back to the default; an infinity is outside the range, so it turns the
+// feature off (see newConfig).
+func (p Policy) validateNumbers() []error {
 	var errs []error
-	// NaN falls back to the default; an infinity is outside the range, so
-	// it turns the feature off (see newConfig).
 	switch {
 	case math.IsNaN(p.NudgeRatio):
 		errs = append(errs, fmt.Errorf("NudgeRatio NaN is not a number (0.75 is used)"))
@@ -346,44 +352,44 @@ func (p Policy) Validate() error {
 	if p.BudgetUnit != UnitCalls && p.BudgetUnit != UnitRounds {
 		errs = append(errs, fmt.Errorf("BudgetUnit %d is unknown (calls are counted)", int(p.BudgetUnit)))
 	}
-	checkPatterns := func(field string, pats []string) {
+	return errs
+}
+
+// validateNames reports malformed patterns and negative limits of tools.
+func (p Policy) validateNames() []error {
+	var errs []error
+	checkPatterns := func(field string, pats ...string) {
 		for _, pat := range pats {
 			if _, err := path.Match(pat, ""); err != nil {
 				errs = append(errs, fmt.Errorf("%s: malformed pattern %q (it matches nothing)", field, pat))
 			}
 		}
 	}
-	checkPatterns("SearchTools", p.SearchTools)
-	checkPatterns("ThinkTools", p.ThinkTools)
-	checkPatterns("HighCostTools", p.HighCostTools)
+	checkPatterns("SearchTools", p.SearchTools...)
+	checkPatterns("ThinkTools", p.ThinkTools...)
+	checkPatterns("HighCostTools", p.HighCostTools...)
 	for _, name := range sortedKeys(p.Tools) {
-		checkPatterns("Tools", []string{name})
+		checkPatterns("Tools", name)
 		if tp := p.Tools[name]; tp.Limit < 0 {
 			errs = append(errs, fmt.Errorf("Tools[%q].Limit %d is negative (no per-turn limit)", name, tp.Limit))
 		}
 	}
-	for _, q := range []struct {
-		name string
-		q    *Quota
-	}{{"AgentQuota", p.AgentQuota}, {"PlatformQuota", p.PlatformQuota}} {
-		if q.q == nil {
+	for i, q := range []*Quota{p.AgentQuota, p.PlatformQuota} {
+		field := [...]string{"AgentQuota", "PlatformQuota"}[i]
+		if q == nil {
 			continue
 		}
-		for _, name := range sortedKeys(q.q.Tools) {
-			checkPatterns(q.name, []string{name})
-			if n := q.q.Tools[name]; n < 0 {
-				errs = append(errs, fmt.Errorf("%s[%q] %d is negative (not set)", q.name, name, n))
+		for _, name := range sortedKeys(q.Tools) {
+			checkPatterns(field, name)
+			if n := q.Tools[name]; n < 0 {
+				errs = append(errs, fmt.Errorf("%s[%q] %d is negative (not set)", field, name, n))
 			}
 		}
-		if q.q.Default < 0 {
-			errs = append(errs, fmt.Errorf("%s.Default %d is negative (not set)", q.name, q.q.Default))
+		if q.Default < 0 {
+			errs = append(errs, fmt.Errorf("%s.Default %d is negative (not set)", field, q.Default))
 		}
 	}
-	errs = append(errs, validateSharedQuotas(p.SharedQuotas)...)
-	if len(errs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("toolguard: invalid policy: %w", errors.Join(errs...))
+	return errs
 }
 
 // validateSharedQuotas reports the shared quotas that are ignored or
@@ -460,7 +466,6 @@ type config struct {
 	store         store.Store
 	sessionID     string
 	shared        []SharedQuota
-	sharedTools   []globs // shared[i].Tools compiled; nil: every tool
 	storeTimeout  time.Duration
 	ttl           time.Duration
 	failOpen      bool
@@ -479,7 +484,7 @@ func newConfig(p Policy) config {
 		action:       p.Action,
 		similarBlind: p.SimilarIgnoresResults,
 		tools:        p.Tools,
-		highCost:     compileGlobs(p.HighCostTools),
+		highCost:     p.HighCostTools,
 		agent:        p.AgentQuota,
 		platform:     p.PlatformQuota,
 		keepRaw:      p.KeepRaw,
@@ -497,11 +502,18 @@ func newConfig(p Policy) config {
 		c.now = time.Now
 	}
 	c.hooked = c.onEvent != nil || c.logger != nil
+	c.storeConfig(p)
+	c.ruleConfig(p)
+	c.patterns = toolPatterns(p.Tools)
+	return c
+}
+
+// storeConfig applies the defaults of the Store's settings.
+func (c *config) storeConfig(p Policy) {
 	c.store, c.sessionID, c.failOpen = p.Store, p.SessionID, p.FailOpen
 	for _, q := range p.SharedQuotas {
 		if q.Limit > 0 && q.Name != "" {
 			c.shared = append(c.shared, q)
-			c.sharedTools = append(c.sharedTools, compileGlobs(q.Tools))
 		}
 	}
 	if c.store == nil && len(c.shared) > 0 {
@@ -524,7 +536,10 @@ func newConfig(p Policy) config {
 	if c.ttl <= 0 {
 		c.ttl = store.DefaultTTL
 	}
+}
 
+// ruleConfig applies the defaults of the rules' settings.
+func (c *config) ruleConfig(p Policy) {
 	c.maxCalls = orDefault(p.MaxCallsPerTurn, defaultMaxCallsPerTurn)
 	ratio := p.NudgeRatio
 	if ratio == 0 || math.IsNaN(ratio) {
@@ -547,20 +562,22 @@ func newConfig(p Policy) config {
 		// The window rule still needs a notion of "similar".
 		c.threshold = defaultSimilarityThreshold
 	}
+	c.searchTools, c.thinkTools = p.SearchTools, p.ThinkTools
 	if p.SearchTools == nil {
-		c.searchTools = defaultSearchGlobs // the usual case: compiled once
-	} else {
-		c.searchTools = compileGlobs(p.SearchTools)
+		c.searchTools = defaultSearchTools
 	}
 	if p.ThinkTools == nil {
-		c.thinkTools = defaultThinkGlobs
-	} else {
-		c.thinkTools = compileGlobs(p.ThinkTools)
+		c.thinkTools = defaultThinkTools
 	}
 
 	c.sessionLimit = max(p.SessionLimit, 0)
 	c.highCostLimit = orDefault(p.HighCostLimit, defaultHighCostLimit)
+	c.windowConfig(p)
+}
 
+// windowConfig applies the defaults of the cycle and window rules and of
+// the ledger.
+func (c *config) windowConfig(p Policy) {
 	c.cyclePeriod = min(orDefault(p.CyclePeriod, defaultCyclePeriod), maxCyclePeriod)
 	if c.cyclePeriod == 1 {
 		c.cyclePeriod = 2
@@ -581,9 +598,12 @@ func newConfig(p Policy) config {
 		// The cycle rule reads the turn's last calls in the ledger.
 		c.ledgerKeep = max(c.ledgerKeep, c.cyclePeriod*c.cycleRepeats)
 	}
+}
 
+// toolPatterns returns the glob keys of tools, longest first.
+func toolPatterns(tools map[string]ToolPolicy) globs {
 	var patterns []string
-	for name := range p.Tools {
+	for name := range tools {
 		if isPattern(name) {
 			patterns = append(patterns, name)
 		}
@@ -595,8 +615,7 @@ func newConfig(p Policy) config {
 		}
 		return a < b
 	})
-	c.patterns = compileGlobs(patterns)
-	return c
+	return patterns
 }
 
 // orDefault maps 0 to def and a negative value to 0 ("off").
@@ -614,104 +633,17 @@ func isPattern(s string) bool { return strings.ContainsAny(s, `*?[\`) }
 
 // match is path.Match without the error.
 func match(pattern, name string) bool {
-	g := compileGlob(pattern)
-	return g.match(name)
+	ok, err := path.Match(pattern, name)
+	return err == nil && ok
 }
 
-// glob is a tool name or path.Match pattern, compiled once so that
-// matching a name does not inspect the pattern again.
-type glob struct {
-	pat   string
-	kind  globKind
-	first string // globStar: the text before the first '*'
-	rest  string // globStar: the text after it
-	mid   string // globInfix: the text between the two stars
-}
-
-type globKind uint8
-
-const (
-	globExact globKind = iota // a plain name
-	globInfix                 // "*mid*", mid without special characters
-	globStar                  // '*' is the only special character
-	globPath                  // other special characters: path.Match
-)
-
-func compileGlob(pat string) glob {
-	g := glob{pat: pat}
-	switch {
-	case strings.ContainsAny(pat, `?[\`):
-		g.kind = globPath
-	case strings.IndexByte(pat, '*') >= 0:
-		g.kind = globStar
-		g.first, g.rest, _ = strings.Cut(pat, "*")
-		if mid, ok := strings.CutSuffix(g.rest, "*"); ok && g.first == "" && !strings.Contains(mid, "*") {
-			g.kind, g.mid = globInfix, mid
-		}
-	}
-	return g
-}
-
-// match reports whether name matches g, as path.Match would.
-func (g *glob) match(name string) bool {
-	return g.matchSlash(name, strings.IndexByte(name, '/') >= 0)
-}
-
-// matchSlash is match for a name that holds a '/' if slash is set.
-func (g *glob) matchSlash(name string, slash bool) bool {
-	switch {
-	case g.kind == globExact:
-		return g.pat == name
-	case g.kind == globPath || slash:
-		// path.Match: '*' does not match '/', and the other special
-		// characters need its full syntax.
-		ok, err := path.Match(g.pat, name)
-		return err == nil && ok
-	case g.kind == globInfix:
-		return strings.Contains(name, g.mid)
-	}
-	if !strings.HasPrefix(name, g.first) {
-		return false
-	}
-	name, rest := name[len(g.first):], g.rest
-	for {
-		part, more, ok := strings.Cut(rest, "*")
-		if !ok {
-			// part is the last piece: it must end the name.
-			return strings.HasSuffix(name, part)
-		}
-		i := strings.Index(name, part)
-		if i < 0 {
-			return false
-		}
-		name, rest = name[i+len(part):], more
-	}
-}
-
-// globs is a compiled list of names and patterns.
-type globs []glob
-
-func compileGlobs(pats []string) globs {
-	if len(pats) == 0 {
-		return nil
-	}
-	gs := make(globs, len(pats))
-	for i, p := range pats {
-		gs[i] = compileGlob(p)
-	}
-	return gs
-}
+// globs is a list of tool names and path.Match patterns.
+type globs []string
 
 // match reports whether name is one of the names or matches one of the
 // patterns. Malformed patterns match nothing.
 func (gs globs) match(name string) bool {
-	slash := strings.IndexByte(name, '/') >= 0
-	for i := range gs {
-		if gs[i].pat == name || gs[i].matchSlash(name, slash) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(gs, func(p string) bool { return p == name || match(p, name) })
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -744,15 +676,7 @@ type toolRule struct {
 }
 
 func (c *config) resolve(tool string) *toolRule {
-	tp, ok := c.tools[tool]
-	if !ok {
-		for i := range c.patterns {
-			if c.patterns[i].match(tool) {
-				tp, ok = c.tools[c.patterns[i].pat], true
-				break
-			}
-		}
-	}
+	tp := c.toolPolicy(tool)
 	r := &toolRule{
 		name:       tool,
 		limit:      max(tp.Limit, 0),
@@ -772,8 +696,29 @@ func (c *config) resolve(tool string) *toolRule {
 	if r.exempt {
 		r.maxRepeats = 0
 	}
+	c.resolveQuota(r, tp)
+	c.resolveCounters(r)
+	return r
+}
 
-	// The min-of-three resolver: agent quota, platform quota, rule default.
+// toolPolicy returns the ToolPolicy of tool: its own, or that of the
+// longest pattern it matches.
+func (c *config) toolPolicy(tool string) ToolPolicy {
+	if tp, ok := c.tools[tool]; ok {
+		return tp
+	}
+	for _, pat := range c.patterns {
+		if match(pat, tool) {
+			return c.tools[pat]
+		}
+	}
+	return ToolPolicy{}
+}
+
+// resolveQuota is the min-of-three resolver: agent quota, platform quota,
+// rule default.
+func (c *config) resolveQuota(r *toolRule, tp ToolPolicy) {
+	tool := r.name
 	rule := c.sessionLimit
 	if tp.HighCost || c.highCost.match(tool) {
 		if c.highCostLimit > 0 {
@@ -788,17 +733,20 @@ func (c *config) resolve(tool string) *toolRule {
 	consider(quotaFor(c.agent, tool), "agent")
 	consider(quotaFor(c.platform, tool), "platform")
 	consider(rule, "rule")
+}
 
+// resolveCounters lists the counters of r shared through the Store.
+func (c *config) resolveCounters(r *toolRule) {
+	tool := r.name
 	if c.store != nil && c.sessionID != "" && r.quota > 0 {
 		r.counters = append(r.counters, store.Counter{Key: sessionKey(c.sessionID, tool), Limit: r.quota})
 		r.counterOf = append(r.counterOf, r.quotaFrom)
 	}
-	for i, q := range c.shared {
-		if q.Tools != nil && !c.sharedTools[i].match(tool) {
+	for _, q := range c.shared {
+		if q.Tools != nil && !globs(q.Tools).match(tool) {
 			continue
 		}
 		r.counters = append(r.counters, store.Counter{Key: q.Key(tool), Limit: q.Limit, Window: q.Window})
 		r.counterOf = append(r.counterOf, "shared "+q.Name)
 	}
-	return r
 }

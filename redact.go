@@ -249,6 +249,12 @@ func isSecretToken(w string) bool {
 	if len(w) < 24 {
 		return false
 	}
+	return randomLooking(w)
+}
+
+// randomLooking reports whether w, of letters, digits and +/=_-. only,
+// mixes letters and digits with an entropy of at least 3.5 bits a byte.
+func randomLooking(w string) bool {
 	var counts [256]int
 	letters, digits := 0, 0
 	for i := 0; i < len(w); i++ {
@@ -258,8 +264,7 @@ func isSecretToken(w string) bool {
 			letters++
 		case '0' <= c && c <= '9':
 			digits++
-		case strings.IndexByte("+/=_-.", c) >= 0:
-		default:
+		case strings.IndexByte("+/=_-.", c) < 0:
 			return false
 		}
 		counts[c]++

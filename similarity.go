@@ -20,18 +20,8 @@ import (
 // different question, while a false "different" only costs one more search,
 // so every rule below errs towards "different".
 //
-// A query is first normalized (normalizeQuery): lowercased, stripped of
-// everything but letters, digits, underscores and single spaces, and cut to
-// queryMaxRunes runes. Two normalized queries are then compared as keys
-// (simKeyOf): their words without stop words (simStopWords; kept when every
-// word is one), with common Latin diacritics folded (simFold), the word
-// after a direction word marked ("usd to eur" holds "to:eur",
-// simDirections), in sorted order, so that word order does not count but
-// direction does. The score (querySimilarity) is 0 when the keys disagree
-// on the destructive verbs (simDestructive) or negations (simNegations)
-// they hold, hold different numbers, or swap a word for an unrelated one
-// (simWordsAgree); otherwise it is the Levenshtein ratio of the keys,
-// 1 - distance/max(length), counted in runes.
+// A query is normalized (normalizeQuery), reduced to a key (simKeyOf) and
+// scored against earlier keys (simScore, the rules below).
 //
 // A queryIndex remembers the queries of one search tool in one turn, with
 // the scope they were asked in (the call's other arguments) and whether
@@ -77,12 +67,7 @@ func normalizeQuery(s string) string {
 	in := s // returned when already normalized
 	if len(s) > queryMaxBytes {
 		in = "" // a cut query is never returned: it would keep s alive
-		n := queryMaxBytes
-		// Do not split the last rune; invalid input may have no rune start.
-		for i := 0; i < utf8.UTFMax-1 && n > 0 && !utf8.RuneStart(s[n]); i++ {
-			n--
-		}
-		s = s[:n]
+		s = queryCut(s)
 	}
 	var buf [queryMaxBytes]byte
 	out := buf[:0]
@@ -115,6 +100,16 @@ func normalizeQuery(s string) string {
 		}
 	}
 	return simString(out, in)
+}
+
+// queryCut returns the first queryMaxBytes bytes of s, without splitting
+// the last rune (invalid input may have no rune start).
+func queryCut(s string) string {
+	n := queryMaxBytes
+	for i := 0; i < utf8.UTFMax-1 && n > 0 && !utf8.RuneStart(s[n]); i++ {
+		n--
+	}
+	return s[:n]
 }
 
 // simString returns b as a string, reusing s when it holds the same bytes.
@@ -253,15 +248,7 @@ func simWords(buf []byte, spans [][2]int, s string, dropStop bool) ([]byte, [][2
 			buf = append(buf, ' ')
 		}
 		start := len(buf)
-		for i < len(s) && read < queryMaxRunes {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if unicode.IsSpace(r) {
-				break
-			}
-			i += size
-			read++
-			buf = utf8.AppendRune(buf, simFold(r))
-		}
+		buf, i, read = simReadWord(buf, s, i, read)
 		if words > 0 && i < len(s) && !simSpaceAt(s, i) {
 			buf = buf[:space] // cut in two by the read limit
 			break
@@ -276,26 +263,54 @@ func simWords(buf []byte, spans [][2]int, s string, dropStop bool) ([]byte, [][2
 		case dropStop && stop:
 			buf = buf[:space]
 		default:
-			if mark != "" {
-				// Insert the mark before the word.
-				buf = append(buf, mark...)
-				copy(buf[start+len(mark):], buf[start:len(buf)-len(mark)])
-				copy(buf[start:], mark)
-				mark = ""
-			}
+			buf, mark = simInsertMark(buf, start, mark), ""
 			spans = append(spans, [2]int{start, len(buf)})
 		}
 		afterStop = stop
 	}
-	if w := strings.TrimSuffix(mark, ":"); w != "" && !simStopWords[w] {
-		// A direction word with no word after it to mark is a word.
-		if len(buf) > 0 {
-			buf = append(buf, ' ')
-		}
-		spans = append(spans, [2]int{len(buf), len(buf) + len(w)})
-		buf = append(buf, w...)
-	}
+	buf, spans = simLoneMark(buf, spans, mark)
 	return buf, spans, words
+}
+
+// simReadWord appends the folded word at s[i:] to buf, reading up to
+// queryMaxRunes runes in all; it returns buf, the index after the word and
+// the runes read.
+func simReadWord(buf []byte, s string, i, read int) ([]byte, int, int) {
+	for i < len(s) && read < queryMaxRunes {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if unicode.IsSpace(r) {
+			break
+		}
+		i += size
+		read++
+		buf = utf8.AppendRune(buf, simFold(r))
+	}
+	return buf, i, read
+}
+
+// simInsertMark inserts mark before the word at buf[start:].
+func simInsertMark(buf []byte, start int, mark string) []byte {
+	if mark == "" {
+		return buf
+	}
+	buf = append(buf, mark...)
+	copy(buf[start+len(mark):], buf[start:len(buf)-len(mark)])
+	copy(buf[start:], mark)
+	return buf
+}
+
+// simLoneMark appends the direction word of mark, left with no word after
+// it to mark, as a word of its own, unless it is a stop word.
+func simLoneMark(buf []byte, spans [][2]int, mark string) ([]byte, [][2]int) {
+	w := strings.TrimSuffix(mark, ":")
+	if w == "" || simStopWords[w] {
+		return buf, spans
+	}
+	if len(buf) > 0 {
+		buf = append(buf, ' ')
+	}
+	spans = append(spans, [2]int{len(buf), len(buf) + len(w)})
+	return append(buf, w...), spans
 }
 
 // simCutMark splits a key word into its direction mark and the word:

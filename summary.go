@@ -106,32 +106,7 @@ func (t *Tracker) summary(session bool) Summary {
 		}
 	}
 	for _, e := range t.summaryTools(session) {
-		stats := &e.turn.stats
-		if session {
-			stats = &e.session
-		}
-		r := e.rule
-		ss := ToolSummary{
-			Tool:         e.rule.name,
-			Calls:        int(stats.ok + stats.failed),
-			Failed:       int(stats.failed),
-			NewResults:   int(stats.newResults),
-			Skipped:      int(stats.skipped),
-			SessionCalls: int(e.session.reserved),
-			SessionLimit: r.quota,
-			QuotaFrom:    r.quotaFrom,
-		}
-		if f := e.turn.fail(); e.inTurn(t.turnNo) && f != nil && f.count > 1 {
-			ss.SameFailure = f.count
-		}
-		for reason, n := range e.skipsBy(session) {
-			if n > 0 {
-				if ss.SkipReasons == nil {
-					ss.SkipReasons = make(map[Reason]int)
-				}
-				ss.SkipReasons[Reason(reason)] = int(n)
-			}
-		}
+		ss := t.toolSummary(e, session)
 		s.Calls += ss.Calls
 		if session {
 			s.Failed += ss.Failed
@@ -145,6 +120,38 @@ func (t *Tracker) summary(session bool) Summary {
 	}
 	s.Next = nextAction(s)
 	return s
+}
+
+// toolSummary returns the summary of one tool, for the turn or the
+// session.
+func (t *Tracker) toolSummary(e *toolEntry, session bool) ToolSummary {
+	stats := &e.turn.stats
+	if session {
+		stats = &e.session
+	}
+	r := e.rule
+	ss := ToolSummary{
+		Tool:         r.name,
+		Calls:        int(stats.ok + stats.failed),
+		Failed:       int(stats.failed),
+		NewResults:   int(stats.newResults),
+		Skipped:      int(stats.skipped),
+		SessionCalls: int(e.session.reserved),
+		SessionLimit: r.quota,
+		QuotaFrom:    r.quotaFrom,
+	}
+	if f := e.turn.fail(); e.inTurn(t.turnNo) && f != nil && f.count > 1 {
+		ss.SameFailure = f.count
+	}
+	for reason, n := range e.skipsBy(session) {
+		if n > 0 {
+			if ss.SkipReasons == nil {
+				ss.SkipReasons = make(map[Reason]int)
+			}
+			ss.SkipReasons[Reason(reason)] = int(n)
+		}
+	}
+	return ss
 }
 
 // summaryTools returns the tools of the current turn, or of the session,

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toolguard/toolguard/internal/canon"
 )
 
 // Call is one tool call the model asked for.
@@ -336,8 +338,8 @@ type probe struct {
 	s *scratch
 }
 
-// shape returns the shape of the call's arguments (see argScan.shape).
-func (p *probe) shape() string { return p.s.scan.shape() }
+// shape returns the shape of the call's arguments (see canon.Args.Shape).
+func (p *probe) shape() string { return p.s.scan.Shape() }
 
 // done releases the probe: it must not be used after.
 func (p *probe) done() { p.s.release() }
@@ -352,20 +354,20 @@ func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
 	*p = probe{tool: t.tool(c.Tool), s: sc}
 	p.rule = p.tool.rule
 	s := &sc.scan
-	s.scan(c.Args)
-	p.args = s.hash(p.rule.ignore)
+	s.Scan(c.Args)
+	p.args = Hash(s.Hash(p.rule.ignore))
 	p.key = keyOf(p.rule.name, p.args)
 	if p.rule.search {
 		// The query is read as far as redactSecrets and normalizeQuery
 		// read it, not copied whole.
-		if k, q, ok := s.stringArg(queryKeys, redactMaxBytes); ok {
+		if k, q, ok := s.StringArg(queryKeys, redactMaxBytes); ok {
 			p.query = normalizeQuery(q)
 			if r := redactSecrets(q); r != q {
 				p.purpose = normalizeQuery(r)
 			}
 			p.sim = simKeyOf(p.query)
 			// The other arguments: page 2, another path, is a new question.
-			p.scope = s.hash(append(slices.Clip(p.rule.ignore), k))
+			p.scope = Hash(s.Hash(append(slices.Clip(p.rule.ignore), k)))
 		}
 	}
 	if p.query == "" {
@@ -375,11 +377,11 @@ func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
 			return p, append(buf, " bytes"...)
 		}
 		if t.cfg.window > 0 && !p.rule.exempt && mayHoldURL(c.Args) {
-			if host, path, ok := s.url(); ok {
+			if host, path, ok := s.URL(); ok {
 				p.url = host + path
 			}
 		}
-		buf = s.appendNames(buf)
+		buf = s.AppendNames(buf)
 	}
 	return p, buf
 }
@@ -403,7 +405,7 @@ func mayHoldURL(args []byte) bool {
 // maxInspect is the size above which arguments are hashed but not read for
 // a URL or argument names: the ledger describes them by size, and the
 // window's fetch rule does not see them.
-const maxInspect = 64 << 10
+const maxInspect = canon.InspectMax
 
 // queryKeys are the argument keys a search query is taken from, in order.
 var queryKeys = []string{"query", "search_query", "q", "text", "question", "prompt"}
@@ -804,18 +806,18 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	search := t.tool(c.Tool).rule.search
 	scanned := failed || search
 	if scanned {
-		sc.scan.scan(c.Args)
+		sc.scan.Scan(c.Args)
 	}
 	if search {
-		if _, q, ok := sc.scan.stringArg(queryKeys, maxEchoQuery); ok {
+		if _, q, ok := sc.scan.StringArg(queryKeys, maxEchoQuery); ok {
 			res = unechoed(res, q)
 		}
 	}
 	if failed {
-		sig = digestError(res)
-		shape = sc.scan.shape()
+		sig = Hash(canon.DigestError(res))
+		shape = sc.scan.Shape()
 	} else {
-		digest = digestResult(res)
+		digest = Hash(canon.DigestResult(res))
 	}
 	now := t.cfg.now()
 
@@ -829,9 +831,9 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 		t.mu.Unlock()
 		r := t.tool(c.Tool).rule
 		if !scanned {
-			sc.scan.scan(c.Args)
+			sc.scan.Scan(c.Args)
 		}
-		key = keyOf(r.name, sc.scan.hash(r.ignore))
+		key = keyOf(r.name, Hash(sc.scan.Hash(r.ignore)))
 		t.mu.Lock()
 	}
 	sc.out = outcome{failed: failed, digest: digest, sig: sig, shape: shape}

@@ -3,6 +3,8 @@ package toolguard
 import (
 	"bytes"
 	"time"
+
+	"github.com/toolguard/toolguard/internal/canon"
 )
 
 // callKey identifies identical calls: the same tool with arguments of the
@@ -111,7 +113,7 @@ func (f *failState) record(failed bool, sig Hash, shape string, key callKey, cha
 		f.restart(0)
 		return
 	}
-	if f.count > 0 && f.changes == changes && (key == f.key || sig == f.sig && (f.stage == failAttempt || tweaked(shape, f.shape))) {
+	if f.count > 0 && f.changes == changes && (key == f.key || sig == f.sig && (f.stage == failAttempt || canon.Tweaked(shape, f.shape))) {
 		f.count++
 		if f.stage == failAttempt {
 			f.stage = failAbortNext

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/toolguard/toolguard/internal/standin"
+	"github.com/toolguard/toolguard/internal/canon"
 )
 
 // The session log keeps no raw arguments or results (they may hold
@@ -26,7 +26,7 @@ import (
 //     fragment: the fetch rule counts fetches of one host and path;
 //   - "_s": the arguments' shape (query left out) as the failure rule
 //     compares it to spot a tweaked retry, computed by the core's own code
-//     (internal/standin): names and values with every particular masked.
+//     (internal/canon): names and values with every particular masked.
 //
 // A result is kept as the SHA-256 of its text with the Tracker's volatile
 // noise masked, a failure's as the SHA-256 of its text masked as the
@@ -53,7 +53,7 @@ func standIn(args json.RawMessage) json.RawMessage {
 			return nil
 		}
 		// Not an object: keep only its hash and shape.
-		return marshalPlain(map[string]string{"_h": "h0" + letters(sha(string(args)), 20), "_s": standin.Shape(args)})
+		return marshalPlain(map[string]string{"_h": "h0" + letters(sha(string(args)), 20), "_s": canon.ShapeOf(args)})
 	}
 	out := map[string]any{}
 	shapeOf := args
@@ -68,12 +68,12 @@ func standIn(args json.RawMessage) json.RawMessage {
 	if u := firstURL(args); u != "" {
 		out["_u"] = u
 	}
-	canon, _ := json.Marshal(m)                        // maps marshal with sorted keys
-	out["_h"] = "h0" + letters(sha(string(canon)), 20) // masked as an id in the shape the failure rule compares
+	rest, _ := json.Marshal(m)                        // maps marshal with sorted keys
+	out["_h"] = "h0" + letters(sha(string(rest)), 20) // masked as an id in the shape the failure rule compares
 	if shapeOf == nil {
-		shapeOf = canon
+		shapeOf = rest
 	}
-	out["_s"] = standin.Shape(shapeOf)
+	out["_s"] = canon.ShapeOf(shapeOf)
 	return marshalPlain(out)
 }
 
@@ -152,13 +152,13 @@ func resultToken(s string) string {
 	if s == "" {
 		return ""
 	}
-	return "r" + letters(standin.ResultSum(s), 24)
+	return "r" + letters(canon.ResultSHA(s), 24)
 }
 
 // errorToken is the stand-in of a failure's text: the digest of its text
 // masked as the Tracker's failure signature masks it, in letters.
 func errorToken(s string) string {
-	return "e" + letters(standin.FailureSum(s), 24)
+	return "e" + letters(canon.FailureSHA(s), 24)
 }
 
 // encodeLine is json.Marshal followed by a newline, without escaping '<',

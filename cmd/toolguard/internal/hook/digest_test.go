@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolguard/toolguard"
-	"github.com/toolguard/toolguard/internal/standin"
+	"github.com/toolguard/toolguard/internal/canon"
 )
 
 // The stand-in carries the core's own shape of the arguments: what the
@@ -27,13 +27,13 @@ func TestStandInShape(t *testing.T) {
 	} {
 		si := standIn(json.RawMessage(args))
 		assert.NotContains(t, string(si), "testbed", "no particulars kept")
-		read := standin.Shape(si)
+		read := canon.ShapeOf(si)
 		_, rest, ok := strings.Cut(read, " _s: ")
 		require.True(t, ok, read)
-		assert.Equal(t, standin.Shape([]byte(args)), rest, args)
+		assert.Equal(t, canon.ShapeOf([]byte(args)), rest, args)
 	}
-	a := standin.Shape(standIn(json.RawMessage(`{"command": "cp /testbed/dir1/foobar/* /tmp/"}`)))
-	b := standin.Shape(standIn(json.RawMessage(`{"command": "cp /testbed/dir1/foobar/*/* /tmp/"}`)))
+	a := canon.ShapeOf(standIn(json.RawMessage(`{"command": "cp /testbed/dir1/foobar/* /tmp/"}`)))
+	b := canon.ShapeOf(standIn(json.RawMessage(`{"command": "cp /testbed/dir1/foobar/*/* /tmp/"}`)))
 	assert.NotEqual(t, a, b)
 }
 
@@ -50,7 +50,7 @@ func TestStandInTokens(t *testing.T) {
 	assert.Empty(t, resultToken(""))
 	for _, tok := range []string{same, r, errorToken("")} {
 		assert.Regexp(t, `^[a-z]+$`, tok)
-		assert.Equal(t, tok, standin.Shape([]byte(tok)), "masking leaves a token as it is")
+		assert.Equal(t, tok, canon.ShapeOf([]byte(tok)), "masking leaves a token as it is")
 	}
 }
 

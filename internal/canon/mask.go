@@ -1,6 +1,7 @@
-package toolguard
+package canon
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"hash/maphash"
 	"math"
@@ -39,7 +40,7 @@ const (
 	maskSchemeMax = 32   // bytes of a URL scheme
 )
 
-// Noise is what digestResult masks in a result, so that two tool results
+// Noise is what DigestResult masks in a result, so that two tool results
 // that differ only by noise digest equal (maskNoise in the tests writes the
 // masked text out). Masked are:
 //
@@ -84,7 +85,7 @@ func maskError(s string) string {
 	return string(m.fill(make([]byte, 0, len(s)+8), math.MaxInt))
 }
 
-// digestResult returns the digest of maskNoise(s) (under its own domain
+// DigestResult returns the digest of maskNoise(s) (under its own domain
 // prefix), computed in a streaming fashion without allocating.
 //
 // Results need change detection, not collision resistance against an
@@ -94,14 +95,14 @@ func maskError(s string) string {
 // seeds. The seeds are made once per process, so a digest is only
 // comparable with digests of the same process, which is all the Tracker
 // compares it with; it must never be persisted or shared.
-func digestResult(s string) Hash {
+func DigestResult(s string) [16]byte {
 	return maskDigest(s, false)
 }
 
-// digestError returns the digest of maskError(s) (under its own domain
+// DigestError returns the digest of maskError(s) (under its own domain
 // prefix), computed in a streaming fashion without allocating. Like
-// digestResult, it is comparable within one process only.
-func digestError(s string) Hash {
+// DigestResult, it is comparable within one process only.
+func DigestError(s string) [16]byte {
 	return maskDigest(s, true)
 }
 
@@ -113,52 +114,21 @@ var maskSeeds = [2][2]maphash.Seed{
 	{maphash.MakeSeed(), maphash.MakeSeed()},
 }
 
-// maskKind returns the index of the seeds of a digest kind in maskSeeds.
-func maskKind(err bool) int {
-	if err {
-		return 1
-	}
-	return 0
-}
-
-// maskSum returns the digest of the masked text s in one piece: two maphash
-// sums of s under the seeds of its kind. maskDigest computes the same in a
-// stream.
-func maskSum(err bool, s string) Hash {
-	seeds := &maskSeeds[maskKind(err)]
-	var h Hash
-	binary.LittleEndian.PutUint64(h[:8], maphash.String(seeds[0], s))
-	binary.LittleEndian.PutUint64(h[8:], maphash.String(seeds[1], s))
-	return h
-}
-
-// maskDigest hashes the masked form of s. A result with no noise, the
-// common case, is hashed in place after one scan; otherwise the masked text
-// is produced and hashed chunk by chunk. A maphash.Hash depends only on the
-// concatenation of what is written to it, so neither the chunking nor the
-// path taken changes the digest.
-func maskDigest(s string, err bool) Hash {
+// maskDigest hashes the masked form of s, chunk by chunk: a maphash.Hash
+// depends only on the concatenation of what is written to it.
+func maskDigest(s string, err bool) [16]byte {
 	m := maskState{s: s, err: err}
-	if !err {
-		if m.lexNoise(); m.ph == "" {
-			return maskSum(false, s)
-		}
-	}
-	var buf [maskChunk]byte
-	b := m.fill(buf[:0], len(buf))
-	seeds := &maskSeeds[maskKind(err)]
+	seeds := &maskSeeds[b2i(err)]
 	var h0, h1 maphash.Hash
 	h0.SetSeed(seeds[0])
 	h1.SetSeed(seeds[1])
-	for {
+	var buf [maskChunk]byte
+	for !m.done {
+		b := m.fill(buf[:0], len(buf))
 		h0.Write(b)
 		h1.Write(b)
-		if m.done {
-			break
-		}
-		b = m.fill(buf[:0], len(buf))
 	}
-	var h Hash
+	var h [16]byte
 	binary.LittleEndian.PutUint64(h[:8], h0.Sum64())
 	binary.LittleEndian.PutUint64(h[8:], h1.Sum64())
 	return h
@@ -238,163 +208,107 @@ func (m *maskState) drain(dst []byte, limit int) []byte {
 	return dst
 }
 
-// lexNoise scans for the next noise match from m.i. It leaves m.i at the
-// match and sets m.ph, or leaves m.i at the end of the text. m.i itself
-// counts as a word start (it is 0 or the end of a match, which is not a
-// word byte).
+// lexNoise finds the next noise match from m.i, at word starts: it leaves
+// m.i at the match and sets m.ph, or leaves m.i at the end of the text.
+// m.i itself is a word start (0, or the end of a match, which is not
+// followed by a word byte).
 func (m *maskState) lexNoise() {
-	if !m.lexWords(m.i, len(m.s)) {
-		m.i = len(m.s)
-	}
-}
-
-// lexWords tries noise at the word starts in s[i:hi], byte by byte; a word
-// that i is inside of (i > m.i) is skipped. It sets the match and reports
-// true if it finds one.
-func (m *maskState) lexWords(i, hi int) bool {
 	s := m.s
-	for i = m.pastWord(i); i < hi; {
-		c := maskClass[s[i]]
-		if c&maskCWord == 0 {
+	for i := m.i; i < len(s); {
+		if !maskIsWord(s[i]) {
 			i++
 			continue
 		}
-		if c&maskCHex != 0 && maskMayNoise(s, i) {
+		if maskIsHex(s[i]) {
 			if e, ph := m.noise(i); ph != "" {
 				m.i, m.ph, m.skip = i, ph, e
-				return true
+				return
 			}
 		}
-		for i++; i < len(s) && maskClass[s[i]]&maskCWord != 0; i++ {
+		for i++; i < len(s) && maskIsWord(s[i]); i++ {
 		}
 	}
-	return false
-}
-
-// pastWord returns i, or, if i is inside a word (i > m.i and the bytes at
-// i-1 and i are word bytes), the end of that word.
-func (m *maskState) pastWord(i int) int {
-	if i > m.i {
-		for i < len(m.s) && maskIsWord(m.s[i-1]) && maskIsWord(m.s[i]) {
-			i++
-		}
-	}
-	return i
-}
-
-// maskMayNoise is a cheap test that rules out most word starts before
-// noise is tried at i (a hexadecimal digit), in noise mode:
-//
-//   - a match that does not start with a decimal digit is a UUID or a long
-//     hex run, and both start with at least eight hexadecimal digits, so
-//     words such as "a", "be" or "default" are skipped;
-//   - after the decimal digits at i, a match continues with a hex letter
-//     (UUID, hex run), a '-' after 4 or 8 digits (timestamp, UUID), a ':'
-//     after 1 or 2 (clock), or a fraction or a unit (duration), unless the
-//     digits alone form a hex run; so "165," or "05-26" are skipped.
-func maskMayNoise(s string, i int) bool {
-	e := i
-	for e < len(s) && canonIsDigit(s[e]) {
-		e++
-	}
-	n := e - i
-	switch {
-	case n == 0:
-		if i+8 > len(s) {
-			return false
-		}
-		for _, c := range []byte(s[i : i+8]) {
-			if !maskIsHex(c) {
-				return false
-			}
-		}
-		return true
-	case n >= maskHexMin:
-		return true
-	case e == len(s):
-		return false
-	}
-	switch c := s[e]; c {
-	case '-':
-		return n == 4 || n == 8
-	case ':':
-		return n <= 2
-	case ' ':
-		return e+1 < len(s) && (s[e+1] == 'm' || s[e+1] == 's')
-	case '.', 'n', 'u', 'm', 's', 'h', 0xC2, 0xCE:
-		return true
-	default:
-		return maskIsHex(c)
-	}
+	m.i = len(s)
 }
 
 // lexError lexes one lexeme at m.i: it either extends the kept text or sets
 // m.ph.
 func (m *maskState) lexError() {
 	s, i := m.s, m.i
-	c := s[i]
-	if maskIsSpace(c) {
+	switch {
+	case maskIsSpace(s[i]):
 		for i++; i < len(s) && maskIsSpace(s[i]); i++ {
 		}
 		m.i = i
-		return
-	}
-	if q := maskQuote(c); q >= 0 {
-		k := -1
-		if !m.noQ[q] {
-			k = strings.IndexByte(s[i+1:], c)
+	case maskQuote(s[i]) >= 0:
+		m.quoted(i)
+	default:
+		if ph, e := m.token(i); ph != "" {
+			m.ph, m.skip = ph, e
+		} else {
+			m.i = e
 		}
-		switch end := i + 1 + k; {
-		case k < 0:
-			// No closing quote: none of this kind can close later.
-			m.noQ[q] = true
-			m.i = i + 1
-		case maskCollapsedLen(s[i+1:end]) <= maskQuoteMax:
-			m.ph, m.skip = maskStr, end+1
-		default:
-			m.i = end + 1 // kept whole, not masked inside
-		}
-		return
 	}
+}
+
+// quoted masks the quoted text at s[i] if it is short enough.
+func (m *maskState) quoted(i int) {
+	s, q := m.s, maskQuote(m.s[i])
+	k := -1
+	if !m.noQ[q] {
+		k = strings.IndexByte(s[i+1:], s[i])
+	}
+	switch end := i + 1 + k; {
+	case k < 0:
+		// No closing quote: none of this kind can close later.
+		m.noQ[q] = true
+		m.i = i + 1
+	case maskCollapsedLen(s[i+1:end]) <= maskQuoteMax:
+		m.ph, m.skip = maskStr, end+1
+	default:
+		m.i = end + 1 // kept whole, not masked inside
+	}
+}
+
+// token lexes the token at s[i] in error mode: a URL, a path, noise, an id
+// or a number is masked (its placeholder and its end are returned); else
+// the word or the byte is kept (its end is returned).
+func (m *maskState) token(i int) (string, int) {
+	s, c := m.s, m.s[i]
 	if e := m.url(i); e > 0 {
-		m.ph, m.skip = maskURL, e
-		return
+		return maskURL, e
 	}
 	if i >= m.noPath && maskIsPath(c) {
 		if e := m.path(i); e > 0 {
-			m.ph, m.skip = maskPath, e
-			return
+			return maskPath, e
 		}
 	}
 	if !maskIsWord(c) {
-		m.i = i + 1
-		return
+		return "", i + 1
 	}
 	if canonIsHex(c) {
 		if e, ph := m.noise(i); ph != "" {
-			m.ph, m.skip = ph, e
-			return
+			return ph, e
 		}
 	}
 	if i >= m.noID {
 		if e := m.id(i); e > 0 {
-			m.ph, m.skip = maskID, e
-			return
+			return maskID, e
 		}
 	}
 	if canonIsDigit(c) {
-		e := i + 1
-		for e < len(s) && canonIsDigit(s[e]) {
-			e++
-		}
+		e := canonDigitsEnd(s, i)
 		if e+1 < len(s) && s[e] == '.' && canonIsDigit(s[e+1]) {
-			for e += 2; e < len(s) && canonIsDigit(s[e]); e++ {
-			}
+			e = canonDigitsEnd(s, e+1)
 		}
-		m.ph, m.skip = maskNum, e
-		return
+		return maskNum, e
 	}
-	// A word without digits; apostrophes between letters belong to it.
+	return "", maskWordEnd(s, i)
+}
+
+// maskWordEnd returns the end of the word without digits at s[i]:
+// apostrophes between letters belong to it.
+func maskWordEnd(s string, i int) int {
 	for i++; i < len(s); i++ {
 		if c := s[i]; c == '\'' && i+1 < len(s) && maskIsLetter(s[i+1]) {
 			continue
@@ -402,7 +316,7 @@ func (m *maskState) lexError() {
 			break
 		}
 	}
-	m.i = i
+	return i
 }
 
 // at returns s[i], lower-cased in error mode, or 0 beyond the end.
@@ -453,40 +367,11 @@ func (m *maskState) noise(i int) (int, string) {
 	}
 	run, next := e-i, m.at(e)
 	digit := canonIsDigit(m.s[i])
-	if run < maskHexMin {
-		// Most numbers end here: only a '-' (timestamp, UUID), a ':'
-		// (clock), or, after decimal digits, a fraction, a space or a
-		// unit letter (duration) can continue one into a match.
-		switch next {
-		case '-', ':':
-		case '.', ' ', 'n', 'u', 'm', 's', 'h', 0xC2, 0xCE:
-			if !digit {
-				return 0, ""
-			}
-		default:
-			if !digit || run > 1 && !m.digits(i, run) {
-				return 0, ""
-			}
-		}
+	if run < maskHexMin && !mayGoOn(next, digit) {
+		return 0, ""
 	}
-	switch {
-	case next == '-':
-		if run == 4 && digit {
-			if e := m.timestamp(i); e > 0 {
-				return e, maskTime
-			}
-		}
-		if run == 8 {
-			if e := m.uuid(i); e > 0 {
-				return e, maskUUID
-			}
-		}
-	case next == ':':
-		if run <= 2 && digit {
-			if e := m.clock(i, false); e > 0 {
-				return e, maskTime
-			}
-		}
+	if e, ph := m.dated(i, run, next, digit); ph != "" {
+		return e, ph
 	}
 	if run >= maskHexMin && m.bound(e) {
 		return e, maskHex
@@ -494,6 +379,40 @@ func (m *maskState) noise(i int) (int, string) {
 	if digit {
 		if e := m.duration(i); e > 0 {
 			return e, maskDur
+		}
+	}
+	return 0, ""
+}
+
+// mayGoOn reports whether a hex run too short to be masked as one may go
+// on into a match: only with a '-' (timestamp, UUID), a ':' (clock), or,
+// after a decimal digit, a fraction, a space or a unit letter (duration;
+// no unit is a hex digit).
+func mayGoOn(next byte, digit bool) bool {
+	switch next {
+	case '-', ':':
+		return true
+	case '.', ' ', 'n', 'u', 'm', 's', 'h', 0xC2, 0xCE:
+		return digit
+	}
+	return false
+}
+
+// dated matches a timestamp, a UUID or a clock time at i.
+func (m *maskState) dated(i, run int, next byte, digit bool) (int, string) {
+	if next == '-' && run == 4 && digit {
+		if e := m.timestamp(i); e > 0 {
+			return e, maskTime
+		}
+	}
+	if next == '-' && run == 8 {
+		if e := m.uuid(i); e > 0 {
+			return e, maskUUID
+		}
+	}
+	if next == ':' && run <= 2 && digit {
+		if e := m.clock(i, false); e > 0 {
+			return e, maskTime
 		}
 	}
 	return 0, ""
@@ -520,45 +439,52 @@ func (m *maskState) clock(i int, two bool) int {
 	for h-i < 2 && canonIsDigit(m.at(h)) {
 		h++
 	}
-	if h == i || two && h-i != 2 {
-		return -1
-	}
-	if m.at(h) != ':' || !m.digits(h+1, 2) || m.at(h+3) != ':' || !m.digits(h+4, 2) ||
-		m.s[h+1] > '5' || m.s[h+4] > '6' {
+	if h == i || two && h-i != 2 || !m.minSec(h) {
 		return -1
 	}
 	secs := h + 6
-	frac := -1
 	if m.at(secs) == '.' && canonIsDigit(m.at(secs+1)) {
-		for frac = secs + 2; canonIsDigit(m.at(frac)); frac++ {
+		frac := secs + 2
+		for canonIsDigit(m.at(frac)) {
+			frac++
 		}
-	}
-	for _, e := range [...]int{frac, secs} {
-		if e < 0 {
-			continue
-		}
-		// Zones, longest first: ±hh:mm, ±hhmm, ±hh, Z.
-		switch m.at(e) {
-		case 'z', 'Z':
-			if m.bound(e + 1) {
-				return e + 1
-			}
-		case '+', '-':
-			if m.digits(e+1, 2) {
-				if m.at(e+3) == ':' && m.digits(e+4, 2) && m.bound(e+6) {
-					return e + 6
-				}
-				if m.digits(e+3, 2) && m.bound(e+5) {
-					return e + 5
-				}
-				if m.bound(e + 3) {
-					return e + 3
-				}
-			}
-		}
-		if m.bound(e) {
+		if e := m.zoned(frac); e > 0 {
 			return e
 		}
+	}
+	return m.zoned(secs)
+}
+
+// minSec matches the ":mm:ss" of a clock time at h.
+func (m *maskState) minSec(h int) bool {
+	return m.at(h) == ':' && m.digits(h+1, 2) && m.at(h+3) == ':' && m.digits(h+4, 2) &&
+		m.s[h+1] <= '5' && m.s[h+4] <= '6'
+}
+
+// zoned returns the end of a time at e with its optional zone, longest
+// first (±hh:mm, ±hhmm, ±hh, Z), or -1 if it cannot end there.
+func (m *maskState) zoned(e int) int {
+	switch m.at(e) {
+	case 'z', 'Z':
+		if m.bound(e + 1) {
+			return e + 1
+		}
+	case '+', '-':
+		if !m.digits(e+1, 2) {
+			break
+		}
+		if m.at(e+3) == ':' && m.digits(e+4, 2) && m.bound(e+6) {
+			return e + 6
+		}
+		if m.digits(e+3, 2) && m.bound(e+5) {
+			return e + 5
+		}
+		if m.bound(e + 3) {
+			return e + 3
+		}
+	}
+	if m.bound(e) {
+		return e
 	}
 	return -1
 }
@@ -586,18 +512,13 @@ func (m *maskState) uuid(i int) int {
 // duration matches a duration at i and returns its end.
 func (m *maskState) duration(i int) int {
 	for first := true; ; first = false {
-		k := i
-		for canonIsDigit(m.at(k)) {
-			k++
-		}
+		k := canonDigitsEnd(m.s, i)
 		if k == i {
 			return -1
 		}
-		frac := false
-		if m.at(k) == '.' && canonIsDigit(m.at(k+1)) {
-			frac = true
-			for k += 2; canonIsDigit(m.at(k)); k++ {
-			}
+		frac := m.at(k) == '.' && canonIsDigit(m.at(k+1))
+		if frac {
+			k = canonDigitsEnd(m.s, k+1)
 		}
 		if u := m.unit(k); u > 0 {
 			e := k + u
@@ -612,32 +533,25 @@ func (m *maskState) duration(i int) int {
 		if !first {
 			return -1
 		}
-		if m.at(k) == ' ' {
-			k++
-		}
-		var words []string
-		switch m.at(k) {
-		case 'm':
-			words = maskUnitsM[:]
-		case 's':
-			words = maskUnitsS[:]
-		default:
-			return -1
-		}
-		for _, w := range words {
-			if m.hasUnit(k, w) && m.bound(k+len(w)) {
-				return k + len(w)
-			}
-		}
-		return -1
+		return m.spelled(k)
 	}
 }
 
-// The spelled-out duration units, by first letter, longest first.
-var (
-	maskUnitsM = [...]string{"milliseconds", "millisecond", "ms"}
-	maskUnitsS = [...]string{"seconds", "second", "secs", "sec", "s"}
-)
+// spelled matches an optional space and a spelled-out unit at k.
+func (m *maskState) spelled(k int) int {
+	if m.at(k) == ' ' {
+		k++
+	}
+	for _, w := range maskUnits {
+		if m.hasUnit(k, w) && m.bound(k+len(w)) {
+			return k + len(w)
+		}
+	}
+	return -1
+}
+
+// The spelled-out duration units, longest first.
+var maskUnits = [...]string{"milliseconds", "millisecond", "ms", "seconds", "second", "secs", "sec", "s"}
 
 // unit returns the length of the longest compact duration unit at k (ns, us,
 // µs, μs, ms, s, m, h), or 0.
@@ -677,17 +591,7 @@ func (m *maskState) hasUnit(i int, u string) bool {
 
 // url matches scheme://… up to whitespace at i.
 func (m *maskState) url(i int) int {
-	if !maskIsLetter(m.s[i]) || m.s[i] >= utf8.RuneSelf {
-		return -1
-	}
-	if m.sep >= 0 && m.sep <= i {
-		if k := strings.Index(m.s[i:], "://"); k >= 0 {
-			m.sep = i + k
-		} else {
-			m.sep = -1
-		}
-	}
-	if m.sep < 0 || m.sep-i > maskSchemeMax {
+	if c := m.s[i] | 0x20; c < 'a' || c > 'z' || !m.sepNear(i) {
 		return -1
 	}
 	j := i + 1
@@ -705,6 +609,20 @@ func (m *maskState) url(i int) int {
 		e++
 	}
 	return e
+}
+
+// sepNear reports whether the next "://" is close enough after i to end a
+// scheme starting at i. It remembers where that is, so that the text is
+// searched once.
+func (m *maskState) sepNear(i int) bool {
+	if m.sep >= 0 && m.sep <= i {
+		if k := strings.Index(m.s[i:], "://"); k >= 0 {
+			m.sep = i + k
+		} else {
+			m.sep = -1
+		}
+	}
+	return m.sep >= 0 && m.sep-i <= maskSchemeMax
 }
 
 // path matches a path token at i; if there is none, no path token starts
@@ -837,23 +755,26 @@ func maskLower(c byte) byte {
 	return c
 }
 
-// cutShape cuts s to at most queryMaxBytes bytes, on a rune boundary.
+// ShapeMax is the most bytes of an argument shape (Args.Shape).
+const ShapeMax = 1024
+
+// cutShape cuts s to at most ShapeMax bytes, on a rune boundary.
 func cutShape(s string) string {
-	if len(s) <= queryMaxBytes {
+	if len(s) <= ShapeMax {
 		return s
 	}
-	s = s[:queryMaxBytes]
+	s = s[:ShapeMax]
 	for len(s) > 0 && !utf8.ValidString(s) {
 		s = s[:len(s)-1]
 	}
 	return s
 }
 
-// tweaked reports whether two argument shapes are one call tweaked: the
+// Tweaked reports whether two argument shapes are one call Tweaked: the
 // same words but for at most two — a flag added or dropped, one word
 // changed ("npm test" and "npm run test", "make -j4" and "make -B"). The
 // words are compared as multisets, split at white space.
-func tweaked(a, b string) bool {
+func Tweaked(a, b string) bool {
 	if a == b {
 		return true
 	}
@@ -872,4 +793,24 @@ func tweaked(a, b string) bool {
 		}
 	}
 	return diff+len(x)+len(y) <= 2
+}
+
+// ResultSHA is DigestResult with SHA-256 in place of the per-process
+// maphash: stable across processes, so that the hook can keep it on disk.
+func ResultSHA(s string) [32]byte { return maskSHA(s, false) }
+
+// FailureSHA is DigestError with SHA-256 in place of the per-process
+// maphash.
+func FailureSHA(s string) [32]byte { return maskSHA(s, true) }
+
+func maskSHA(s string, err bool) [32]byte {
+	m := maskState{s: s, err: err}
+	h := sha256.New()
+	var buf [maskChunk]byte
+	for !m.done {
+		h.Write(m.fill(buf[:0], len(buf)))
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
 }

@@ -1,4 +1,4 @@
-package toolguard
+package canon
 
 import (
 	"bytes"
@@ -8,13 +8,13 @@ import (
 	"unicode/utf8"
 )
 
-// What the rules read of a call's arguments, from the members argScan.scan
+// What the rules read of a call's arguments, from the members Args.scan
 // listed: nothing here scans the payload again.
 
 // topKeys returns the key positions of the top-level object's members, in
 // key order (scan lists the top-level object always); nil for any other
 // payload.
-func (c *argScan) topKeys() []int32 {
+func (c *Args) topKeys() []int32 {
 	if !c.ok || c.topStart < 0 {
 		return nil
 	}
@@ -26,30 +26,30 @@ func (c *argScan) topKeys() []int32 {
 }
 
 // rawKey returns the raw content (escapes not decoded) of the key at in[k].
-func (c *argScan) rawKey(k int32) []byte {
-	e, _, _ := canonScanString(c.in, int(k))
+func (c *Args) rawKey(k int32) []byte {
+	e := ScanString(c.in, int(k))
 	return c.in[k+1 : e-1]
 }
 
 // rawString returns the raw content of the value of the key at in[k] if
 // it is a string.
-func (c *argScan) rawString(k int32) ([]byte, bool) {
+func (c *Args) rawString(k int32) ([]byte, bool) {
 	in := c.in
-	e, _, _ := canonScanString(in, int(k))
-	i := canonSkipWS(in, canonSkipWS(in, e)+1)
+	e := ScanString(in, int(k))
+	i := SkipWS(in, SkipWS(in, e)+1)
 	if in[i] != '"' {
 		return nil, false
 	}
-	e, _, _ = canonScanString(in, i)
+	e = ScanString(in, i)
 	return in[i+1 : e-1], true
 }
 
-// stringArg returns the decoded value, cut to at most max bytes, of the
+// StringArg returns the decoded value, cut to at most max bytes, of the
 // first key of keys, in their order, whose value in the top-level object is
 // a string, and that key. As with encoding/json, the last of duplicate keys
 // counts. ok is false if the payload is not a valid JSON object or has none
 // of the keys with a string value.
-func (c *argScan) stringArg(keys []string, max int) (key, s string, ok bool) {
+func (c *Args) StringArg(keys []string, max int) (key, s string, ok bool) {
 	ks := c.topKeys()
 	for _, k := range keys {
 		last := int32(-1)
@@ -73,7 +73,7 @@ func (c *argScan) stringArg(keys []string, max int) (key, s string, ok bool) {
 // document order, that is an absolute http or https URL with a host; query
 // and fragment are ignored. ok is false if there is none or the payload is
 // not a valid JSON object.
-func (c *argScan) url() (host, path string, ok bool) {
+func (c *Args) URL() (host, path string, ok bool) {
 	first := int32(-1)
 	for _, pos := range c.topKeys() {
 		raw, ok := c.rawString(pos)
@@ -103,13 +103,13 @@ func (c *argScan) url() (host, path string, ok bool) {
 	return host, path, true
 }
 
-// Limits of appendNames.
+// Limits of AppendNames.
 const (
 	canonNameMax  = 32 // bytes kept of each key
 	canonNamesMax = 8  // keys listed
 )
 
-// appendNames appends to dst the sorted, de-duplicated top-level key names
+// AppendNames appends to dst the sorted, de-duplicated top-level key names
 // of the JSON object, comma-separated (for example "command,timeout"), for a
 // redacted description of a call: names only, never values. Each name is
 // the decoded key cut to 32 bytes, with bytes that are not printable ASCII,
@@ -117,7 +117,7 @@ const (
 // that. At most 8 names are listed, followed by ",…" if there are more. If
 // the payload is not a valid JSON object or has no keys, dst is returned
 // unchanged. It allocates only to grow dst.
-func (c *argScan) appendNames(dst []byte) []byte {
+func (c *Args) AppendNames(dst []byte) []byte {
 	var set canonNameSet
 	for _, k := range c.topKeys() {
 		set.add(c.rawKey(k))
@@ -126,45 +126,45 @@ func (c *argScan) appendNames(dst []byte) []byte {
 }
 
 // shape returns the arguments with their particulars masked, for the
-// failure rule's tweaked retries: the names and the values of the JSON
+// failure rule's Tweaked retries: the names and the values of the JSON
 // arguments, written out ("name: value ", object members in key order,
 // numbers as Go formats a float64, null as <nil>), masked by maskError and
-// cut to queryMaxBytes. "grep -n 'x' ./a.py" and "grep -n 'y' ./b.py" have
+// cut to ShapeMax. "grep -n 'x' ./a.py" and "grep -n 'y' ./b.py" have
 // one shape. Arguments that are not JSON (or that encoding/json would
-// refuse: a number out of float64's range), or larger than maxInspect, are
+// refuse: a number out of float64's range), or larger than InspectMax, are
 // masked as they are. The shape stays in memory for the failure rule: it
 // is never logged.
-func (c *argScan) shape() string {
+func (c *Args) Shape() string {
 	lo, hi := canonTrim(c.in)
-	if len(c.in) <= maxInspect && c.ok && lo < hi {
+	if len(c.in) <= InspectMax && c.ok && lo < hi {
 		var b []byte
 		if _, ok := c.shapeOf(&b, lo); ok {
 			return cutShape(maskError(string(b)))
 		}
 	}
-	return cutShape(maskError(string(c.in[:min(len(c.in), maxInspect)])))
+	return cutShape(maskError(string(c.in[:min(len(c.in), InspectMax)])))
 }
 
 // shapeOf appends the shape of the value at in[i] to b and returns the
 // index after the value; ok is false for a number out of float64's range.
-func (c *argScan) shapeOf(b *[]byte, i int) (end int, ok bool) {
+func (c *Args) shapeOf(b *[]byte, i int) (end int, ok bool) {
 	in := c.in
 	switch in[i] {
 	case '{':
 		return c.shapeObject(b, i)
 	case '[':
-		for i = canonSkipWS(in, i+1); in[i] != ']'; {
+		for i = SkipWS(in, i+1); in[i] != ']'; {
 			if i, ok = c.shapeOf(b, i); !ok {
 				return 0, false
 			}
 			*b = append(*b, ' ')
-			if i = canonSkipWS(in, i); in[i] == ',' {
-				i = canonSkipWS(in, i+1)
+			if i = SkipWS(in, i); in[i] == ',' {
+				i = SkipWS(in, i+1)
 			}
 		}
 		return i + 1, true
 	case '"':
-		e, _, _ := canonScanString(in, i)
+		e := ScanString(in, i)
 		*b = appendDecoded(*b, in[i+1:e-1])
 		return e, true
 	case 't', 'f':
@@ -175,7 +175,7 @@ func (c *argScan) shapeOf(b *[]byte, i int) (end int, ok bool) {
 		*b = append(*b, "<nil>"...)
 		return i + 4, true
 	}
-	e, _ := canonScanNumber(in, i)
+	e := canonScanNumber(in, i)
 	f, err := strconv.ParseFloat(string(in[i:e]), 64)
 	if err != nil {
 		return 0, false
@@ -186,24 +186,24 @@ func (c *argScan) shapeOf(b *[]byte, i int) (end int, ok bool) {
 
 // shapeObject is shapeOf of an object: its members in key order, the last
 // of duplicate keys only, as encoding/json decodes them into a map.
-func (c *argScan) shapeObject(b *[]byte, i int) (end int, ok bool) {
+func (c *Args) shapeObject(b *[]byte, i int) (end int, ok bool) {
 	in := c.in
 	member := func(k int) (int, bool) {
-		e, _, _ := canonScanString(in, k)
+		e := ScanString(in, k)
 		*b = appendDecoded(*b, in[k+1:e-1])
 		*b = append(*b, ':', ' ')
-		e, ok := c.shapeOf(b, canonSkipWS(in, canonSkipWS(in, e)+1))
+		e, ok := c.shapeOf(b, SkipWS(in, SkipWS(in, e)+1))
 		*b = append(*b, ' ')
 		return e, ok
 	}
 	o, listed := c.listed(i)
 	if !listed {
-		for i = canonSkipWS(in, i+1); in[i] != '}'; {
+		for i = SkipWS(in, i+1); in[i] != '}'; {
 			if i, ok = member(i); !ok {
 				return 0, false
 			}
-			if i = canonSkipWS(in, i); in[i] == ',' {
-				i = canonSkipWS(in, i+1)
+			if i = SkipWS(in, i); in[i] == ',' {
+				i = SkipWS(in, i+1)
 			}
 		}
 		return i + 1, true
@@ -222,7 +222,7 @@ func (c *argScan) shapeObject(b *[]byte, i int) (end int, ok bool) {
 		}
 		end, a = max(end, e), b
 	}
-	return canonSkipWS(in, end) + 1, true
+	return SkipWS(in, end) + 1, true
 }
 
 // appendDecoded appends the decoded raw JSON string content raw as
@@ -337,4 +337,15 @@ func (s *canonNameSet) appendTo(dst []byte) []byte {
 		dst = append(dst, ",…"...)
 	}
 	return dst
+}
+
+// InspectMax is the size above which arguments are hashed but not read for
+// their shape (nor, in the root package, for their names and URL).
+const InspectMax = 64 << 10
+
+// ShapeOf returns the shape of args (Args.Shape).
+func ShapeOf(args []byte) string {
+	var c Args
+	c.Scan(args)
+	return c.Shape()
 }

@@ -1,4 +1,4 @@
-package toolguard
+package canon
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/big"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -24,8 +26,8 @@ import (
 // its size limit.
 func canonTestForm(t testing.TB, args []byte, ignore []string) (string, bool) {
 	t.Helper()
-	c := new(argScan)
-	if c.scan(args); !c.ok {
+	c := new(Args)
+	if c.Scan(args); !c.ok {
 		if len(args) <= v1MaxBytes {
 			if form, ok := v1Form(args, ignore); ok {
 				t.Fatalf("%q is hashed raw, v0.1.0 canonicalized it to %q", args, form)
@@ -96,7 +98,7 @@ func TestHashArgsEqual(t *testing.T) {
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
 			want := hashArgs([]byte(g.in[0]), nil)
-			require.NotEqual(t, canonRawHash([]byte(g.in[0])), want, "%q must be canonical", g.in[0])
+			require.NotEqual(t, v1RawHash([]byte(g.in[0])), want, "%q must be canonical", g.in[0])
 			for _, s := range g.in[1:] {
 				assert.Equal(t, want, hashArgs([]byte(s), nil), "%q vs %q", g.in[0], s)
 			}
@@ -202,7 +204,7 @@ func TestHashArgsInPlace(t *testing.T) {
 	}
 	// Only the top-level object is listed (its ignored keys are dropped as
 	// it is written): nothing nested is reordered.
-	nested := func(c *argScan) (n int) {
+	nested := func(c *Args) (n int) {
 		for _, o := range c.objs {
 			if o.start != c.topStart {
 				n++
@@ -211,8 +213,8 @@ func TestHashArgsInPlace(t *testing.T) {
 		return n
 	}
 	for _, s := range canonical {
-		c := new(argScan)
-		c.scan([]byte(s))
+		c := new(Args)
+		c.Scan([]byte(s))
 		require.True(t, c.ok, s)
 		assert.Zero(t, nested(c), s)
 		form, _ := canonTestForm(t, []byte(s), nil)
@@ -227,11 +229,11 @@ func TestHashArgsInPlace(t *testing.T) {
 		form, ok := canonTestForm(t, []byte(s), nil)
 		assert.False(t, ok && form == s, s)
 	}
-	c := new(argScan)
-	c.scan([]byte(`{"a":{"b":1,"a":2}}`))
+	c := new(Args)
+	c.Scan([]byte(`{"a":{"b":1,"a":2}}`))
 	require.True(t, c.ok)
 	assert.Equal(t, 1, nested(c)) // members out of order are listed
-	c.scan([]byte(`{"a":[{"a":1,"a":1}]}`))
+	c.Scan([]byte(`{"a":[{"a":1,"a":1}]}`))
 	require.True(t, c.ok)
 	assert.Equal(t, 1, nested(c)) // duplicate keys are ordered by value
 }
@@ -253,7 +255,7 @@ func TestHashArgsIgnore(t *testing.T) {
 	assert.Equal(t, a, hashArgs([]byte(`{"ts":1,"cmd":"ls","ts":2}`), ignore))
 	// Not applied to non-objects or raw payloads.
 	assert.NotEqual(t, hashArgs([]byte(`["ts"]`), ignore), hashArgs([]byte(`[]`), ignore))
-	assert.Equal(t, canonRawHash([]byte(`{"ts":1`)), hashArgs([]byte(`{"ts":1`), ignore))
+	assert.Equal(t, v1RawHash([]byte(`{"ts":1`)), hashArgs([]byte(`{"ts":1`), ignore))
 }
 
 func TestHashArgsInvalidIsRaw(t *testing.T) {
@@ -265,13 +267,13 @@ func TestHashArgsInvalidIsRaw(t *testing.T) {
 	}
 	for _, s := range invalid {
 		h := hashArgs([]byte(s), nil)
-		assert.Equal(t, canonRawHash([]byte(s)), h, "%q", s)
+		assert.Equal(t, v1RawHash([]byte(s)), h, "%q", s)
 		_, ok := canonTestForm(t, []byte(s), nil)
 		assert.False(t, ok, "%q", s)
 	}
 	// A raw hash never equals the canonical hash of the same bytes.
 	for _, s := range []string{`{}`, `{"a":1}`, `[1,2]`, `"x"`} {
-		assert.NotEqual(t, canonRawHash([]byte(s)), hashArgs([]byte(s), nil), s)
+		assert.NotEqual(t, v1RawHash([]byte(s)), hashArgs([]byte(s), nil), s)
 	}
 }
 
@@ -280,13 +282,13 @@ func TestHashArgsDepth(t *testing.T) {
 		return []byte(strings.Repeat("[", n) + strings.Repeat("]", n))
 	}
 	ok := deep(canonMaxDepth)
-	assert.NotEqual(t, canonRawHash(ok), hashArgs(ok, nil))
+	assert.NotEqual(t, v1RawHash(ok), hashArgs(ok, nil))
 	_, canonical := canonTestForm(t, ok, nil)
 	assert.True(t, canonical)
 	tooDeep := deep(canonMaxDepth + 1)
-	assert.Equal(t, canonRawHash(tooDeep), hashArgs(tooDeep, nil))
+	assert.Equal(t, v1RawHash(tooDeep), hashArgs(tooDeep, nil))
 	objs := []byte(strings.Repeat(`{"a":`, canonMaxDepth+1) + "1" + strings.Repeat("}", canonMaxDepth+1))
-	assert.Equal(t, canonRawHash(objs), hashArgs(objs, nil))
+	assert.Equal(t, v1RawHash(objs), hashArgs(objs, nil))
 
 	for _, payload := range [][]byte{
 		bytes.Repeat([]byte("["), 200000),
@@ -294,7 +296,7 @@ func TestHashArgsDepth(t *testing.T) {
 		bytes.Repeat([]byte(`{"a":`), 200000),
 	} {
 		start := time.Now()
-		assert.Equal(t, canonRawHash(payload), hashArgs(payload, nil))
+		assert.Equal(t, v1RawHash(payload), hashArgs(payload, nil))
 		assert.Less(t, time.Since(start), 2*time.Second)
 		_, ok := topLevelString(payload, []string{"a"}, 1<<20)
 		assert.False(t, ok)
@@ -315,7 +317,7 @@ func TestHashArgsLarge(t *testing.T) {
 	b.WriteString(`],"a":1}`)
 	payload := b.Bytes()
 	h := hashArgs(payload, nil)
-	assert.NotEqual(t, canonRawHash(payload), h)
+	assert.NotEqual(t, v1RawHash(payload), h)
 	var indented bytes.Buffer
 	require.NoError(t, json.Indent(&indented, payload, "", "  "))
 	assert.Equal(t, h, hashArgs(indented.Bytes(), nil))
@@ -936,15 +938,30 @@ func TestHashArgsV1Table(t *testing.T) {
 // encoding/json's decoding gave (argsShapeJSON).
 func TestScanTraces(t *testing.T) {
 	n := 0
-	for _, ep := range loadTraceStream(t) {
-		for _, c := range ep {
-			args := []byte(c.call.Args)
-			var s argScan
-			s.scan(args)
-			require.Equal(t, v1Hash(args, nil), s.hash(nil), "%s", args)
-			require.Equal(t, v1Hash(args, []string{"query"}), s.hash([]string{"query"}), "%s", args)
-			require.Equal(t, argsShapeJSON(args), s.shape(), "%s", args)
-			n++
+	files, err := filepath.Glob("../../testdata/traces/*.jsonl")
+	require.NoError(t, err)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			var ep struct {
+				Calls []struct {
+					Args json.RawMessage `json:"args"`
+				} `json:"calls"`
+			}
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			require.NoError(t, json.Unmarshal(line, &ep), f)
+			for _, c := range ep.Calls {
+				args := []byte(c.Args)
+				var s Args
+				s.Scan(args)
+				require.Equal(t, v1Hash(args, nil), Hash(s.Hash(nil)), "%s", args)
+				require.Equal(t, v1Hash(args, []string{"query"}), Hash(s.Hash([]string{"query"})), "%s", args)
+				require.Equal(t, argsShapeJSON(args), s.Shape(), "%s", args)
+				n++
+			}
 		}
 	}
 	require.Positive(t, n)

@@ -1,8 +1,10 @@
-package toolguard
+package canon
 
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,44 +14,40 @@ import (
 // The readers of one scan, as the tests call them on a payload.
 
 func topLevelString(args []byte, keys []string, max int) (string, bool) {
-	sc := getScratch()
-	defer sc.release()
-	s := &sc.scan
-	s.scan(args)
-	_, v, ok := s.stringArg(keys, max)
+	s := argsPool.Get().(*Args)
+	defer argsPool.Put(s)
+	s.Scan(args)
+	_, v, ok := s.StringArg(keys, max)
 	return v, ok
 }
 
 func argURL(args []byte) (host, path string, ok bool) {
-	sc := getScratch()
-	defer sc.release()
-	s := &sc.scan
-	s.scan(args)
-	return s.url()
+	s := argsPool.Get().(*Args)
+	defer argsPool.Put(s)
+	s.Scan(args)
+	return s.URL()
 }
 
 func appendKeyNames(dst, args []byte) []byte {
-	sc := getScratch()
-	defer sc.release()
-	s := &sc.scan
-	s.scan(args)
-	return s.appendNames(dst)
+	s := argsPool.Get().(*Args)
+	defer argsPool.Put(s)
+	s.Scan(args)
+	return s.AppendNames(dst)
 }
 
 func argsShape(args []byte) string {
-	sc := getScratch()
-	defer sc.release()
-	s := &sc.scan
-	s.scan(args)
-	return s.shape()
+	s := argsPool.Get().(*Args)
+	defer argsPool.Put(s)
+	s.Scan(args)
+	return s.Shape()
 }
 
 // argsShapeJSON is the shape as v0.2.0 and earlier wrote it, from
-// encoding/json's decoding: the oracle of argScan.shape.
+// encoding/json's decoding: the oracle of Args.shape.
 func argsShapeJSON(args []byte) string {
 	var v any
-	if len(args) > maxInspect || json.Unmarshal(args, &v) != nil {
-		return cutShape(maskError(string(args[:min(len(args), maxInspect)])))
+	if len(args) > InspectMax || json.Unmarshal(args, &v) != nil {
+		return cutShape(maskError(string(args[:min(len(args), InspectMax)])))
 	}
 	var b strings.Builder
 	writeShapeJSON(&b, v)
@@ -59,7 +57,7 @@ func argsShapeJSON(args []byte) string {
 func writeShapeJSON(b *strings.Builder, v any) {
 	switch v := v.(type) {
 	case map[string]any:
-		for _, k := range sortedKeys(v) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			b.WriteString(k)
 			b.WriteString(": ")
 			writeShapeJSON(b, v[k])
@@ -89,6 +87,6 @@ func TestArgsShape(t *testing.T) {
 	} {
 		assert.Equal(t, argsShapeJSON([]byte(in)), argsShape([]byte(in)), "%q", in)
 	}
-	big := []byte(`{"a":"` + strings.Repeat("x", maxInspect) + `"}`)
+	big := []byte(`{"a":"` + strings.Repeat("x", InspectMax) + `"}`)
 	assert.Equal(t, argsShapeJSON(big), argsShape(big))
 }

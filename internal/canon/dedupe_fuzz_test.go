@@ -1,4 +1,4 @@
-package toolguard
+package canon
 
 import (
 	"bytes"
@@ -101,7 +101,7 @@ func FuzzHashArgs(f *testing.F) {
 		topLevelString(data, []string{"a", "url"}, 1<<20)
 		argURL(data)
 		appendKeyNames(nil, data)
-		if s := argsShape(data); !tweaked(s, s) {
+		if s := argsShape(data); !Tweaked(s, s) {
 			t.Fatalf("shape %q of %q is not its own tweak", s, data)
 		}
 
@@ -186,11 +186,11 @@ func FuzzMask(f *testing.F) {
 		if e2 := maskError(e); e2 != e {
 			t.Fatalf("maskError not idempotent: %q -> %q -> %q", s, e, e2)
 		}
-		if digestResult(s) != maskTestSum(false, n) {
-			t.Fatalf("digestResult differs from maskNoise for %q", s)
+		if DigestResult(s) != maskTestSum(false, n) {
+			t.Fatalf("DigestResult differs from maskNoise for %q", s)
 		}
-		if digestError(s) != maskTestSum(true, e) {
-			t.Fatalf("digestError differs from maskError for %q", s)
+		if DigestError(s) != maskTestSum(true, e) {
+			t.Fatalf("DigestError differs from maskError for %q", s)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package toolguard
+package canon
 
 // The argument canonicalizer of toolguard v0.1.0, kept as the oracle of the
 // present one: argument hashes are persisted (Entry.ArgsHash in ledgers),
@@ -23,11 +23,11 @@ const (
 // v1Hash is v0.1.0's hashArgs without the flat fast path.
 func v1Hash(args []byte, ignore []string) Hash {
 	if len(args) > v1MaxBytes {
-		return canonRawHash(args)
+		return v1RawHash(args)
 	}
 	h, ok := new(v1Canon).hash(args, ignore)
 	if !ok {
-		return canonRawHash(args)
+		return v1RawHash(args)
 	}
 	return h
 }
@@ -114,7 +114,7 @@ func (c *v1Canon) hash(in []byte, ignore []string) (Hash, bool) {
 	lo, hi := canonTrim(in)
 	if lo < hi && c.isCanonical(in[lo:hi], ignore) {
 		// Fast path: already canonical, hash in place.
-		return canonSum(canonPrefixJSON, in[lo:hi]), true
+		return v1Sum(canonPrefixJSON, in[lo:hi]), true
 	}
 	if !c.parse(ignore) {
 		return Hash{}, false
@@ -132,13 +132,13 @@ func (c *v1Canon) hash(in []byte, ignore []string) (Hash, bool) {
 		// first, as each Write has a cost of its own.
 		asm := c.asm[:0]
 		for i := l.head; ; i = c.segs[i].next {
-			if b := c.seg(i); len(b) >= canonDirectMin {
+			if b := c.seg(i); len(b) >= v1DirectMin {
 				if len(asm) > 0 {
 					h.Write(asm)
 					asm = asm[:0]
 				}
 				h.Write(b)
-			} else if asm = append(asm, b...); len(asm) >= canonGatherMax {
+			} else if asm = append(asm, b...); len(asm) >= v1GatherMax {
 				h.Write(asm)
 				asm = asm[:0]
 			}
@@ -183,14 +183,14 @@ func (c *v1Canon) seg(i int32) []byte {
 func (c *v1Canon) parse(ignore []string) bool {
 	in := c.in
 	n := len(in)
-	i := canonSkipWS(in, 0)
+	i := SkipWS(in, 0)
 	if i == n {
 		c.null = true
 		return true
 	}
 value:
 	for {
-		i = canonSkipWS(in, i)
+		i = SkipWS(in, i)
 		if i >= n {
 			return false
 		}
@@ -215,7 +215,7 @@ value:
 				obj: true, sorted: true, saved: c.cur,
 				mbase: int32(len(c.mems)), sbase: int32(len(c.segs)),
 			})
-			if i = canonSkipWS(in, i+1); i < n && in[i] == '}' {
+			if i = SkipWS(in, i+1); i < n && in[i] == '}' {
 				i++
 				c.closeObject()
 				break
@@ -230,7 +230,7 @@ value:
 			}
 			c.emitByte('[')
 			c.stack = append(c.stack, v1Frame{})
-			if i = canonSkipWS(in, i+1); i < n && in[i] == ']' {
+			if i = SkipWS(in, i+1); i < n && in[i] == ']' {
 				i++
 				c.emitByte(']')
 				c.stack = c.stack[:len(c.stack)-1]
@@ -238,7 +238,7 @@ value:
 			}
 			continue value
 		case '"':
-			e, canon, _ := canonScanString(in, i)
+			e, canon, _ := v1ScanString(in, i)
 			if e < 0 {
 				return false
 			}
@@ -259,7 +259,7 @@ value:
 			c.emitIn(i, e)
 			i = e
 		default:
-			e, simple := canonScanNumber(in, i)
+			e, simple := v1ScanNumber(in, i)
 			if e < 0 {
 				return false
 			}
@@ -268,7 +268,7 @@ value:
 		}
 		// After a value: close containers until one expects more.
 		for {
-			i = canonSkipWS(in, i)
+			i = SkipWS(in, i)
 			if len(c.stack) == 0 {
 				return i == n
 			}
@@ -338,7 +338,7 @@ value:
 			}
 			continue value
 		case '"':
-			e, canon, _ := canonScanString(in, i)
+			e, canon, _ := v1ScanString(in, i)
 			if !canon {
 				return false
 			}
@@ -350,8 +350,8 @@ value:
 			}
 			i = e
 		default:
-			e, simple := canonScanNumber(in, i)
-			if e < 0 || !canonNumberIsCanonical(in[i:e], simple) {
+			e, simple := v1ScanNumber(in, i)
+			if e < 0 || !v1NumberIsCanonical(in[i:e], simple) {
 				return false
 			}
 			i = e
@@ -391,7 +391,7 @@ func v1StrictKey(in []byte, i int, keys []v1Key, ignore []string) int {
 	if i >= len(in) || in[i] != '"' {
 		return -1
 	}
-	e, canon, esc := canonScanString(in, i)
+	e, canon, esc := v1ScanString(in, i)
 	if !canon || e >= len(in) || in[e] != ':' {
 		return -1
 	}
@@ -424,11 +424,11 @@ func v1StrictKey(in []byte, i int, keys []v1Key, ignore []string) int {
 // returns the index of the member's value, or -1.
 func (c *v1Canon) key(i int, ignore []string) int {
 	in := c.in
-	i = canonSkipWS(in, i)
+	i = SkipWS(in, i)
 	if i >= len(in) || in[i] != '"' {
 		return -1
 	}
-	e, canon, esc := canonScanString(in, i)
+	e, canon, esc := v1ScanString(in, i)
 	if e < 0 {
 		return -1
 	}
@@ -468,7 +468,7 @@ func (c *v1Canon) key(i int, ignore []string) int {
 			}
 		}
 	}
-	i = canonSkipWS(in, e)
+	i = SkipWS(in, e)
 	if i >= len(in) || in[i] != ':' {
 		return -1
 	}
@@ -721,7 +721,7 @@ func (c *v1Canon) emitString(raw []byte) (lo, hi int32, esc bool) {
 // reports that the number has no fraction and no exponent.
 func (c *v1Canon) emitNumber(lo, hi int, simple bool) {
 	num := c.in[lo:hi]
-	if simple && canonNumberIsCanonical(num, true) {
+	if simple && v1NumberIsCanonical(num, true) {
 		c.emitIn(lo, hi)
 		return
 	}

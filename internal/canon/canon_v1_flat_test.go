@@ -1,7 +1,7 @@
-package toolguard
+package canon
 
 // The fast path of toolguard v0.1.0 for flat objects, which its
-// canonicalizer (canon_v1_test.go, the oracle of argScan) used for nested
+// canonicalizer (canon_v1_test.go, the oracle of Args) used for nested
 // flat objects. The present scanner has one path; this copy stays with the
 // oracle, unchanged.
 
@@ -39,7 +39,7 @@ func canonFlat(dst, in []byte, start, limit int, ignore []string, info *canonFla
 	if start >= len(in) || in[start] != '{' {
 		return dst, 0, false
 	}
-	i := canonSkipWS(in, start+1)
+	i := SkipWS(in, start+1)
 	if i < len(in) && in[i] == '}' {
 		return append(dst, "{}"...), i + 1, limit < 0 || limit >= 2
 	}
@@ -48,15 +48,15 @@ func canonFlat(dst, in []byte, start, limit int, ignore []string, info *canonFla
 		if i >= len(in) || in[i] != '"' {
 			return dst, 0, false
 		}
-		ke, canon, esc := canonScanString(in, i)
+		ke, canon, esc := v1ScanString(in, i)
 		if ke < 0 || !canon || esc {
 			return dst, 0, false
 		}
 		klo, khi := i+1, ke-1
-		if i = canonSkipWS(in, ke); i >= len(in) || in[i] != ':' {
+		if i = SkipWS(in, ke); i >= len(in) || in[i] != ':' {
 			return dst, 0, false
 		}
-		if i = canonSkipWS(in, i+1); i >= len(in) {
+		if i = SkipWS(in, i+1); i >= len(in) {
 			return dst, 0, false
 		}
 		// The value is kept as written (in[vlo:vhi]) unless it is a number
@@ -64,7 +64,7 @@ func canonFlat(dst, in []byte, start, limit int, ignore []string, info *canonFla
 		vstart, vlo, vhi, rewritten := i, i, 0, false
 		switch c := in[i]; {
 		case c == '"':
-			e, canon, _ := canonScanString(in, i)
+			e, canon, _ := v1ScanString(in, i)
 			if e < 0 || !canon {
 				return dst, 0, false
 			}
@@ -74,12 +74,12 @@ func canonFlat(dst, in []byte, start, limit int, ignore []string, info *canonFla
 				return dst, 0, false
 			}
 		case c == '-' || canonIsDigit(c):
-			e, simple := canonScanNumber(in, i)
+			e, simple := v1ScanNumber(in, i)
 			if e < 0 {
 				return dst, 0, false
 			}
 			vhi, i = e, e
-			if num := in[vstart:e]; !simple || !canonNumberIsCanonical(num, true) {
+			if num := in[vstart:e]; !simple || !v1NumberIsCanonical(num, true) {
 				// canonAppendNumber's form of an accepted number is at most
 				// a few bytes longer than the number (a sign, a point, an
 				// exponent): leave it room, then check.
@@ -129,12 +129,12 @@ func canonFlat(dst, in []byte, start, limit int, ignore []string, info *canonFla
 			n++
 			size += len(key) + 4 + vhi - vlo // quotes, colon, comma
 		}
-		if i = canonSkipWS(in, i); i >= len(in) {
+		if i = SkipWS(in, i); i >= len(in) {
 			return dst, 0, false
 		}
 		switch in[i] {
 		case ',':
-			i = canonSkipWS(in, i+1)
+			i = SkipWS(in, i+1)
 			continue
 		case '}':
 			end = i + 1

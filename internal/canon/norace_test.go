@@ -1,0 +1,5 @@
+//go:build !race
+
+package canon
+
+const raceEnabled = false

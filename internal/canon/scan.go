@@ -1,0 +1,854 @@
+// Package canon is the core's one scanner of a call's arguments and its
+// masking of results and failures: the canonical form and hash of the
+// arguments, the members the rules read, and the masked text the rules
+// compare. The root package's rules use it, and so does the hook of
+// cmd/toolguard for the stand-ins it keeps in place of raw arguments and
+// results, so that both compare exactly the same things. Nothing here is
+// part of the library's public surface.
+package canon
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/sha256"
+	"encoding/binary"
+	"hash"
+	"math/big"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Domain prefixes of argument hashes: they differ within their common
+// length, so a canonical payload never hashes like a raw one.
+const (
+	canonPrefixJSON = "toolguard:j1\x00"
+	canonPrefixRaw  = "toolguard:r1\x00"
+)
+
+// Bounds of the argument canonicalizer. Payloads beyond them are hashed as
+// raw bytes (see the root package's hashArgs, which says what the hash is).
+const (
+	canonMaxDepth = 512      // maximum nesting of arrays and objects
+	canonMaxBytes = 64 << 20 // maximum payload size in bytes
+	canonNumMax   = 21       // integers with up to this many digits are written without exponent
+	canonChunk    = 8192     // the canonical form is hashed in pieces of this size
+)
+
+// Args is one scan of a call's arguments: Scan validates them and lists
+// what the rest reads, in one pass; Hash then writes the canonical form to
+// the hasher, and the top-level object's listed members give the query,
+// the URL, the argument names and the words a failed call is compared by
+// (args.go).
+//
+// The canonical form is never held whole: scan lists, for each object whose
+// members are not written in canonical order, and for the top-level object
+// (whose ignored keys hash drops), its members' key positions in key order;
+// canonTrim returns the bounds of b without leading and trailing JSON
+// whitespace.
+func canonTrim(b []byte) (lo, hi int) {
+	lo, hi = SkipWS(b, 0), len(b)
+	for hi > lo && (b[hi-1] == ' ' || b[hi-1] == '\t' || b[hi-1] == '\n' || b[hi-1] == '\r') {
+		hi--
+	}
+	return lo, hi
+}
+
+// form writes the members of those objects in that order and everything
+// else as it is written, in chunks of canonChunk bytes. Members with
+// duplicate keys are ordered by their canonical values, written to vals
+// first.
+type Args struct {
+	in       []byte
+	ok       bool        // valid JSON within canonMaxBytes and canonMaxDepth
+	topStart int32       // position of the top-level '{', -1 if not an object
+	objs     []canonObj  // the listed objects, by position once scan is done
+	keys     []int32     // their members' key positions, each object's in key order
+	open     []int32     // key positions of the members of the open objects
+	stack    []canonOpen // the open arrays and objects
+
+	ignore []string // top-level keys form drops
+	h      hash.Hash
+	sum    [sha256.Size]byte
+	buf    []byte  // canonical bytes not hashed yet
+	num    []byte  // the canonical form of a number
+	mat    int     // > 0: write to vals instead, to order duplicate keys
+	vals   []byte  // values of duplicate keys, each after its length
+	offs   []int32 // their offsets in vals, while they are ordered
+}
+
+// canonObj is an object whose members scan listed: the position of its
+// '{', and its members' key positions, keys[off:off+n].
+type canonObj struct{ start, off, n int32 }
+
+// canonOpen is an array or object that scan has not closed yet.
+type canonOpen struct {
+	obj     bool
+	reorder bool  // members are not in increasing key order, or it is the top level
+	start   int32 // position of the '{' or '['
+	base    int32 // open[base:] are its members
+	n       int32 // its members so far
+	prev    int32 // key position of its last member, -1 if none
+}
+
+// Clear drops the references c holds to a payload and returns the bytes of
+// scratch space it keeps for the next.
+func (c *Args) Clear() int {
+	c.in, c.ignore = nil, nil
+	return cap(c.buf) + cap(c.num) + cap(c.vals) + 4*cap(c.offs) +
+		12*cap(c.objs) + 4*cap(c.keys) + 4*cap(c.open) + 20*cap(c.stack)
+}
+
+// Scan validates the payload in and lists the objects to reorder: those
+// whose members are not in strictly increasing key order (duplicate keys
+// included), and the top-level object. c.ok reports whether in is valid
+// JSON within the bounds (white space only is valid: no arguments).
+func (c *Args) Scan(in []byte) {
+	c.in, c.ok, c.topStart = in, false, -1
+	c.open, c.keys, c.objs, c.stack = c.open[:0], c.keys[:0], c.objs[:0], c.stack[:0]
+	if len(in) > canonMaxBytes || !c.pass() {
+		return
+	}
+	slices.SortFunc(c.objs, func(a, b canonObj) int { return cmp.Compare(a.start, b.start) })
+	c.ok = true
+}
+
+// Hash returns the hash of the scanned payload (see the root package's
+// hashArgs) with the top-level members whose key is in ignore dropped.
+func (c *Args) Hash(ignore []string) [16]byte {
+	if c.h == nil {
+		c.h = sha256.New()
+	}
+	c.h.Reset()
+	if !c.ok {
+		c.h.Write(append(c.buf[:0], canonPrefixRaw...))
+		c.h.Write(c.in)
+		return [16]byte(c.h.Sum(c.sum[:0]))
+	}
+	c.buf = append(c.buf[:0], canonPrefixJSON...)
+	c.ignore = ignore
+	c.form()
+	c.h.Write(c.buf)
+	return [16]byte(c.h.Sum(c.sum[:0]))
+}
+
+// pass validates c.in and lists its objects, value by value.
+func (c *Args) pass() bool {
+	i := SkipWS(c.in, 0)
+	if i == len(c.in) {
+		return true
+	}
+	for i >= 0 {
+		var more bool
+		if i, more = c.item(i); i < 0 || more {
+			continue
+		}
+		if i, more = c.after(i); !more && i >= 0 {
+			return i == len(c.in)
+		}
+	}
+	return false
+}
+
+// item scans the value at in[i] (after white space). If it opens a
+// non-empty array or object, it returns the index of its first value and
+// true; else the index after the value; -1 if it is not valid.
+func (c *Args) item(i int) (int, bool) {
+	in := c.in
+	if i = SkipWS(in, i); i >= len(in) {
+		return -1, false
+	}
+	switch in[i] {
+	case '{', '[':
+		return c.openItem(i)
+	case '"':
+		return ScanString(in, i), false
+	case 't', 'f', 'n':
+		return canonScanLiteral(in, i), false
+	}
+	return canonScanNumber(in, i), false
+}
+
+// openItem opens the array or object at in[i] for item.
+func (c *Args) openItem(i int) (int, bool) {
+	in := c.in
+	if len(c.stack) == canonMaxDepth {
+		return -1, false
+	}
+	obj, closer := in[i] == '{', byte(']')
+	if obj {
+		closer = '}'
+		if len(c.stack) == 0 {
+			c.topStart = int32(i)
+		}
+	}
+	start := i
+	if i = SkipWS(in, i+1); i < len(in) && in[i] == closer {
+		return i + 1, false
+	}
+	c.stack = append(c.stack, canonOpen{obj: obj, start: int32(start), base: int32(len(c.open)), prev: -1})
+	if obj {
+		i = c.key(i)
+	}
+	return i, i >= 0
+}
+
+// after closes the arrays and objects that end after a value at in[i:].
+// It returns the index of the next value and true, or the index after the
+// payload's value and false, or -1.
+func (c *Args) after(i int) (int, bool) {
+	in := c.in
+	for ; ; i++ {
+		i = SkipWS(in, i)
+		if len(c.stack) == 0 {
+			return i, false
+		}
+		if i >= len(in) {
+			return -1, false
+		}
+		f := &c.stack[len(c.stack)-1]
+		switch {
+		case in[i] == ',' && f.obj:
+			i = c.key(i + 1)
+			return i, i >= 0
+		case in[i] == ',':
+			return i + 1, true
+		case in[i] == '}' && f.obj:
+			c.closeObject()
+		case in[i] == ']' && !f.obj:
+			c.stack = c.stack[:len(c.stack)-1]
+		default:
+			return -1, false
+		}
+	}
+}
+
+// key scans an object key and its colon at in[i:] (after optional white
+// space). It returns the index after the colon, or -1.
+func (c *Args) key(i int) int {
+	in := c.in
+	if i = SkipWS(in, i); i >= len(in) || in[i] != '"' {
+		return -1
+	}
+	e := ScanString(in, i)
+	if e < 0 {
+		return -1
+	}
+	f := &c.stack[len(c.stack)-1]
+	if len(c.stack) == 1 || f.prev >= 0 && canonCmpKeys(in, int(f.prev), i) >= 0 {
+		f.reorder = true
+	}
+	f.prev = int32(i)
+	f.n++
+	c.open = append(canonGrow(c.open, 1), int32(i))
+	if i = SkipWS(in, e); i >= len(in) || in[i] != ':' {
+		return -1
+	}
+	return i + 1
+}
+
+// closeObject closes the innermost object, listing it if its members are
+// to be reordered.
+func (c *Args) closeObject() {
+	f := c.stack[len(c.stack)-1]
+	c.stack = c.stack[:len(c.stack)-1]
+	if f.reorder {
+		if len(c.stack) == 0 && len(c.keys) == 0 {
+			c.keys, c.open = c.open, c.keys // the payload's members, listed where they are
+		} else {
+			c.keys = append(canonGrow(c.keys, int(f.n)), c.open[f.base:]...)
+		}
+		off := len(c.keys) - int(f.n)
+		in := c.in
+		slices.SortFunc(c.keys[off:], func(a, b int32) int { return canonCmpKeys(in, int(a), int(b)) })
+		c.objs = append(canonGrow(c.objs, 1), canonObj{f.start, int32(off), f.n})
+	}
+	c.open = c.open[:f.base]
+}
+
+// form writes the canonical form of the payload index accepted.
+func (c *Args) form() {
+	lo, hi := canonTrim(c.in)
+	if lo == hi || string(c.in[lo:hi]) == "null" {
+		c.write([]byte("{}")) // no arguments
+		return
+	}
+	c.value(lo)
+}
+
+// value writes the canonical form of the value at in[i] and returns the
+// index after it.
+func (c *Args) value(i int) int {
+	in := c.in
+	switch in[i] {
+	case '{':
+		return c.object(i)
+	case '[':
+		c.byte('[')
+		for i = SkipWS(in, i+1); in[i] != ']'; {
+			if i = SkipWS(in, c.value(i)); in[i] == ',' {
+				c.byte(',')
+				i = SkipWS(in, i+1)
+			}
+		}
+		c.byte(']')
+		return i + 1
+	case '"':
+		return c.str(i)
+	case 't', 'f', 'n':
+		e := canonScanLiteral(in, i)
+		c.write(in[i:e])
+		return e
+	}
+	e := canonScanNumber(in, i)
+	c.num = canonAppendNumber(c.num[:0], in[i:e])
+	c.write(c.num)
+	return e
+}
+
+// object writes the canonical form of the object at in[i] and returns the
+// index after it. (For a top-level object whose last member is ignored,
+// the index returned is wrong; it is not used.)
+func (c *Args) object(i int) int {
+	in := c.in
+	o, listed := c.listed(i)
+	c.byte('{')
+	if !listed {
+		// The members are in canonical order as written.
+		for i = SkipWS(in, i+1); in[i] != '}'; {
+			if i = SkipWS(in, c.member(i)); in[i] == ',' {
+				c.byte(',')
+				i = SkipWS(in, i+1)
+			}
+		}
+		c.byte('}')
+		return i + 1
+	}
+	ks := c.keys[o.off : o.off+o.n]
+	drop := i == int(c.topStart) && len(c.ignore) > 0
+	end, wrote := i+1, false // end: of the last member's value in the payload
+	for a := 0; a < len(ks); {
+		b := a + 1
+		for b < len(ks) && canonCmpKeys(in, int(ks[a]), int(ks[b])) == 0 {
+			b++
+		}
+		if drop && slices.ContainsFunc(c.ignore, func(s string) bool { return canonKeyIs(in, int(ks[a]), s) }) {
+			a = b
+			continue
+		}
+		if wrote {
+			c.byte(',')
+		}
+		wrote = true
+		if b == a+1 {
+			end = max(end, c.member(int(ks[a])))
+		} else {
+			end = max(end, c.duplicates(ks[a:b]))
+		}
+		a = b
+	}
+	c.byte('}')
+	return SkipWS(in, end) + 1
+}
+
+// listed returns the listing of the object at in[i], if scan listed it.
+func (c *Args) listed(i int) (canonObj, bool) {
+	k, ok := slices.BinarySearchFunc(c.objs, int32(i), func(o canonObj, start int32) int { return cmp.Compare(o.start, start) })
+	if !ok {
+		return canonObj{}, false
+	}
+	return c.objs[k], true
+}
+
+// member writes the member whose key is at in[i], `"key":value`, and
+// returns the index after its value.
+func (c *Args) member(i int) int {
+	i = SkipWS(c.in, c.str(i))
+	c.byte(':')
+	return c.value(SkipWS(c.in, i+1))
+}
+
+// duplicates writes the members whose keys, at the positions ks, are equal,
+// ordered by their canonical values, and returns the index after the value
+// that ends last in the payload. The values are written to vals first, each
+// after its length, to be compared, their offsets to offs; both are
+// truncated back when done, so nested duplicates share them.
+func (c *Args) duplicates(ks []int32) int {
+	in := c.in
+	key, v0, o0, end := int(ks[0]), len(c.vals), len(c.offs), 0
+	c.mat++
+	for _, k := range ks {
+		i := SkipWS(in, SkipWS(in, ScanString(in, int(k)))+1)
+		lo := len(c.vals)
+		c.vals = append(canonGrow(c.vals, 4), 0, 0, 0, 0)
+		end = max(end, c.value(i))
+		binary.LittleEndian.PutUint32(c.vals[lo:], uint32(len(c.vals)-lo-4))
+		c.offs = append(canonGrow(c.offs, 1), int32(lo))
+	}
+	c.mat--
+	val := func(lo int32) []byte {
+		return c.vals[lo+4 : lo+4+int32(binary.LittleEndian.Uint32(c.vals[lo:]))]
+	}
+	offs := c.offs[o0:]
+	slices.SortFunc(offs, func(a, b int32) int { return bytes.Compare(val(a), val(b)) })
+	v1 := len(c.vals)
+	for n, lo := range offs {
+		if n > 0 {
+			c.byte(',')
+		}
+		c.str(key)
+		c.byte(':')
+		c.write(val(lo))
+	}
+	c.offs = c.offs[:o0]
+	if c.mat > 0 {
+		// Written to vals too: move the members over the values.
+		c.vals = append(c.vals[:v0], c.vals[v1:]...)
+	} else {
+		c.vals = c.vals[:v0]
+	}
+	return end
+}
+
+// str writes the canonical encoding of the valid string at in[i] and
+// returns the index after it: escapes decoded, then written as
+// canonAppendRune and canonAppendByte write them.
+func (c *Args) str(i int) int {
+	in := c.in
+	c.byte('"')
+	for j := i + 1; ; {
+		k := j
+		for in[k] != '"' && in[k] != '\\' {
+			k++
+		}
+		c.write(in[j:k])
+		if in[k] == '"' {
+			c.byte('"')
+			return k + 1
+		}
+		var r rune
+		r, j = canonDecodeEscape(in, k)
+		var tmp [8]byte
+		if r >= utf8.RuneSelf {
+			c.write(canonAppendRune(tmp[:0], r))
+		} else {
+			c.write(canonAppendByte(tmp[:0], byte(r)))
+		}
+	}
+}
+
+// write appends b to the canonical form: to vals while the values of
+// duplicate keys are ordered, else to buf, which is hashed whenever it
+// holds canonChunk bytes.
+func (c *Args) write(b []byte) {
+	if c.mat > 0 {
+		c.vals = append(canonGrow(c.vals, len(b)), b...)
+		return
+	}
+	for len(b) > 0 {
+		n := min(len(b), canonChunk-len(c.buf))
+		c.buf = append(c.buf, b[:n]...)
+		if b = b[n:]; len(c.buf) == canonChunk {
+			c.h.Write(c.buf)
+			c.buf = c.buf[:0]
+		}
+	}
+}
+
+// byte writes b.
+func (c *Args) byte(b byte) { c.write([]byte{b}) }
+
+// canonGrow makes room for n more elements in s, at least doubling its
+// capacity: append grows large slices by a quarter, which allocates about
+// five times their final size on the way (TestLargeArgsMemory).
+func canonGrow[T any](s []T, n int) []T {
+	if len(s)+n <= cap(s) {
+		return s
+	}
+	t := make([]T, len(s), max(2*cap(s), len(s)+n, 16))
+	copy(t, s)
+	return t
+}
+
+// canonCmpKeys compares the valid JSON strings at in[a] and in[b] by their
+// decoded bytes, lone surrogates as generalized UTF-8 (see canonAppendRune).
+func canonCmpKeys(in []byte, a, b int) int {
+	x, y := canonKeyReader{in: in, i: a + 1}, canonKeyReader{in: in, i: b + 1}
+	for {
+		p, more := x.next()
+		q, moreQ := y.next()
+		if !more || !moreQ || p != q {
+			return cmp.Or(cmp.Compare(b2i(more), b2i(moreQ)), cmp.Compare(p, q))
+		}
+	}
+}
+
+// canonKeyIs reports whether the valid JSON string at in[i] decodes to s.
+func canonKeyIs(in []byte, i int, s string) bool {
+	r := canonKeyReader{in: in, i: i + 1}
+	for j := 0; ; j++ {
+		b, more := r.next()
+		if !more || j == len(s) || b != s[j] {
+			return !more && j == len(s)
+		}
+	}
+}
+
+// canonKeyReader reads the decoded bytes of a valid JSON string.
+type canonKeyReader struct {
+	in   []byte
+	i    int // the next byte of in
+	buf  [utf8.UTFMax]byte
+	k, n int // buf[k:n] are decoded and not read yet
+}
+
+// next returns the next decoded byte, or false at the closing quote.
+func (r *canonKeyReader) next() (byte, bool) {
+	if r.k < r.n {
+		r.k++
+		return r.buf[r.k-1], true
+	}
+	switch c := r.in[r.i]; c {
+	case '"':
+		return 0, false
+	case '\\':
+	default:
+		r.i++
+		return c, true
+	}
+	var ru rune
+	ru, r.i = canonDecodeEscape(r.in, r.i)
+	if ru < utf8.RuneSelf {
+		return byte(ru), true
+	}
+	r.k, r.n = 1, len(canonAppendRune(r.buf[:0], ru))
+	return r.buf[0], true
+}
+
+// b2i is 1 if b, else 0.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// canonAppendByte appends the canonical string encoding of the byte b.
+func canonAppendByte(dst []byte, b byte) []byte {
+	switch b {
+	case '"', '\\':
+		return append(dst, '\\', b)
+	case '\b':
+		return append(dst, '\\', 'b')
+	case '\f':
+		return append(dst, '\\', 'f')
+	case '\n':
+		return append(dst, '\\', 'n')
+	case '\r':
+		return append(dst, '\\', 'r')
+	case '\t':
+		return append(dst, '\\', 't')
+	}
+	if b < 0x20 {
+		const hexDigits = "0123456789abcdef"
+		return append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
+	}
+	return append(dst, b)
+}
+
+// canonAppendRune appends r (>= 0x80) as UTF-8, surrogates as generalized
+// UTF-8 so that lone surrogate escapes stay distinct from U+FFFD.
+func canonAppendRune(dst []byte, r rune) []byte {
+	if r >= 0xD800 && r <= 0xDFFF {
+		return append(dst, 0xE0|byte(r>>12), 0x80|byte(r>>6)&0x3F, 0x80|byte(r)&0x3F)
+	}
+	return utf8.AppendRune(dst, r)
+}
+
+// canonDecodeEscape decodes the validated escape at raw[j] and returns the
+// rune and the index after it. A \u escape of a high surrogate followed by a
+// \u escape of a low surrogate decodes to one rune; lone surrogates are
+// returned as they are.
+func canonDecodeEscape(raw []byte, j int) (rune, int) {
+	switch raw[j+1] {
+	case 'u':
+		r := canonHex4(raw[j+2:])
+		j += 6
+		if r >= 0xD800 && r < 0xDC00 && j+6 <= len(raw) && raw[j] == '\\' && raw[j+1] == 'u' {
+			if r2 := canonHex4(raw[j+2:]); r2 >= 0xDC00 && r2 <= 0xDFFF {
+				return 0x10000 + (r-0xD800)<<10 + (r2 - 0xDC00), j + 6
+			}
+		}
+		return r, j
+	}
+	return rune(canonSimpleEscape(raw[j+1])), j + 2
+}
+
+// canonSimpleEscape returns the byte a one-letter escape \c stands for
+// (c itself for \" \\ and \/).
+func canonSimpleEscape(c byte) byte {
+	switch c {
+	case 'b':
+		return '\b'
+	case 'f':
+		return '\f'
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	}
+	return c
+}
+
+// canonHex4 decodes four validated hexadecimal digits.
+func canonHex4(b []byte) rune {
+	var r rune
+	for _, c := range b[:4] {
+		r <<= 4
+		switch {
+		case c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a':
+			r |= rune(c - 'a' + 10)
+		default:
+			r |= rune(c - 'A' + 10)
+		}
+	}
+	return r
+}
+
+// SkipWS returns the index of the first non-whitespace byte at or after i.
+func SkipWS(in []byte, i int) int {
+	for i < len(in) {
+		switch in[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// canonIsDigit reports whether c is a decimal digit.
+func canonIsDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// canonIsHex reports whether c is a hexadecimal digit.
+func canonIsHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'f'
+}
+
+// canonScanLiteral returns the end of the literal true, false or null at
+// in[i], or -1.
+func canonScanLiteral(in []byte, i int) int {
+	for _, lit := range [...]string{"true", "false", "null"} {
+		if in[i] == lit[0] && len(in)-i >= len(lit) && string(in[i:i+len(lit)]) == lit {
+			return i + len(lit)
+		}
+	}
+	return -1
+}
+
+// canonNum is a valid JSON number read as 0.D × 10^n: D, its significant
+// digits (no leading or trailing zeros), are digits fz to fz+k-1 of the
+// integer digits followed by the fraction digits; n is adj plus the
+// exponent exp.
+type canonNum struct {
+	num        []byte
+	neg        bool
+	ia, li, fa int // integer digits num[ia:ia+li], fraction digits from num[fa:]
+	fz         int
+	k, adj     int64
+	exp        []byte // the exponent's digits without leading zeros
+	expNeg     bool
+}
+
+// readNumber reads the valid JSON number num; false if it is zero.
+func readNumber(num []byte) (canonNum, bool) {
+	d := canonNum{num: num, neg: num[0] == '-'}
+	p := b2i(d.neg)
+	d.ia, p = p, canonDigitsEnd(num, p)
+	d.li, d.fa = p-d.ia, p
+	if p < len(num) && num[p] == '.' {
+		d.fa, p = p+1, canonDigitsEnd(num, p+1)
+	}
+	lf := p - d.fa
+	if p < len(num) { // 'e' or 'E'
+		p++
+		d.expNeg = num[p] == '-'
+		if num[p] == '-' || num[p] == '+' {
+			p++
+		}
+		for d.exp = num[p:]; len(d.exp) > 1 && d.exp[0] == '0'; {
+			d.exp = d.exp[1:]
+		}
+	}
+	last := d.li + lf - 1
+	for d.fz = 0; d.fz <= last && d.digit(d.fz) == '0'; d.fz++ {
+	}
+	if d.fz > last {
+		return d, false
+	}
+	for d.digit(last) == '0' {
+		last--
+	}
+	d.k, d.adj = int64(last-d.fz+1), int64(d.li-d.fz)
+	return d, true
+}
+
+// digit returns the integer and fraction digit k.
+func (d *canonNum) digit(k int) byte {
+	if k < d.li {
+		return d.num[d.ia+k]
+	}
+	return d.num[d.fa+k-d.li]
+}
+
+// appendDigits appends the significant digits from to to.
+func (d *canonNum) appendDigits(dst []byte, from, to int64) []byte {
+	for m := from; m < to; m++ {
+		dst = append(dst, d.digit(d.fz+int(m)))
+	}
+	return dst
+}
+
+// appendMantissa appends D[0].D[1:] and the 'e' of the exponent form.
+func (d *canonNum) appendMantissa(dst []byte) []byte {
+	dst = d.appendDigits(dst, 0, 1)
+	if d.k > 1 {
+		dst = append(dst, '.')
+		dst = d.appendDigits(dst, 1, d.k)
+	}
+	return append(dst, 'e')
+}
+
+// canonAppendNumber appends the canonical form of the valid JSON number num:
+// "0", or an optional '-' and the significant digits D placed by the
+// decimal exponent n (value = 0.D × 10^n): D followed by zeros when
+// len(D) <= n <= 21, a decimal fraction when -6 < n <= 21, otherwise
+// D[0].D[1:] "e" n-1 (exponent without '+').
+func canonAppendNumber(dst, num []byte) []byte {
+	d, nonzero := readNumber(num)
+	if !nonzero {
+		return append(dst, '0')
+	}
+	if d.neg {
+		dst = append(dst, '-')
+	}
+	if len(d.exp) > 15 {
+		// The exponent is astronomically large; n is far outside the
+		// range of the plain forms. Compute n-1 exactly.
+		var e big.Int
+		e.SetString(string(d.exp), 10)
+		if d.expNeg {
+			e.Neg(&e)
+		}
+		e.Add(&e, big.NewInt(d.adj-1))
+		return e.Append(d.appendMantissa(dst), 10)
+	}
+	var e int64
+	for _, c := range d.exp {
+		e = e*10 + int64(c-'0')
+	}
+	if d.expNeg {
+		e = -e
+	}
+	switch n, k := d.adj+e, d.k; {
+	case k <= n && n <= canonNumMax:
+		return canonZeros(d.appendDigits(dst, 0, k), n-k)
+	case 0 < n && n <= canonNumMax:
+		dst = append(d.appendDigits(dst, 0, n), '.')
+		return d.appendDigits(dst, n, k)
+	case -6 < n && n <= 0:
+		return d.appendDigits(canonZeros(append(dst, "0."...), -n), 0, k)
+	default:
+		return strconv.AppendInt(d.appendMantissa(dst), n-1, 10)
+	}
+}
+
+// canonZeros appends n zeros.
+func canonZeros(dst []byte, n int64) []byte {
+	for ; n > 0; n-- {
+		dst = append(dst, '0')
+	}
+	return dst
+}
+
+// canonDigitsEnd returns the end of the run of decimal digits at in[i:].
+func canonDigitsEnd[T string | []byte](in T, i int) int {
+	for i < len(in) && canonIsDigit(in[i]) {
+		i++
+	}
+	return i
+}
+
+// canonSomeDigits returns the end of the run of decimal digits at in[i:],
+// or -1 if there is none.
+func canonSomeDigits(in []byte, i int) int {
+	if e := canonDigitsEnd(in, i); e > i {
+		return e
+	}
+	return -1
+}
+
+// canonScanNumber returns the end of the JSON number at in[i], or -1.
+func canonScanNumber(in []byte, i int) int {
+	if i < len(in) && in[i] == '-' {
+		i++
+	}
+	if i < len(in) && in[i] == '0' {
+		i++
+	} else if i = canonSomeDigits(in, i); i < 0 {
+		return -1
+	}
+	if i < len(in) && in[i] == '.' {
+		if i = canonSomeDigits(in, i+1); i < 0 {
+			return -1
+		}
+	}
+	if i < len(in) && in[i]|0x20 == 'e' {
+		if i++; i < len(in) && (in[i] == '+' || in[i] == '-') {
+			i++
+		}
+		return canonSomeDigits(in, i)
+	}
+	return i
+}
+
+// ScanString validates the JSON string starting with the quote at
+// in[i] and returns the index after its closing quote, or -1.
+func ScanString(in []byte, i int) int {
+	for j := i + 1; j < len(in); {
+		switch c := in[j]; {
+		case c == '"':
+			return j + 1
+		case c < 0x20:
+			return -1
+		case c == '\\':
+			if j = canonEscapeEnd(in, j); j < 0 {
+				return -1
+			}
+		default:
+			j++
+		}
+	}
+	return -1
+}
+
+// canonEscapeEnd returns the index after the valid escape at in[j], or -1.
+func canonEscapeEnd(in []byte, j int) int {
+	if j+1 >= len(in) {
+		return -1
+	}
+	switch in[j+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return j + 2
+	case 'u':
+		if j+6 <= len(in) && canonIsHex(in[j+2]) && canonIsHex(in[j+3]) && canonIsHex(in[j+4]) && canonIsHex(in[j+5]) {
+			return j + 6
+		}
+	}
+	return -1
+}
