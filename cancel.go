@@ -20,8 +20,8 @@ func (t *Tracker) cancel(ctx context.Context, c Call) Phase {
 		t.mu.Unlock()
 		sc := getScratch()
 		r := t.tool(c.Tool).rule
-		sc.scan.scan(c.Args)
-		key = keyOf(r.name, sc.scan.hash(r.ignore))
+		sc.scan.Scan(c.Args)
+		key = keyOf(r.name, Hash(sc.scan.Hash(r.ignore)))
 		sc.release()
 		t.mu.Lock()
 	}
