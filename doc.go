@@ -48,7 +48,7 @@
 // # Which API do I use?
 //
 //   - Tracker.Wrap, then Guarded.Run: you call your tools yourself, one at a
-//     time, from a function of the shape Executor. One line around the
+//     time, from a function of the shape func(context.Context, Call) (string, error). One line around the
 //     executor; the Result tells you everything.
 //   - Guarded.RunRound: the model asked for several calls in one response
 //     and you run them one after another. Similar queries among them are

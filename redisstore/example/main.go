@@ -70,19 +70,17 @@ func run(ctx context.Context, w io.Writer, cfg config) (int, error) {
 	// Commits are sent in the background: send the last ones before the
 	// client closes (deferred calls run last first).
 	defer store.Flush(context.WithoutCancel(ctx))
-	quota := toolguard.SharedQuota{
+	quota := store.SharedQuota{
 		Name:   cfg.budget,
 		Tools:  []string{"generate_image"},
 		Limit:  cfg.limit,
 		Window: time.Minute,
 	}
 	tracker := toolguard.NewTracker(toolguard.Policy{
-		Quotas: toolguard.Quotas{
-			Store:        store,
-			SharedQuotas: []toolguard.SharedQuota{quota},
-			SessionLimit: -1,
-			StoreTimeout: 250 * time.Millisecond,
-		},
+		Store:           store,
+		SharedQuotas:    []store.SharedQuota{quota},
+		SessionLimit:    -1,
+		StoreTimeout:    250 * time.Millisecond,
 		MaxCallsPerTurn: -1, // the shared budget is the only limit here
 	})
 	generate := tracker.Wrap(func(ctx context.Context, c toolguard.Call) (string, error) {
@@ -99,7 +97,7 @@ calls:
 		}
 		r := generate.Run(ctx, c)
 		switch {
-		case errors.Is(r.Err, toolguard.ErrStoreUnavailable):
+		case errors.Is(r.Err, store.ErrUnavailable):
 			return ran, r.Err
 		case r.Err != nil:
 			fmt.Fprintf(w, "%s: call %d aborted: %v\n", cfg.name, i, r.Err)
