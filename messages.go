@@ -13,7 +13,7 @@ import (
 // budget starts with "[budget-exhausted]", a quota store that did not
 // answer with "[quota-unavailable]", a call without a tool name with
 // "[invalid-call]". A harness tells a skipped call by its Decision (or
-// Result.Decision from Wrap), never by the text.
+// Result.Decision from Run), never by the text.
 const HintMarker = "[loop-detected]"
 
 // Markers of the refusals that are not loops.

@@ -257,7 +257,7 @@ func (t *Tracker) ShouldSkipContext(ctx context.Context, c Call) Decision {
 // WithRound returns a context that makes the calls checked with it one
 // round: the calls that one model response asked for together. Call it
 // once per model response and pass the context to each of its calls, run
-// through Wrap or ShouldSkipContext, in parallel or one after the other:
+// through Run or ShouldSkipContext, in parallel or one after the other:
 // similar queries among them are distinct questions, and with Policy.CountRounds
 // they use one budget unit. A context from another Tracker's WithRound
 // counts for nothing here.

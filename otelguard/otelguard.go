@@ -36,7 +36,7 @@
 // has none (the guard did its job).
 //
 // A span's parent is the span in the call's context (Event.Context: the
-// context given to ShouldSkipContext, RecordContext or a Wrap executor),
+// context given to ShouldSkipContext, RecordContext, Run or RunRound),
 // so tool spans hang under the harness's span for the agent turn. WithContext
 // replaces that context.
 //

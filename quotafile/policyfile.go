@@ -171,7 +171,7 @@ func (d *decoder) policyKey(k, v *yaml.Node, name string) {
 		}
 	case keyBudgetUnit:
 		if i, ok := d.enum(v, name, "calls", "rounds"); ok {
-			d.setField(k, name, "BudgetUnit", func(p *toolguard.Policy) { p.BudgetUnit = toolguard.Unit(i) })
+			d.setField(k, name, "CountRounds", func(p *toolguard.Policy) { p.CountRounds = i == 1 })
 		}
 	case keyAction:
 		if i, ok := d.enum(v, name, "hint", "abort"); ok {

@@ -127,7 +127,6 @@ func TestFormatRefusesWhatAFileCannotHold(t *testing.T) {
 	for _, p := range []toolguard.Policy{
 		{NudgeRatio: nan()},
 		{Action: toolguard.Action(7)},
-		{BudgetUnit: toolguard.Unit(9)},
 		{StoreTimeout: -time.Second},
 		{SharedQuotas: []store.SharedQuota{{Limit: 3}}},
 		{Tools: map[string]toolguard.ToolPolicy{"x": {Limit: -1}}},
