@@ -231,7 +231,7 @@ func TestRoundReservesOnce(t *testing.T) {
 	assert.Equal(t, 3, mem.Count("quota:fleet"))
 	assert.Empty(t, stores)
 
-	// Guarded.RunRound checks its calls the same way.
+	// Tracker.RunRound checks its calls the same way.
 	tr.Reset()
 	g := func(context.Context, Call) (string, error) { return "ok", nil }
 	rs := tr.RunRound(context.Background(), []Call{call("list", `{"a":1}`), call("list", `{"a":2}`)}, g)

@@ -201,7 +201,7 @@ func TestContextReachesEvents(t *testing.T) {
 }
 
 func TestCheckIsOneRound(t *testing.T) {
-	// With UnitRounds a budget of one round lets both calls of the round
+	// With CountRounds a budget of one round lets both calls of the round
 	// run; checked as two rounds, the second would be refused.
 	tr := toolguard.NewTracker(toolguard.Policy{MaxCallsPerTurn: 1, CountRounds: true})
 	calls := []toolguard.Call{call("1"), {ID: "2", Tool: "list", Args: json.RawMessage(`{}`)}}
