@@ -251,11 +251,11 @@ type Policy struct {
 	FailOpen bool
 	// Breaker stops asking the Store for a moment after it failed, so an
 	// outage costs one StoreTimeout rather than one per call (see
-	// store.Breaker for its rules). nil means a Breaker private to this Tracker with
-	// default cooldown (1s), or none in front of a Store that breaks per
-	// server itself (store.ServerBreaker: redisstore); share one among the
-	// Trackers of a process so they learn of an outage together;
-	// &store.Breaker{Cooldown: -1} turns it off.
+	// store.Breaker for its rules). nil means a Breaker private to this
+	// Tracker with the default cooldown (1s), or none in front of a Store
+	// that breaks per server itself (store.ServerBreaker: redisstore); share
+	// one among the Trackers of a process so they learn of an outage
+	// together; &store.Breaker{Cooldown: -1} turns it off.
 	Breaker *store.Breaker
 
 	// Now is the clock. nil means time.Now.
