@@ -308,7 +308,7 @@ func BenchmarkSessionsNewTracker(b *testing.B) {
 // search: the path most calls take.
 func BenchmarkExactPath(b *testing.B) {
 	b.ReportAllocs()
-	tr := NewTracker(Policy{MaxCallsPerTurn: -1, Quotas: Quotas{SessionLimit: -1}})
+	tr := NewTracker(Policy{MaxCallsPerTurn: -1, SessionLimit: -1})
 	calls := make([]Call, 64)
 	for i := range calls {
 		calls[i] = call("read_file", fmt.Sprintf(`{"path":"src/file_%d.go","limit":200}`, i))
@@ -331,7 +331,7 @@ func BenchmarkParallel(b *testing.B) {
 	for i := range calls {
 		calls[i] = call("read_file", fmt.Sprintf(`{"path":"src/file_%d.go"}`, i))
 	}
-	policy := Policy{MaxCallsPerTurn: -1, Quotas: Quotas{SessionLimit: -1}, MaxRepeats: -1}
+	policy := Policy{MaxCallsPerTurn: -1, SessionLimit: -1, MaxRepeats: -1}
 	b.Run("serial", func(b *testing.B) {
 		b.ReportAllocs()
 		tr := NewTracker(policy)
@@ -474,7 +474,7 @@ func BenchmarkGrowth(b *testing.B) {
 // result result(i); every call must be allowed.
 func growthRun(b *testing.B, calls []Call, result func(i int) string) {
 	b.ReportAllocs()
-	tr := NewTracker(Policy{MaxCallsPerTurn: -1, Quotas: Quotas{SessionLimit: -1}, MaxRepeats: -1, Window: -1})
+	tr := NewTracker(Policy{MaxCallsPerTurn: -1, SessionLimit: -1, MaxRepeats: -1, Window: -1})
 	n := len(calls)
 	for i := 0; i < b.N; i++ {
 		j := i % n
@@ -590,7 +590,7 @@ func BenchmarkLargeArgs(b *testing.B) {
 	b.Run("toolguard", func(b *testing.B) {
 		b.SetBytes(int64(len(args)))
 		b.ReportAllocs()
-		tr := NewTracker(Policy{MaxCallsPerTurn: -1, Quotas: Quotas{SessionLimit: -1}, MaxRepeats: -1})
+		tr := NewTracker(Policy{MaxCallsPerTurn: -1, SessionLimit: -1, MaxRepeats: -1})
 		c := Call{Tool: "write_files", Args: args}
 		for i := 0; i < b.N; i++ {
 			tr.ShouldSkip(c)
@@ -605,7 +605,7 @@ func TestAllocsExactPath(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("allocation counts (sync.Pool drops items under the race detector)")
 	}
-	tr := NewTracker(Policy{MaxCallsPerTurn: -1, Quotas: Quotas{SessionLimit: -1}})
+	tr := NewTracker(Policy{MaxCallsPerTurn: -1, SessionLimit: -1})
 	calls := make([]Call, 64)
 	for i := range calls {
 		calls[i] = call("read_file", fmt.Sprintf(`{"path":"src/file_%d.go","limit":200}`, i))
@@ -634,7 +634,7 @@ func TestMemoryBound(t *testing.T) {
 	if testing.Short() {
 		t.Skip("one million calls")
 	}
-	tr := NewTracker(Policy{Quotas: Quotas{SessionLimit: -1}})
+	tr := NewTracker(Policy{SessionLimit: -1})
 	n := 1_000_000
 	if raceEnabled {
 		n = 100_000 // the race detector is slow and adds its own heap

@@ -49,18 +49,16 @@ func TestBreakerRules(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	mem := &switchStore{inner: store.NewMemory(clock)}
-	var states []BreakerState
+	var states []store.BreakerState
 	tr := NewTracker(Policy{
-		Quotas: Quotas{
-			Store:        mem,
-			SharedQuotas: []SharedQuota{{Name: "q", Limit: 100}},
-		},
-		Now: clock, MaxCallsPerTurn: -1,
+		Store:        mem,
+		SharedQuotas: []store.SharedQuota{{Name: "q", Limit: 100}},
+		Now:          clock, MaxCallsPerTurn: -1,
 		OnEvent: func(e Event) {
 			if e.Kind == EventBreaker {
 				states = append(states, e.Breaker)
-				if e.Breaker == BreakerOpen {
-					assert.ErrorIs(t, e.Err, ErrStoreUnavailable, "the failure that opened it")
+				if e.Breaker == store.BreakerOpen {
+					assert.ErrorIs(t, e.Err, store.ErrUnavailable, "the failure that opened it")
 				}
 			}
 		},
@@ -81,29 +79,29 @@ func TestBreakerRules(t *testing.T) {
 
 	mem.down.Store(true)
 	d := next()
-	require.ErrorIs(t, d.Err, ErrStoreUnavailable)
-	assert.NotErrorIs(t, d.Err, ErrBreakerOpen, "the failure itself went to the store")
-	assert.Equal(t, []BreakerState{BreakerOpen}, states)
+	require.ErrorIs(t, d.Err, store.ErrUnavailable)
+	assert.NotErrorIs(t, d.Err, store.ErrBreakerOpen, "the failure itself went to the store")
+	assert.Equal(t, []store.BreakerState{store.BreakerOpen}, states)
 	// Open: no call reaches the store during the cooldown.
 	ops := mem.ops.Load()
 	for range 10 {
 		d = next()
-		require.ErrorIs(t, d.Err, ErrBreakerOpen)
-		require.ErrorIs(t, d.Err, ErrStoreUnavailable)
+		require.ErrorIs(t, d.Err, store.ErrBreakerOpen)
+		require.ErrorIs(t, d.Err, store.ErrUnavailable)
 	}
 	assert.Equal(t, ops, mem.ops.Load())
 	// After the cooldown one probe runs; it fails: open again.
-	now = now.Add(defaultBreakerCooldown)
+	now = now.Add(time.Second) // the default cooldown
 	next()
 	assert.Equal(t, ops+1, mem.ops.Load())
-	assert.Equal(t, []BreakerState{BreakerOpen, BreakerHalfOpen, BreakerOpen}, states)
+	assert.Equal(t, []store.BreakerState{store.BreakerOpen, store.BreakerHalfOpen, store.BreakerOpen}, states)
 	next()
 	assert.Equal(t, ops+1, mem.ops.Load())
 	// The store is back: the next probe succeeds and closes the breaker.
 	mem.down.Store(false)
-	now = now.Add(defaultBreakerCooldown)
+	now = now.Add(time.Second) // the default cooldown
 	require.Equal(t, Allow, next().Verdict)
-	assert.Equal(t, []BreakerState{BreakerOpen, BreakerHalfOpen, BreakerOpen, BreakerHalfOpen, BreakerClosed}, states)
+	assert.Equal(t, []store.BreakerState{store.BreakerOpen, store.BreakerHalfOpen, store.BreakerOpen, store.BreakerHalfOpen, store.BreakerClosed}, states)
 	require.Equal(t, Allow, next().Verdict)
 	assert.Equal(t, 3, mem.inner.Count("quota:q"))
 }
@@ -111,16 +109,16 @@ func TestBreakerRules(t *testing.T) {
 func TestBreakerShared(t *testing.T) {
 	mem := &switchStore{inner: store.NewMemory(nil)}
 	mem.down.Store(true)
-	b := &Breaker{Cooldown: time.Hour}
-	p := Policy{Quotas: Quotas{Store: mem, SharedQuotas: []SharedQuota{{Name: "q", Limit: 100}}, Breaker: b}}
+	b := &store.Breaker{Cooldown: time.Hour}
+	p := Policy{Store: mem, SharedQuotas: []store.SharedQuota{{Name: "q", Limit: 100}}, Breaker: b}
 	NewTracker(p).ShouldSkip(call("t", `{}`))
-	assert.Equal(t, BreakerOpen, b.State())
+	assert.Equal(t, store.BreakerOpen, b.State())
 	d := NewTracker(p).ShouldSkip(call("t", `{}`))
-	assert.ErrorIs(t, d.Err, ErrBreakerOpen, "another session learns of the outage from the shared breaker")
+	assert.ErrorIs(t, d.Err, store.ErrBreakerOpen, "another session learns of the outage from the shared breaker")
 	assert.Equal(t, int32(1), mem.ops.Load())
 
 	off := p
-	off.Breaker = &Breaker{Cooldown: -1}
+	off.Breaker = &store.Breaker{Cooldown: -1}
 	tr := NewTracker(off)
 	tr.ShouldSkip(call("t", `{"a":1}`))
 	tr.ShouldSkip(call("t", `{"a":2}`))
@@ -134,11 +132,10 @@ func TestBreakerShared(t *testing.T) {
 func TestBreakerOutageCost(t *testing.T) {
 	var reserves atomic.Int32
 	mem := hangStore{calls: &reserves}
-	tr := NewTracker(Policy{Quotas: Quotas{
+	tr := NewTracker(Policy{
 		Store:        mem,
-		SharedQuotas: []SharedQuota{{Name: "q", Limit: 1 << 30}},
+		SharedQuotas: []store.SharedQuota{{Name: "q", Limit: 1 << 30}},
 		FailOpen:     true,
-	},
 
 		MaxCallsPerTurn: -1, MaxRepeats: -1, CyclePeriod: -1, Window: -1})
 	var through atomic.Int64
@@ -186,13 +183,11 @@ func (s hangStore) Release(ctx context.Context, rs []store.Reservation) error {
 // over-admission).
 func TestBreakerDoesNotHoldCommitsBack(t *testing.T) {
 	mem := &switchStore{inner: store.NewMemory(nil)}
-	var breaker []BreakerState
+	var breaker []store.BreakerState
 	tr := NewTracker(Policy{
-		Quotas: Quotas{
-			Store:        mem,
-			SharedQuotas: []SharedQuota{{Name: "q", Limit: 100}},
-			FailOpen:     true,
-		},
+		Store:           mem,
+		SharedQuotas:    []store.SharedQuota{{Name: "q", Limit: 100}},
+		FailOpen:        true,
 		MaxCallsPerTurn: -1,
 		OnEvent: func(e Event) {
 			if e.Kind == EventBreaker {
@@ -204,11 +199,11 @@ func TestBreakerDoesNotHoldCommitsBack(t *testing.T) {
 	require.Equal(t, Allow, tr.ShouldSkip(a).Verdict)
 	mem.down.Store(true)
 	require.Equal(t, Allow, tr.ShouldSkip(call("t", `{"b":1}`)).Verdict, "failing open")
-	require.Equal(t, []BreakerState{BreakerOpen}, breaker)
+	require.Equal(t, []store.BreakerState{store.BreakerOpen}, breaker)
 	mem.down.Store(false)
 	before := mem.ops.Load()
 	tr.Record(a, Outcome{Result: "ok"})
 	assert.Equal(t, before+1, mem.ops.Load(), "the open breaker held the commit back")
 	assert.Equal(t, 1, mem.inner.Count("quota:q"))
-	assert.Equal(t, []BreakerState{BreakerOpen}, breaker, "a commit does not close the breaker")
+	assert.Equal(t, []store.BreakerState{store.BreakerOpen}, breaker, "a commit does not close the breaker")
 }

@@ -10,7 +10,7 @@ import "context"
 // rather than committed), and no rule sees an outcome. As far as the guard
 // knows the call did not run; a server that did part of the work before
 // the cancellation arrived is not charged for it. The ledger entry stays
-// StatusPending: the call was asked for and never answered. A call never
+// pending (Entry.Done false): the call was asked for and never answered. A call never
 // checked, or already recorded, is ignored.
 func (t *Tracker) cancel(ctx context.Context, c Call) Phase {
 	t.mu.Lock()
@@ -49,7 +49,7 @@ func (t *Tracker) cancel(ctx context.Context, c Call) Phase {
 // pc of this turn.
 func (t *Tracker) unreserveLocked(pc pendingCall) {
 	ts := &t.turn
-	if t.cfg.unit == UnitRounds {
+	if t.cfg.unit == unitRounds {
 		if rs := ts.rounds.open[pc.round]; rs != nil {
 			rs.pending--
 			switch {

@@ -33,10 +33,10 @@ func TestCancelledCallIsNotBooked(t *testing.T) {
 	assert.Zero(t, s.Failed)
 	var pending, ok int
 	for _, e := range tr.Ledger() {
-		switch e.Status {
-		case StatusPending:
+		switch e.Status() {
+		case "pending":
 			pending++
-		case StatusOK:
+		case "ok":
 			ok++
 		}
 	}
@@ -65,7 +65,7 @@ func TestCancelledCallGivesBackItsUnits(t *testing.T) {
 		assert.Equal(t, Abort, tr.ShouldSkip(call("e", `{}`)).Verdict)
 	})
 	t.Run("rounds", func(t *testing.T) {
-		tr := NewTracker(Policy{MaxCallsPerTurn: 1, BudgetUnit: UnitRounds})
+		tr := NewTracker(Policy{MaxCallsPerTurn: 1, CountRounds: true})
 		calls := []Call{call("a", `{}`), call("b", `{}`)}
 		for _, d := range tr.ShouldSkipRound(calls) {
 			require.Equal(t, Allow, d.Verdict)
@@ -78,7 +78,7 @@ func TestCancelledCallGivesBackItsUnits(t *testing.T) {
 		assert.Equal(t, PhaseWindDown, tr.Record(call("c", `{}`), Outcome{Result: "ok"}))
 	})
 	t.Run("a round with a recorded call keeps its unit", func(t *testing.T) {
-		tr := NewTracker(Policy{MaxCallsPerTurn: 2, BudgetUnit: UnitRounds})
+		tr := NewTracker(Policy{MaxCallsPerTurn: 2, CountRounds: true})
 		calls := []Call{call("a", `{}`), call("b", `{}`)}
 		tr.ShouldSkipRound(calls)
 		tr.Record(calls[0], Outcome{Result: "ok"})
@@ -91,14 +91,14 @@ func TestCancelledCallGivesBackItsUnits(t *testing.T) {
 		run(t, tr, []step{allow(call("t", `{"i":2}`), "ok"), hint(call("t", `{"i":3}`), ReasonToolLimit)})
 	})
 	t.Run("session quota", func(t *testing.T) {
-		tr := NewTracker(Policy{Quotas: Quotas{AgentQuota: &Quota{Tools: map[string]int{"t": 1}}}})
+		tr := NewTracker(Policy{AgentQuota: &Quota{Tools: map[string]int{"t": 1}}})
 		cancelled(t, tr, call("t", `{"i":1}`))
 		tr.Reset()
 		run(t, tr, []step{allow(call("t", `{"i":2}`), "ok"), hint(call("t", `{"i":3}`), ReasonToolLimit)})
 	})
 	t.Run("store reservation released", func(t *testing.T) {
 		mem := store.NewMemory(nil)
-		tr := NewTracker(Policy{Quotas: Quotas{Store: mem, SharedQuotas: []SharedQuota{{Name: "fleet", Limit: 1}}}})
+		tr := NewTracker(Policy{Store: mem, SharedQuotas: []store.SharedQuota{{Name: "fleet", Limit: 1}}})
 		cancelled(t, tr, call("t", `{"i":1}`))
 		assert.Equal(t, 0, mem.Count("quota:fleet"))
 		run(t, tr, []step{allow(call("t", `{"i":2}`), "ok"), hint(call("t", `{"i":3}`), ReasonToolLimit)})
@@ -127,7 +127,7 @@ func TestCancelledSearchLeavesTheWindow(t *testing.T) {
 // changes nothing of the new turn and gives back the session count; one
 // for a call never checked is ignored.
 func TestLateAndUnknownCancellations(t *testing.T) {
-	tr := NewTracker(Policy{MaxCallsPerTurn: 1, Quotas: Quotas{AgentQuota: &Quota{Tools: map[string]int{"t": 1}}}})
+	tr := NewTracker(Policy{MaxCallsPerTurn: 1, AgentQuota: &Quota{Tools: map[string]int{"t": 1}}})
 	c := call("t", `{"i":1}`)
 	require.Equal(t, Allow, tr.ShouldSkip(c).Verdict)
 	tr.Reset()
@@ -152,6 +152,6 @@ func TestCancelledCallByID(t *testing.T) {
 	tr.Record(a1, Outcome{Result: "x"})
 	l := tr.Ledger()
 	require.Len(t, l, 2)
-	assert.Equal(t, StatusOK, l[0].Status)
-	assert.Equal(t, StatusPending, l[1].Status)
+	assert.Equal(t, "ok", l[0].Status())
+	assert.Equal(t, "pending", l[1].Status())
 }

@@ -7,13 +7,12 @@
 //
 // # Using a Tracker
 //
-// A Tracker guards one agent session. The shortest way to use it is to wrap
-// the function that runs tools:
+// A Tracker guards one agent session. The shortest way to use it is to run
+// each call through it with the function that runs tools:
 //
 //	tr := toolguard.NewTracker(toolguard.Policy{}) // the zero Policy is the defaults
-//	exec := tr.Wrap(run)                           // run: func(ctx, Call) (string, error)
 //
-//	r := exec.Run(ctx, call)
+//	r := tr.Run(ctx, call, run) // run: func(ctx, Call) (string, error)
 //	fmt.Println(r.Text) // give it to the model as the call's result
 //	// r.Text is the call's result for the model: the tool's output, or a
 //	// hint saying the call was not executed and what to do instead.
@@ -23,10 +22,10 @@
 //	// tr.Guidance().Message (and strip the tools from PhaseWindDown on).
 //
 // The calls of one model response are one round: run them with
-// exec.RunRound(ctx, calls). Call Reset when new user input starts a new
+// tr.RunRound(ctx, calls, run). Call Reset when new user input starts a new
 // turn.
 //
-// Without Wrap, ask before each call and report after it:
+// Without Run, ask before each call and report after it:
 //
 //	tr := toolguard.NewTracker(toolguard.Policy{})
 //	var told toolguard.Phase // the phase the model was last told of
@@ -47,13 +46,13 @@
 //
 // # Which API do I use?
 //
-//   - Tracker.Wrap, then Guarded.Run: you call your tools yourself, one at a
-//     time, from a function of the shape Executor. One line around the
-//     executor; the Result tells you everything.
-//   - Guarded.RunRound: the model asked for several calls in one response
+//   - Tracker.Run: you call your tools yourself, one at a time, from a
+//     function of the shape func(context.Context, Call) (string, error).
+//     One line around the executor; the Result tells you everything.
+//   - Tracker.RunRound: the model asked for several calls in one response
 //     and you run them one after another. Similar queries among them are
-//     distinct questions; with UnitRounds they use one budget unit.
-//   - Tracker.WithRound with Guarded.Run (or ShouldSkipContext): the same
+//     distinct questions; with Policy.CountRounds they use one budget unit.
+//   - Tracker.WithRound with Tracker.Run (or ShouldSkipContext): the same
 //     round, with the calls run in parallel goroutines.
 //   - ShouldSkip (or ShouldSkipContext) and Record (or RecordContext): the
 //     call runs somewhere you do not control with a function — a framework
@@ -123,7 +122,7 @@
 //
 // # Turn budget
 //
-// Each executed call counts one (Policy.BudgetUnit can count model responses
+// Each executed call counts one (Policy.CountRounds counts model responses
 // instead). Record returns PhaseNudge from the call at 75% of the budget
 // (Guidance then says "You have used X of Y tool calls. Start wrapping up.")
 // and PhaseWindDown at 100% (strip the tools and ask the model to summarize
@@ -144,8 +143,9 @@
 // A Tracker is safe for concurrent use by the parallel tool calls of a
 // turn: ShouldSkip reserves the budget slot and the repeat count
 // atomically. Hooks run after the Tracker's lock is released and may call
-// back into it. Quotas shared between processes go through a Store; see
-// the redisstore module.
+// back into it. Quotas shared between processes go through a store.Store
+// (package store: the interface, SharedQuota, the Breaker and the store
+// errors); see the redisstore module.
 //
 // # Many sessions
 //

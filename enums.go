@@ -104,31 +104,29 @@ func (r *Reason) UnmarshalText(b []byte) error {
 	return enumParse(reasonNames[:], b, "reason", (*int)(r))
 }
 
-// Status is what became of a call in the ledger.
-type Status int
+// status is what became of a call in the ledger; Entry shows it as Done
+// and Failed.
+type status uint8
 
 const (
-	// StatusPending: allowed, not yet recorded.
-	StatusPending Status = iota
-	// StatusOK: executed and succeeded.
-	StatusOK
-	// StatusFailed: executed and failed.
-	StatusFailed
-	// StatusSkipped: not executed (Hint or Abort).
-	StatusSkipped
+	statusPending status = iota // allowed, not yet recorded
+	statusOK                    // executed and succeeded
+	statusFailed                // executed and failed
+	statusSkipped               // not executed (Hint or Abort)
 )
 
-var statusNames = [...]string{"pending", "ok", "failed", "skipped"}
-
-// String returns "pending", "ok", "failed" or "skipped".
-func (s Status) String() string { return enumString(statusNames[:], int(s), "Status") }
-
-// MarshalText encodes the status as its String.
-func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
-
-// UnmarshalText decodes a status from its String.
-func (s *Status) UnmarshalText(b []byte) error {
-	return enumParse(statusNames[:], b, "status", (*int)(s))
+// Status returns what became of the call in one word: "pending" (allowed,
+// not yet recorded), "ok", "failed" or "skipped" (Hint or Abort).
+func (e Entry) Status() string {
+	switch {
+	case e.Verdict != Allow:
+		return "skipped"
+	case e.Failed:
+		return "failed"
+	case e.Done:
+		return "ok"
+	}
+	return "pending"
 }
 
 func enumString(names []string, i int, typ string) string {

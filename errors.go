@@ -3,6 +3,7 @@ package toolguard
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 var (
@@ -40,15 +41,15 @@ func (e *LoopError) Is(target error) bool { return target == ErrLoop }
 // BudgetError is the error of a call refused because the turn budget is
 // used up; errors.Is(err, ErrBudgetExhausted) is true.
 type BudgetError struct {
-	Used  int  // units used or reserved when the call was refused
-	Limit int  // the turn budget
-	Unit  Unit // what the budget counts
+	Used  int    // units used or reserved when the call was refused
+	Limit int    // the turn budget
+	Unit  string // what the budget counts: "calls" or "rounds"
 }
 
 // Error tells the model plainly that the call was not executed and why.
 func (e *BudgetError) Error() string {
 	return fmt.Sprintf("toolguard: all %d available %s for this turn were used; this call was not executed: summarize your work and answer the user's question",
-		e.Limit, nouns(e.Limit, "tool "+e.Unit.noun()))
+		e.Limit, nouns(e.Limit, "tool "+strings.TrimSuffix(e.Unit, "s")))
 }
 
 // Is reports whether target is ErrBudgetExhausted.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/toolguard/toolguard/store"
 )
 
 // EventKind says what an Event reports.
@@ -12,14 +14,14 @@ type EventKind int
 const (
 	// EventDecision: ShouldSkip decided on a call (Decision is set).
 	EventDecision EventKind = iota
-	// EventRecord: Record booked an outcome (Status, NewResult, Duration).
+	// EventRecord: Record booked an outcome (Failed, NewResult, Duration).
 	EventRecord
 	// EventPhase: the turn's phase changed (From and Phase).
 	EventPhase
 	// EventStore: a Store operation failed (Err); with FailOpen the call
 	// was counted locally.
 	EventStore
-	// EventBreaker: the store's Breaker changed state (Breaker; Err is the
+	// EventBreaker: the store's store.Breaker changed state (Breaker; Err is the
 	// failure that opened it).
 	EventBreaker
 )
@@ -33,7 +35,7 @@ func (k EventKind) String() string { return enumString(eventNames[:], int(k), "E
 // arguments or results.
 type Event struct {
 	// Context is the context of the call the event is about, as passed to
-	// ShouldSkipContext, RecordContext or an Executor from Wrap;
+	// ShouldSkipContext, RecordContext, Run or RunRound;
 	// context.Background() for the context-less methods and Reset. Hooks
 	// use it to join the event to the call's trace or log; it is not for
 	// keeping.
@@ -43,14 +45,14 @@ type Event struct {
 	Turn      int
 	CallID    string
 	Tool      string
-	Decision  Decision      // EventDecision
-	Status    Status        // EventRecord
-	NewResult bool          // EventRecord
-	Duration  time.Duration // EventRecord: from the check to the Record
-	From      Phase         // EventPhase: the phase before
-	Phase     Phase         // the phase after the event
-	Err       error         // EventStore, EventBreaker
-	Breaker   BreakerState  // EventBreaker: the state after
+	Decision  Decision           // EventDecision
+	Failed    bool               // EventRecord: the call failed
+	NewResult bool               // EventRecord
+	Duration  time.Duration      // EventRecord: from the check to the Record
+	From      Phase              // EventPhase: the phase before
+	Phase     Phase              // the phase after the event
+	Err       error              // EventStore, EventBreaker
+	Breaker   store.BreakerState // EventBreaker: the state after
 }
 
 // events collects the (at most five) events of one operation, so they can
@@ -92,7 +94,7 @@ func logEvent(l *slog.Logger, ev Event) {
 	ctx := ev.Context
 	level := slog.LevelDebug
 	if ev.Kind == EventDecision && ev.Decision.Verdict != Allow || ev.Kind == EventStore ||
-		ev.Kind == EventBreaker && ev.Breaker == BreakerOpen {
+		ev.Kind == EventBreaker && ev.Breaker == store.BreakerOpen {
 		level = slog.LevelWarn
 	}
 	if !l.Enabled(ctx, level) {
@@ -118,7 +120,7 @@ func logEvent(l *slog.Logger, ev Event) {
 	case EventRecord:
 		msg = "toolguard: record"
 		attrs = append(attrs,
-			slog.String("toolguard.status", ev.Status.String()),
+			slog.String("toolguard.status", recordStatus(ev.Failed)),
 			slog.Bool("toolguard.new_result", ev.NewResult),
 			slog.Duration("toolguard.duration", ev.Duration))
 	case EventPhase:
@@ -135,4 +137,12 @@ func logEvent(l *slog.Logger, ev Event) {
 		}
 	}
 	l.LogAttrs(ctx, level, msg, attrs...)
+}
+
+// recordStatus is an EventRecord's toolguard.status: "ok" or "failed".
+func recordStatus(failed bool) string {
+	if failed {
+		return "failed"
+	}
+	return "ok"
 }

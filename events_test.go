@@ -37,10 +37,10 @@ func TestEvents(t *testing.T) {
 	assert.Equal(t, "call_1", got[0].CallID)
 	assert.Equal(t, "read", got[0].Tool)
 	assert.True(t, got[1].NewResult)
-	assert.Equal(t, StatusOK, got[1].Status)
+	assert.False(t, got[1].Failed)
 	assert.Equal(t, PhaseNormal, got[2].From)
 	assert.Equal(t, PhaseNudge, got[2].Phase)
-	assert.Equal(t, StatusFailed, got[4].Status)
+	assert.True(t, got[4].Failed)
 	assert.Equal(t, PhaseWindDown, got[5].Phase)
 	assert.Equal(t, Abort, got[6].Decision.Verdict)
 	assert.Equal(t, ReasonBudget, got[6].Decision.Reason)
@@ -99,7 +99,7 @@ func TestSlogLogger(t *testing.T) {
 }
 
 func TestSummaryJSON(t *testing.T) {
-	tr := NewTracker(Policy{MaxCallsPerTurn: 10, Quotas: Quotas{AgentQuota: &Quota{Tools: map[string]int{"bash": 5}}}})
+	tr := NewTracker(Policy{MaxCallsPerTurn: 10, AgentQuota: &Quota{Tools: map[string]int{"bash": 5}}})
 	run(t, tr, []step{
 		fail(call("bash", `{"command":"make"}`), "make: no rule"),
 		allow(call("bash", `{"command":"ls"}`), "Makefile.am"),
@@ -142,11 +142,9 @@ func TestEventsCarryTheCallContext(t *testing.T) {
 	var got []Event
 	mem := store.NewMemory(nil)
 	tr := NewTracker(Policy{
-		Quotas: Quotas{
-			Store:        ctxStore{mem},
-			SharedQuotas: []SharedQuota{{Name: "q", Limit: 5}},
-		},
-		OnEvent: func(e Event) { got = append(got, e) },
+		Store:        ctxStore{mem},
+		SharedQuotas: []store.SharedQuota{{Name: "q", Limit: 5}},
+		OnEvent:      func(e Event) { got = append(got, e) },
 	})
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "call-1"))
 	c := Call{ID: "c1", Tool: "read"}
@@ -163,7 +161,7 @@ func TestEventsCarryTheCallContext(t *testing.T) {
 	for _, e := range got {
 		assert.NotEqual(t, EventStore, e.Kind, "the commit must not fail on the cancelled context")
 	}
-	assert.Equal(t, 1, mem.Count(SharedQuota{Name: "q"}.Key("read")))
+	assert.Equal(t, 1, mem.Count(store.SharedQuota{Name: "q"}.Key("read")))
 }
 
 // ctxStore fails a commit whose context is done, as a network store does.

@@ -82,16 +82,16 @@ func ExampleTracker_Guidance() {
 	// true exhausted
 }
 
-// Wrap puts the Tracker around an executor: Run checks the call, runs it
+// Run puts the Tracker around an executor: it checks the call, runs it
 // only when allowed, records it, and says what happened.
-func ExampleTracker_Wrap() {
+func ExampleTracker_Run() {
 	tr := toolguard.NewTracker(toolguard.Policy{MaxRepeats: 1})
-	exec := tr.Wrap(func(ctx context.Context, c toolguard.Call) (string, error) {
+	exec := func(ctx context.Context, c toolguard.Call) (string, error) {
 		return "sunny", nil
-	})
+	}
 	c := call("weather", `{"city":"Paris"}`)
 	for i := 0; i < 3; i++ {
-		r := exec.Run(context.Background(), c)
+		r := tr.Run(context.Background(), c, exec)
 		// r.Text goes to the model either way; r.Decision says whether the
 		// call ran, r.Err whether to stop the turn.
 		fmt.Printf("%-5s %.44q %v\n", r.Decision.Verdict, r.Text, errors.Is(r.Err, toolguard.ErrLoop))
@@ -103,15 +103,15 @@ func ExampleTracker_Wrap() {
 }
 
 // The calls of one model response are one round.
-func ExampleGuarded_RunRound() {
+func ExampleTracker_RunRound() {
 	tr := toolguard.NewTracker(toolguard.Policy{})
-	exec := tr.Wrap(func(ctx context.Context, c toolguard.Call) (string, error) {
+	exec := func(ctx context.Context, c toolguard.Call) (string, error) {
 		return "results", nil
-	})
-	rs := exec.RunRound(context.Background(), []toolguard.Call{
+	}
+	rs := tr.RunRound(context.Background(), []toolguard.Call{
 		call("web_search", `{"query":"reset password"}`),
 		call("web_search", `{"query":"password reset"}`), // a distinct question in the same response
-	})
+	}, exec)
 	for _, r := range rs {
 		fmt.Println(r.Decision.Verdict, r.Text, r.Phase)
 	}

@@ -93,7 +93,7 @@ func largeArgs(t testing.TB, shape string, size int) []byte {
 // pools (two collections empty a sync.Pool), so that scratch space kept
 // from an earlier call is counted: the figure is what a call needs.
 func argsAllocs(tool string, args []byte) (bytesPerCall, allocsPerCall uint64) {
-	tr := NewTracker(Policy{MaxCallsPerTurn: -1, Quotas: Quotas{SessionLimit: -1}, MaxRepeats: -1})
+	tr := NewTracker(Policy{MaxCallsPerTurn: -1, SessionLimit: -1, MaxRepeats: -1})
 	c := Call{Tool: tool, Args: args}
 	tr.ShouldSkip(c)
 	tr.Record(c, Outcome{Result: "ok"})

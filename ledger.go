@@ -27,11 +27,15 @@ type Entry struct {
 	// user and password, a webhook URL's path (Slack, Discord, Teams), and
 	// long random-looking strings (24 or more letters and digits with high
 	// entropy) read "[REDACTED]" ("redacted" in a normalized query).
-	Purpose   string        `json:"purpose"`
-	Verdict   Verdict       `json:"verdict"`
-	Reason    Reason        `json:"reason"`
-	Phase     Phase         `json:"phase"` // the phase when the call was checked
-	Status    Status        `json:"status"`
+	Purpose string  `json:"purpose"`
+	Verdict Verdict `json:"verdict"`
+	Reason  Reason  `json:"reason"`
+	Phase   Phase   `json:"phase"` // the phase when the call was checked
+	// Done is true once the call ran and its outcome was recorded; Failed
+	// says that it failed. A call allowed but not yet recorded has
+	// neither, and so does a skipped call (Verdict Hint or Abort).
+	Done      bool          `json:"done"`
+	Failed    bool          `json:"failed"`
 	NewResult bool          `json:"new_result"` // the result differed from the last one for these arguments
 	At        time.Time     `json:"at"`         // when the call was checked (Policy.Now)
 	Duration  time.Duration `json:"duration"`   // from the check to the Record
@@ -155,13 +159,13 @@ func (l *ledger) add(e ledgerEntry, turn int, round uint64, at time.Time, raw ra
 
 // finish books the outcome of the call seq and returns its turn, or 0 if
 // its entry was dropped.
-func (l *ledger) finish(seq uint64, status Status, isNew bool, d time.Duration, result string, keepRaw bool) int {
+func (l *ledger) finish(seq uint64, st status, isNew bool, d time.Duration, result string, keepRaw bool) int {
 	if seq < l.first || seq-l.first >= uint64(len(l.entries)) {
 		return 0
 	}
 	i := seq - l.first
 	e := &l.entries[i]
-	e.status, e.duration, e.newResult = uint8(status), d, isNew
+	e.status, e.duration, e.newResult = uint8(st), d, isNew
 	if keepRaw && l.raw != nil && i < uint64(len(*l.raw)) {
 		(*l.raw)[i].result = result
 	}
@@ -207,7 +211,8 @@ func (l *ledger) snapshot(size int) []Entry {
 			Verdict:   Verdict(e.verdict),
 			Reason:    Reason(e.reason),
 			Phase:     Phase(e.phase),
-			Status:    Status(e.status),
+			Done:      status(e.status) == statusOK || status(e.status) == statusFailed,
+			Failed:    status(e.status) == statusFailed,
 			NewResult: e.newResult,
 			At:        l.base.Add(e.at),
 			Duration:  e.duration,

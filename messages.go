@@ -13,7 +13,7 @@ import (
 // budget starts with "[budget-exhausted]", a quota store that did not
 // answer with "[quota-unavailable]", a call without a tool name with
 // "[invalid-call]". A harness tells a skipped call by its Decision (or
-// Result.Decision from Wrap), never by the text.
+// Result.Decision from Run), never by the text.
 const HintMarker = "[loop-detected]"
 
 // Markers of the refusals that are not loops.
@@ -34,8 +34,8 @@ func turnLimitMessage(tool string, limit int) string {
 
 // quotaMessage is the refusal of a call past a quota: from says which
 // ("agent", "platform" or "rule" for the tool's session quota, "shared
-// NAME" for a SharedQuota, which every Tracker that declares it shares).
-func quotaMessage(tool, from string, limit, count, used, budget int, unit Unit) string {
+// NAME" for a store.SharedQuota, which every Tracker that declares it shares).
+func quotaMessage(tool, from string, limit, count, used, budget int, unit budgetUnit) string {
 	left := "no turn budget"
 	if budget > 0 {
 		left = fmt.Sprintf("%s of %s left this turn", strconv.Itoa(max(budget-used, 0)), plural(budget, "tool "+unit.noun()))
@@ -115,17 +115,17 @@ func churnMessage(tool string, search bool, n, window int) string {
 		HintMarker, tool, what, times(n), plural(window, "call"))
 }
 
-func budgetMessage(budget int, unit Unit) string {
+func budgetMessage(budget int, unit budgetUnit) string {
 	return fmt.Sprintf("%s All %d available %s for this turn were used. "+
 		"This call was not executed. Summarize your work and answer the user's question.",
 		budgetMarker, budget, nouns(budget, "tool "+unit.noun()))
 }
 
-func nudgeMessage(used, budget int, unit Unit) string {
+func nudgeMessage(used, budget int, unit budgetUnit) string {
 	return fmt.Sprintf("You have used %d of %s. Start wrapping up.", used, plural(budget, "tool "+unit.noun()))
 }
 
-func windDownMessage(budget int, unit Unit) string {
+func windDownMessage(budget int, unit budgetUnit) string {
 	return fmt.Sprintf("You have used all %s for this turn. Summarize your work and answer the user's question.",
 		plural(budget, "tool "+unit.noun()))
 }
@@ -152,4 +152,4 @@ func nouns(n int, noun string) string {
 }
 
 // noun is what one unit of the budget is: "call" or "round".
-func (u Unit) noun() string { return strings.TrimSuffix(u.String(), "s") }
+func (u budgetUnit) noun() string { return strings.TrimSuffix(u.String(), "s") }

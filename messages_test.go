@@ -30,7 +30,7 @@ func TestMessageMarkers(t *testing.T) {
 	d = tr.ShouldSkip(Call{})
 	assert.True(t, strings.HasPrefix(d.Message, "[invalid-call] "), d.Message)
 
-	down := NewTracker(Policy{Quotas: Quotas{Store: failingStore{}, SharedQuotas: []SharedQuota{{Name: "fleet", Limit: 5}}}})
+	down := NewTracker(Policy{Store: failingStore{}, SharedQuotas: []store.SharedQuota{{Name: "fleet", Limit: 5}}})
 	d = down.ShouldSkip(call("web_fetch", `{"url":"https://x.org"}`))
 	require.Equal(t, Hint, d.Verdict)
 	assert.True(t, strings.HasPrefix(d.Message, "[quota-unavailable] "), d.Message)
@@ -57,12 +57,12 @@ func TestQuotaMessages(t *testing.T) {
 	assert.Equal(t, "[loop-detected] Tool 'Bash' has reached its session quota (agent quota: 1 call, 1 made). "+
 		"This call was not executed. Do not call it again: report the progress so far, the budget state "+
 		"(1 of 2 tool rounds left this turn) and the next narrower action instead.",
-		quotaMessage("Bash", "agent", 1, 1, 1, 2, UnitRounds))
-	assert.Contains(t, quotaMessage("fetch", "shared tenant:acme:daily", 100, 100, 0, 0, UnitCalls),
+		quotaMessage("Bash", "agent", 1, 1, 1, 2, unitRounds))
+	assert.Contains(t, quotaMessage("fetch", "shared tenant:acme:daily", 100, 100, 0, 0, unitCalls),
 		"has reached the shared quota 'tenant:acme:daily' (100 calls, 100 made by every session that shares it)")
 	assert.Contains(t, churnMessage("fetch", false, 1, 1), "fetched the same address once in the last 1 call ")
 	assert.Contains(t, acrossMessage("bash", 1), "in each of the last 1 turn and")
-	assert.Equal(t, "You have used 1 of 1 tool call. Start wrapping up.", nudgeMessage(1, 1, UnitCalls))
+	assert.Equal(t, "You have used 1 of 1 tool call. Start wrapping up.", nudgeMessage(1, 1, unitCalls))
 }
 
 // Ledger JSON holds the arguments' hash as hex, and reads it back.

@@ -38,27 +38,20 @@ func (a Action) String() string {
 	return fmt.Sprintf("Action(%d)", int(a))
 }
 
-// Unit is what the turn budget counts.
-type Unit int
+// budgetUnit is what the turn budget counts (Policy.CountRounds).
+type budgetUnit int
 
 const (
-	// UnitCalls (the default) counts every executed call: a model response
-	// that asks for three tools in parallel uses three.
-	UnitCalls Unit = iota
-	// UnitRounds counts model responses: a batch checked with
-	// ShouldSkipRound uses one unit however many calls it holds.
-	UnitRounds
+	unitCalls  budgetUnit = iota // every executed call
+	unitRounds                   // model responses: a batch is one unit
 )
 
 // String returns "calls" or "rounds".
-func (u Unit) String() string {
-	switch u {
-	case UnitCalls:
-		return "calls"
-	case UnitRounds:
+func (u budgetUnit) String() string {
+	if u == unitRounds {
 		return "rounds"
 	}
-	return fmt.Sprintf("Unit(%d)", int(u))
+	return "calls"
 }
 
 // Defaults of the Policy fields. Policy documents where each comes from.
@@ -125,8 +118,11 @@ type Policy struct {
 	// or one ≥ 1 (an infinity among them), disables the nudge: the turn
 	// goes straight from PhaseNormal to PhaseWindDown.
 	NudgeRatio float64
-	// BudgetUnit chooses what the budget counts: calls (default) or rounds.
-	BudgetUnit Unit
+	// CountRounds makes the turn budget count model responses (rounds)
+	// instead of calls: a batch checked with ShouldSkipRound uses one unit
+	// however many calls it holds. false (the default) counts every
+	// executed call, so three parallel calls use three.
+	CountRounds bool
 
 	// MaxRepeats is how many identical calls (same tool, same canonical
 	// arguments) may run without progress; the next one fires. 0 means 2
@@ -201,28 +197,10 @@ type Policy struct {
 	// hold secrets, so the default keeps only hashes and a redacted purpose.
 	KeepRaw bool
 
-	// Quotas are the call quotas over a session and across sessions: the
-	// per-tool session quotas (agent, platform and rule default) and the
-	// quotas shared through a store. The zero value sets none.
-	Quotas
+	// The call quotas over a session and across sessions: the per-tool
+	// session quotas (agent, platform and rule default) and the quotas
+	// shared through a store. Their zero values set none.
 
-	// Now is the clock. nil means time.Now.
-	Now func() time.Time
-	// OnEvent, when set, receives every decision, record and phase change.
-	// It runs after the Tracker's lock is released and may call back into
-	// the Tracker.
-	OnEvent func(Event)
-	// Logger, when set, logs firings at Warn and other decisions and records
-	// at Debug, with the attributes gen_ai.tool.name and gen_ai.tool.call.id.
-	// nil means silent.
-	Logger *slog.Logger
-}
-
-// Quotas are the quotas of a Policy. Their fields are promoted: p.Store is
-// p.Quotas.Store. In a composite literal, write them inside Quotas:
-//
-//	toolguard.Policy{Quotas: toolguard.Quotas{SessionLimit: 30}}
-type Quotas struct {
 	// SessionLimit is the rule default for calls to one tool in a session
 	// (across turns). 0 or negative means none: the zero Policy sets no
 	// per-tool session quota (the "quota-rule" preset sets 30).
@@ -253,7 +231,7 @@ type Quotas struct {
 	SessionID string
 	// SharedQuotas are totals shared through Store by every Tracker that
 	// declares them (per tenant or operator, per hour or per day).
-	SharedQuotas []SharedQuota
+	SharedQuotas []store.SharedQuota
 	// StoreTimeout bounds each Store operation. 0 means 250ms.
 	StoreTimeout time.Duration
 	// ReservationTTL is how long a reservation holds quota without a
@@ -261,19 +239,30 @@ type Quotas struct {
 	ReservationTTL time.Duration
 	// FailOpen chooses what happens when the Store does not answer: false
 	// (fail closed) refuses calls that need a shared quota, with an error
-	// matching ErrStoreUnavailable; true counts them in a store local to
+	// matching store.ErrUnavailable; true counts them in a store local to
 	// this Tracker for as long as the Store fails, and reports an
 	// EventStore for each failure. Once the Store answers again, its own
 	// totals count.
 	FailOpen bool
 	// Breaker stops asking the Store for a moment after it failed, so an
-	// outage costs one StoreTimeout rather than one per call (see Breaker
-	// for its rules). nil means a Breaker private to this Tracker with the
-	// default cooldown (1s), or none in front of a Store that breaks per
-	// server itself (store.ServerBreaker: redisstore); share one among the
-	// Trackers of a process so they learn of an outage together;
-	// Breaker{Cooldown: -1} turns it off.
-	Breaker *Breaker
+	// outage costs one StoreTimeout rather than one per call (see
+	// store.Breaker for its rules). nil means a Breaker private to this
+	// Tracker with the default cooldown (1s), or none in front of a Store
+	// that breaks per server itself (store.ServerBreaker: redisstore); share
+	// one among the Trackers of a process so they learn of an outage
+	// together; &store.Breaker{Cooldown: -1} turns it off.
+	Breaker *store.Breaker
+
+	// Now is the clock. nil means time.Now.
+	Now func() time.Time
+	// OnEvent, when set, receives every decision, record and phase change.
+	// It runs after the Tracker's lock is released and may call back into
+	// the Tracker.
+	OnEvent func(Event)
+	// Logger, when set, logs firings at Warn and other decisions and records
+	// at Debug, with the attributes gen_ai.tool.name and gen_ai.tool.call.id.
+	// nil means silent.
+	Logger *slog.Logger
 }
 
 // ToolPolicy overrides the Policy for one tool or a glob pattern of tools.
@@ -349,9 +338,6 @@ func (p Policy) validateNumbers() []error {
 	if p.Action != ActionHint && p.Action != ActionAbort {
 		errs = append(errs, fmt.Errorf("Action %d is unknown (hint is used)", int(p.Action)))
 	}
-	if p.BudgetUnit != UnitCalls && p.BudgetUnit != UnitRounds {
-		errs = append(errs, fmt.Errorf("BudgetUnit %d is unknown (calls are counted)", int(p.BudgetUnit)))
-	}
 	return errs
 }
 
@@ -397,7 +383,7 @@ func (p Policy) validateNames() []error {
 // PerTool quota's key is its name, ':' and the tool's name, so a quota
 // named "t:web" would count the calls of tool "web" of a PerTool quota
 // named "t".
-func validateSharedQuotas(qs []SharedQuota) []error {
+func validateSharedQuotas(qs []store.SharedQuota) []error {
 	var errs []error
 	for i, q := range qs {
 		at := fmt.Sprintf("SharedQuotas[%d] %q", i, q.Name)
@@ -418,11 +404,11 @@ func validateSharedQuotas(qs []SharedQuota) []error {
 }
 
 // sharedKeyMeet returns a counter key that quotas a and b both use, or "".
-func sharedKeyMeet(a, b SharedQuota) string {
+func sharedKeyMeet(a, b store.SharedQuota) string {
 	if a.Name == b.Name && a.PerTool == b.PerTool {
 		return a.Key("{tool}")
 	}
-	for _, pair := range [2][2]SharedQuota{{a, b}, {b, a}} {
+	for _, pair := range [2][2]store.SharedQuota{{a, b}, {b, a}} {
 		per, other := pair[0], pair[1]
 		if tool, ok := strings.CutPrefix(other.Name, per.Name+":"); ok && per.PerTool && tool != "" {
 			if other.PerTool {
@@ -439,7 +425,7 @@ func sharedKeyMeet(a, b SharedQuota) string {
 type config struct {
 	maxCalls      int // 0: unlimited
 	nudgeAt       int // 0: no nudge
-	unit          Unit
+	unit          budgetUnit
 	maxRepeats    int // 0: off
 	maxFailures   int // 0: off
 	maxStreak     int // 0: off
@@ -465,12 +451,12 @@ type config struct {
 	keepRaw       bool
 	store         store.Store
 	sessionID     string
-	shared        []SharedQuota
+	shared        []store.SharedQuota
 	storeTimeout  time.Duration
 	ttl           time.Duration
 	failOpen      bool
 	fallback      *store.Memory // counts locally while the store is down (FailOpen)
-	breaker       *Breaker
+	breaker       *store.Breaker
 	now           func() time.Time
 	onEvent       func(Event)
 	logger        *slog.Logger
@@ -480,7 +466,6 @@ type config struct {
 
 func newConfig(p Policy) config {
 	c := config{
-		unit:         p.BudgetUnit,
 		action:       p.Action,
 		similarBlind: p.SimilarIgnoresResults,
 		tools:        p.Tools,
@@ -492,11 +477,11 @@ func newConfig(p Policy) config {
 		onEvent:      p.OnEvent,
 		logger:       p.Logger,
 	}
-	if c.unit != UnitRounds {
-		c.unit = UnitCalls
-	}
 	if c.action != ActionAbort {
 		c.action = ActionHint
+	}
+	if p.CountRounds {
+		c.unit = unitRounds
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -523,7 +508,7 @@ func (c *config) storeConfig(p Policy) {
 		c.fallback = store.NewMemory(c.now)
 	}
 	if c.breaker = p.Breaker; c.breaker == nil && c.store != nil {
-		c.breaker = &Breaker{}
+		c.breaker = &store.Breaker{}
 		if _, ok := c.store.(store.ServerBreaker); ok {
 			c.breaker.Cooldown = -1 // the Store breaks per server itself
 		}

@@ -178,7 +178,7 @@ func TestOneEscalationPerCall(t *testing.T) {
 
 func TestWrapRounds(t *testing.T) {
 	tr := NewTracker(Policy{})
-	exec := tr.Wrap(func(ctx context.Context, c Call) (string, error) { return "results for " + string(c.Args), nil })
+	exec := func(ctx context.Context, c Call) (string, error) { return "results for " + string(c.Args), nil }
 	queries := []string{"golang generics tutorial", "golang generics tutorials", "golang generic tutorial"}
 	ctx := tr.WithRound(context.Background())
 	var wg sync.WaitGroup
@@ -187,7 +187,7 @@ func TestWrapRounds(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := exec.Run(ctx, call("web_search", fmt.Sprintf(`{"query":%q}`, q)))
+			r := tr.Run(ctx, call("web_search", fmt.Sprintf(`{"query":%q}`, q)), exec)
 			assert.NoError(t, r.Err)
 			assert.False(t, r.Decision.Skip())
 			outs[i] = r.Text
@@ -205,7 +205,7 @@ func TestWrapRounds(t *testing.T) {
 
 	// A context from another Tracker is ignored: a round of its own.
 	other := NewTracker(Policy{}).WithRound(context.Background())
-	require.NoError(t, exec.Run(other, call("web_search", `{"query":"rust traits"}`)).Err)
+	require.NoError(t, tr.Run(other, call("web_search", `{"query":"rust traits"}`), exec).Err)
 	l := tr.Ledger()
 	assert.NotEqual(t, l[0].Round, l[len(l)-1].Round)
 }

@@ -69,12 +69,10 @@ func off() Policy {
 		SimilarityThreshold: -1,
 		SearchTools:         []string{},
 		ThinkTools:          []string{}, // the seeds know no think tools
-		Quotas: Quotas{
-			SessionLimit:  -1,
-			HighCostLimit: -1,
-		},
-		CyclePeriod: -1,
-		Window:      -1,
+		SessionLimit:        -1,
+		HighCostLimit:       -1,
+		CyclePeriod:         -1,
+		Window:              -1,
 	}
 }
 

@@ -12,11 +12,9 @@ import (
 // The worked table of docs/policy.md.
 func TestMinOfThree(t *testing.T) {
 	p := Policy{
-		Quotas: Quotas{
-			AgentQuota:    &Quota{Tools: map[string]int{"Bash": 10, "WebFetch": 5}, Default: 20},
-			PlatformQuota: &Quota{Tools: map[string]int{"WebFetch": 8, "mcp_*": 4}},
-			HighCostTools: []string{"WebFetch", "mcp_browser"},
-		},
+		AgentQuota:    &Quota{Tools: map[string]int{"Bash": 10, "WebFetch": 5}, Default: 20},
+		PlatformQuota: &Quota{Tools: map[string]int{"WebFetch": 8, "mcp_*": 4}},
+		HighCostTools: []string{"WebFetch", "mcp_browser"},
 	}
 	tests := []struct {
 		policy Policy
@@ -29,14 +27,14 @@ func TestMinOfThree(t *testing.T) {
 		{p, "mcp_browser", 4, "platform"},
 		{p, "Read", 20, "agent"},
 		{Policy{}, "Read", 0, ""}, // the zero Policy sets no session quota
-		{Policy{Quotas: Quotas{SessionLimit: 30}}, "Read", 30, "rule"},
-		{Policy{Quotas: Quotas{HighCostTools: []string{"WebFetch"}}}, "WebFetch", 10, "rule"},
+		{Policy{SessionLimit: 30}, "Read", 30, "rule"},
+		{Policy{HighCostTools: []string{"WebFetch"}}, "WebFetch", 10, "rule"},
 		{Policy{Tools: map[string]ToolPolicy{"pay": {HighCost: true}}}, "pay", 10, "rule"},
-		{Policy{Quotas: Quotas{HighCostLimit: -1, SessionLimit: 30, HighCostTools: []string{"x"}}}, "x", 30, "rule"},
-		{Policy{Quotas: Quotas{SessionLimit: -1}}, "Read", 0, ""},
-		{Policy{Quotas: Quotas{SessionLimit: 7, PlatformQuota: &Quota{Default: 9}}}, "Read", 7, "rule"},
-		{Policy{Quotas: Quotas{PlatformQuota: &Quota{Tools: map[string]int{"a*": 9, "ab*": 12}}}}, "abc", 12, "platform"},
-		{Policy{Quotas: Quotas{SessionLimit: 30, AgentQuota: &Quota{Tools: map[string]int{"Bash": -3}, Default: 4}}}, "Bash", 30, "rule"},
+		{Policy{HighCostLimit: -1, SessionLimit: 30, HighCostTools: []string{"x"}}, "x", 30, "rule"},
+		{Policy{SessionLimit: -1}, "Read", 0, ""},
+		{Policy{SessionLimit: 7, PlatformQuota: &Quota{Default: 9}}, "Read", 7, "rule"},
+		{Policy{PlatformQuota: &Quota{Tools: map[string]int{"a*": 9, "ab*": 12}}}, "abc", 12, "platform"},
+		{Policy{SessionLimit: 30, AgentQuota: &Quota{Tools: map[string]int{"Bash": -3}, Default: 4}}, "Bash", 30, "rule"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.tool+"/"+tt.from, func(t *testing.T) {

@@ -39,7 +39,7 @@ func TestReleaseDuringReserve(t *testing.T) {
 	for _, round := range []bool{false, true} {
 		t.Run(fmt.Sprint("round=", round), func(t *testing.T) {
 			st := &gatedStore{heldStore: newHeldStore(nil), entered: make(chan struct{}), proceed: make(chan struct{})}
-			ss := NewSessions(Policy{Quotas: Quotas{Store: st, SharedQuotas: []SharedQuota{{Name: "q", Limit: 10}}}})
+			ss := NewSessions(Policy{Store: st, SharedQuotas: []store.SharedQuota{{Name: "q", Limit: 10}}})
 			tr := ss.NewTracker()
 			ds := make(chan []Decision, 1)
 			go func() {

@@ -15,7 +15,7 @@ import (
 //
 // Its Trackers also share what NewTracker(p) makes for each Tracker alone:
 // when the Policy sets SharedQuotas without a Store, one store.Memory
-// counts them for all its sessions; with a Store, one Breaker (when
+// counts them for all its sessions; with a Store, one store.Breaker (when
 // Policy.Breaker is nil) and, with FailOpen, one local fallback store.
 // Policy.SessionID names one session in the Store, so a Policy that sets
 // it belongs with NewTracker(p), not with a Sessions, whose Trackers would

@@ -4,35 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/toolguard/toolguard/store"
 )
-
-// SharedQuota is a total shared through Policy.Store by every Tracker that
-// declares it: per operator, per tenant, per hour or per day.
-type SharedQuota struct {
-	Name    string        // the counter's key, such as "tenant:acme:hourly"
-	Tools   []string      // names or glob patterns; nil means every tool
-	Limit   int           // calls allowed; ≤ 0 disables the quota
-	Window  time.Duration // the total expires after this long; 0: never
-	PerTool bool          // one total per tool instead of one for all
-}
-
-// Key returns the counter key of the quota for a call of tool, as the
-// Tracker passes it to the Store: "quota:" and the name as written, then,
-// with PerTool, ":" and the tool's name. Store.Count and redis-cli take it
-// as it is. Policy.Validate reports quotas whose keys can meet.
-func (q SharedQuota) Key(tool string) string {
-	key := "quota:" + q.Name
-	if q.PerTool {
-		key += ":" + tool
-	}
-	return key
-}
 
 // sessionKey returns the counter key of a tool's session quota. The
 // session id is escaped so that it holds no ':': the tool's name is all
@@ -42,12 +19,8 @@ func sessionKey(sessionID, tool string) string {
 	return "session:" + escapeKey(sessionID) + ":" + tool
 }
 
-// ErrStoreUnavailable is matched by the error of a call refused because
-// the quota store did not answer and Policy.FailOpen is false.
-var ErrStoreUnavailable = errors.New("toolguard: quota store unavailable")
-
-// storeError reports a failed Store operation, or one the Breaker held
-// back; it matches ErrStoreUnavailable and unwraps to the store's error.
+// storeError reports a failed Store operation, or one the breaker held
+// back; it matches store.ErrUnavailable and unwraps to the store's error.
 type storeError struct {
 	Op  string // "reserve", "commit" or "release"
 	Err error
@@ -57,8 +30,8 @@ func (e *storeError) Error() string {
 	return fmt.Sprintf("toolguard: quota store unavailable: %s: %v", e.Op, e.Err)
 }
 
-// Is reports whether target is ErrStoreUnavailable.
-func (e *storeError) Is(target error) bool { return target == ErrStoreUnavailable }
+// Is reports whether target is store.ErrUnavailable.
+func (e *storeError) Is(target error) bool { return target == store.ErrUnavailable }
 
 // Unwrap returns the store's error.
 func (e *storeError) Unwrap() error { return e.Err }
@@ -143,22 +116,22 @@ func heldBy(g *grant, e *toolEntry) held {
 
 // storeOp runs one operation on the Store, bounded by StoreTimeout, unless
 // the breaker holds it back, and tells the breaker how it went. A failure
-// is returned as a *storeError (matching ErrBreakerOpen when held back)
+// is returned as a *storeError (matching store.ErrBreakerOpen when held back)
 // and reported as an EventStore, followed by the breaker's change, if any.
 func (t *Tracker) storeOp(ctx context.Context, c Call, name string, evs *events, op func(context.Context) error) error {
 	b := t.cfg.breaker
-	bt := b.begin(t.cfg.now())
+	bt := b.Begin(t.cfg.now())
 	t.breakerEvent(c, bt, nil, evs)
 	var err error
-	if !bt.run {
-		err = ErrBreakerOpen
+	if !bt.Run {
+		err = store.ErrBreakerOpen
 	} else {
 		opCtx, cancel := context.WithTimeout(ctx, t.cfg.storeTimeout)
 		err = op(opCtx)
 		cancel()
 		// A context the caller cancelled says nothing of the store.
 		cancelled := err != nil && ctx.Err() != nil
-		bt = b.end(t.cfg.now(), bt.probe, err != nil && !cancelled, err == nil)
+		bt = b.End(t.cfg.now(), bt.Probe, err != nil && !cancelled, err == nil)
 	}
 	if err == nil {
 		t.breakerEvent(c, bt, nil, evs)
@@ -170,9 +143,9 @@ func (t *Tracker) storeOp(ctx context.Context, c Call, name string, evs *events,
 	return serr
 }
 
-func (t *Tracker) breakerEvent(c Call, bt breakerTurn, err error, evs *events) {
-	if bt.changed() {
-		evs.add(Event{Kind: EventBreaker, CallID: c.ID, Tool: c.Tool, Breaker: bt.to, Err: err})
+func (t *Tracker) breakerEvent(c Call, bt store.BreakerStep, err error, evs *events) {
+	if bt.Changed() {
+		evs.add(Event{Kind: EventBreaker, CallID: c.ID, Tool: c.Tool, Breaker: bt.To, Err: err})
 	}
 }
 

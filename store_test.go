@@ -16,7 +16,7 @@ import (
 
 func TestSharedQuotaAcrossTrackers(t *testing.T) {
 	mem := store.NewMemory(nil)
-	p := Policy{Quotas: Quotas{Store: mem, SharedQuotas: []SharedQuota{{Name: "tenant:acme", Tools: []string{"web_*"}, Limit: 3}}}}
+	p := Policy{Store: mem, SharedQuotas: []store.SharedQuota{{Name: "tenant:acme", Tools: []string{"web_*"}, Limit: 3}}}
 	a, b := NewTracker(p), NewTracker(p)
 	run(t, a, []step{allow(call("web_fetch", `{"url":"https://x.org/1"}`), "1"), allow(call("web_fetch", `{"url":"https://x.org/2"}`), "2")})
 	run(t, b, []step{
@@ -34,7 +34,7 @@ func TestSharedQuotaAcrossTrackers(t *testing.T) {
 
 func TestSessionQuotaAcrossReplicas(t *testing.T) {
 	mem := store.NewMemory(nil)
-	p := Policy{Quotas: Quotas{Store: mem, SessionID: "s1", AgentQuota: &Quota{Tools: map[string]int{"Bash": 3}}}}
+	p := Policy{Store: mem, SessionID: "s1", AgentQuota: &Quota{Tools: map[string]int{"Bash": 3}}}
 	r1, r2 := NewTracker(p), NewTracker(p)
 	run(t, r1, []step{allow(call("Bash", `{"c":1}`), "1"), allow(call("Bash", `{"c":2}`), "2")})
 	run(t, r2, []step{allow(call("Bash", `{"c":3}`), "3"), hint(call("Bash", `{"c":4}`), ReasonToolLimit)})
@@ -46,7 +46,7 @@ func TestSessionQuotaAcrossReplicas(t *testing.T) {
 
 func TestStoreConcurrency(t *testing.T) {
 	mem := store.NewMemory(nil)
-	p := Policy{Quotas: Quotas{Store: mem, SharedQuotas: []SharedQuota{{Name: "fleet", Limit: 10}}}, MaxCallsPerTurn: -1}
+	p := Policy{Store: mem, SharedQuotas: []store.SharedQuota{{Name: "fleet", Limit: 10}}, MaxCallsPerTurn: -1}
 	trackers := []*Tracker{NewTracker(p), NewTracker(p), NewTracker(p), NewTracker(p)}
 	var allowed atomic.Int32
 	var wg sync.WaitGroup
@@ -82,24 +82,22 @@ func (s *brokenStore) Release(ctx context.Context, rs []store.Reservation) error
 }
 
 func TestStoreFaults(t *testing.T) {
-	q := []SharedQuota{{Name: "fleet", Limit: 2}}
+	q := []store.SharedQuota{{Name: "fleet", Limit: 2}}
 	t.Run("fail closed refuses calls that need the store", func(t *testing.T) {
 		var evs []Event
-		tr := NewTracker(Policy{Quotas: Quotas{Store: &brokenStore{}, SharedQuotas: q}, OnEvent: func(e Event) { evs = append(evs, e) }})
+		tr := NewTracker(Policy{Store: &brokenStore{}, SharedQuotas: q, OnEvent: func(e Event) { evs = append(evs, e) }})
 		d := tr.ShouldSkip(call("t", `{}`))
 		require.Equal(t, Hint, d.Verdict)
-		require.ErrorIs(t, d.Err, ErrStoreUnavailable)
+		require.ErrorIs(t, d.Err, store.ErrUnavailable)
 		assert.Contains(t, d.Err.Error(), "connection refused")
 		assert.Contains(t, d.Message, "not executed")
 		assert.Equal(t, EventStore, evs[0].Kind)
 	})
 	t.Run("fail open counts locally and says so", func(t *testing.T) {
 		var stores int
-		tr := NewTracker(Policy{Quotas: Quotas{
-			Store:        &brokenStore{},
+		tr := NewTracker(Policy{Store: &brokenStore{},
 			SharedQuotas: q,
 			FailOpen:     true,
-		},
 			OnEvent: func(e Event) {
 				if e.Kind == EventStore {
 					stores++
@@ -112,10 +110,10 @@ func TestStoreFaults(t *testing.T) {
 		assert.Equal(t, 3, stores)
 	})
 	t.Run("a slow mem is bounded by StoreTimeout", func(t *testing.T) {
-		tr := NewTracker(Policy{Quotas: Quotas{Store: slowStore{}, SharedQuotas: q, StoreTimeout: 20 * time.Millisecond}})
+		tr := NewTracker(Policy{Store: slowStore{}, SharedQuotas: q, StoreTimeout: 20 * time.Millisecond})
 		start := time.Now()
 		d := tr.ShouldSkip(call("t", `{}`))
-		require.ErrorIs(t, d.Err, ErrStoreUnavailable)
+		require.ErrorIs(t, d.Err, store.ErrUnavailable)
 		assert.Less(t, time.Since(start), 2*time.Second)
 	})
 }
@@ -134,12 +132,12 @@ func TestCounterKeysDoNotCollide(t *testing.T) {
 	mem := store.NewMemory(nil)
 	// Quota names are keys as written: names that meet are the operator's
 	// choice, and Validate reports them.
-	p := Policy{Quotas: Quotas{SharedQuotas: []SharedQuota{{Name: "x", PerTool: true, Limit: 1}, {Name: "x:y", Limit: 1}}}}
+	p := Policy{SharedQuotas: []store.SharedQuota{{Name: "x", PerTool: true, Limit: 1}, {Name: "x:y", Limit: 1}}}
 	require.ErrorContains(t, p.Validate(), `uses its counter "quota:x:y" too`)
 	// Session ids are escaped: a tool name holding ':' cannot reach another
 	// session's counter.
-	s1 := NewTracker(Policy{Quotas: Quotas{Store: mem, SessionID: "a:b", AgentQuota: &Quota{Default: 1}}})
-	s2 := NewTracker(Policy{Quotas: Quotas{Store: mem, SessionID: "a", AgentQuota: &Quota{Default: 1}}})
+	s1 := NewTracker(Policy{Store: mem, SessionID: "a:b", AgentQuota: &Quota{Default: 1}})
+	s2 := NewTracker(Policy{Store: mem, SessionID: "a", AgentQuota: &Quota{Default: 1}})
 	run(t, s1, []step{allow(call("c", `{}`), "r")})
 	run(t, s2, []step{allow(call("b:c", `{}`), "r")})
 }
@@ -180,7 +178,7 @@ func (s *countingStore) ops() [3]int32 {
 func TestLocalRefusalMakesNoStoreOperation(t *testing.T) {
 	mem := &countingStore{Memory: store.NewMemory(nil)}
 	tr := NewTracker(Policy{
-		Quotas:     Quotas{Store: mem, SharedQuotas: []SharedQuota{{Name: "fleet", Limit: 100}}},
+		Store: mem, SharedQuotas: []store.SharedQuota{{Name: "fleet", Limit: 100}},
 		MaxRepeats: 2,
 	})
 	c := call("read", `{"path":"a"}`)
@@ -201,8 +199,8 @@ func TestRoundReservesOnce(t *testing.T) {
 	mem := &countingStore{Memory: store.NewMemory(nil)}
 	var stores []Event
 	tr := NewTracker(Policy{
-		Quotas: Quotas{Store: mem, SharedQuotas: []SharedQuota{{Name: "fleet", Limit: 3}}},
-		Tools:  map[string]ToolPolicy{"grep": {Limit: 1}},
+		Store: mem, SharedQuotas: []store.SharedQuota{{Name: "fleet", Limit: 3}},
+		Tools: map[string]ToolPolicy{"grep": {Limit: 1}},
 		OnEvent: func(e Event) {
 			if e.Kind == EventStore {
 				stores = append(stores, e)
@@ -233,10 +231,10 @@ func TestRoundReservesOnce(t *testing.T) {
 	assert.Equal(t, 3, mem.Count("quota:fleet"))
 	assert.Empty(t, stores)
 
-	// Guarded.RunRound checks its calls the same way.
+	// Tracker.RunRound checks its calls the same way.
 	tr.Reset()
-	g := tr.Wrap(func(context.Context, Call) (string, error) { return "ok", nil })
-	rs := g.RunRound(context.Background(), []Call{call("list", `{"a":1}`), call("list", `{"a":2}`)})
+	g := func(context.Context, Call) (string, error) { return "ok", nil }
+	rs := tr.RunRound(context.Background(), []Call{call("list", `{"a":1}`), call("list", `{"a":2}`)}, g)
 	for _, r := range rs {
 		assert.Equal(t, Hint, r.Decision.Verdict, "the fleet's quota is used up")
 		assert.Equal(t, ReasonToolLimit, r.Decision.Reason)
@@ -248,10 +246,9 @@ func TestRoundReservesOnce(t *testing.T) {
 // budget refuses does not ask the Store, and that a new turn does.
 func TestSpentBudgetMakesNoReservation(t *testing.T) {
 	mem := &countingStore{Memory: store.NewMemory(nil)}
-	tr := NewTracker(Policy{Quotas: Quotas{
-		Store:        mem,
-		SharedQuotas: []SharedQuota{{Name: "fleet", Tools: []string{"*"}, Limit: 100}},
-	},
+	tr := NewTracker(Policy{
+		Store:           mem,
+		SharedQuotas:    []store.SharedQuota{{Name: "fleet", Tools: []string{"*"}, Limit: 100}},
 		MaxCallsPerTurn: 2,
 	})
 	for i := range 2 {
@@ -278,10 +275,9 @@ func TestSpentBudgetMakesNoReservation(t *testing.T) {
 // shared count equals the calls allowed.
 func TestResetBetweenBudgetCheckAndDecision(t *testing.T) {
 	mem := store.NewMemory(nil)
-	tr := NewTracker(Policy{Quotas: Quotas{
-		Store:        mem,
-		SharedQuotas: []SharedQuota{{Name: "fleet", Tools: []string{"*"}, Limit: 1 << 20}},
-	},
+	tr := NewTracker(Policy{
+		Store:           mem,
+		SharedQuotas:    []store.SharedQuota{{Name: "fleet", Tools: []string{"*"}, Limit: 1 << 20}},
 		MaxCallsPerTurn: 1, MaxRepeats: -1,
 	})
 	var allowed atomic.Int32
@@ -316,12 +312,11 @@ func TestDroppedCallsCommitTheirReservations(t *testing.T) {
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	mem := store.NewMemory(clock)
-	tr := NewTracker(Policy{Quotas: Quotas{
+	tr := NewTracker(Policy{
 		Store:          mem,
 		ReservationTTL: time.Minute,
 		SessionLimit:   -1,
-		SharedQuotas:   []SharedQuota{{Name: "fleet", Tools: []string{"*"}, Limit: 1 << 20}},
-	},
+		SharedQuotas:   []store.SharedQuota{{Name: "fleet", Tools: []string{"*"}, Limit: 1 << 20}},
 	})
 	const turns = maxStale + 44
 	for i := range turns {
@@ -349,12 +344,11 @@ func TestPendingOverflowCommitsReservations(t *testing.T) {
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	mem := store.NewMemory(clock)
-	tr := NewTracker(Policy{Quotas: Quotas{
-		Store:          mem,
-		ReservationTTL: time.Minute,
-		SessionLimit:   -1,
-		SharedQuotas:   []SharedQuota{{Name: "fleet", Tools: []string{"*"}, Limit: 1 << 20}},
-	},
+	tr := NewTracker(Policy{
+		Store:           mem,
+		ReservationTTL:  time.Minute,
+		SessionLimit:    -1,
+		SharedQuotas:    []store.SharedQuota{{Name: "fleet", Tools: []string{"*"}, Limit: 1 << 20}},
 		MaxCallsPerTurn: -1,
 	})
 	const calls = maxPending + 10

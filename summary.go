@@ -37,11 +37,11 @@ type Summary struct {
 
 // BudgetState is the turn budget at the time of the summary.
 type BudgetState struct {
-	Unit  Unit  `json:"unit"`
-	Used  int   `json:"used"`
-	Limit int   `json:"limit"` // 0: unlimited
-	Left  int   `json:"left"`  // -1: unlimited
-	Phase Phase `json:"phase"`
+	Unit  string `json:"unit"` // "calls" or "rounds" (Policy.CountRounds)
+	Used  int    `json:"used"`
+	Limit int    `json:"limit"` // 0: unlimited
+	Left  int    `json:"left"`  // -1: unlimited
+	Phase Phase  `json:"phase"`
 }
 
 // ToolSummary is one tool's share of the turn (of the session in a
@@ -62,9 +62,6 @@ type ToolSummary struct {
 	QuotaFrom    string `json:"quota_from,omitempty"`
 }
 
-// MarshalText encodes the unit as its String.
-func (u Unit) MarshalText() ([]byte, error) { return []byte(u.String()), nil }
-
 // Summary returns the escalation summary of the current turn.
 func (t *Tracker) Summary() Summary { return t.summary(false) }
 
@@ -84,7 +81,7 @@ func (t *Tracker) summary(session bool) Summary {
 		Failed:     ts.failed,
 		NewResults: ts.newResults,
 		Skipped:    ts.skipped,
-		Budget:     BudgetState{Unit: t.cfg.unit, Used: ts.used, Limit: t.cfg.maxCalls, Left: -1, Phase: ts.phase},
+		Budget:     BudgetState{Unit: t.cfg.unit.String(), Used: ts.used, Limit: t.cfg.maxCalls, Left: -1, Phase: ts.phase},
 	}
 	if t.cfg.maxCalls > 0 {
 		s.Budget.Left = max(t.cfg.maxCalls-ts.used, 0)
@@ -236,7 +233,7 @@ func (s Summary) String() string {
 	default:
 		fmt.Fprintf(&b, "%s stopped: a call of '%s' was aborted (%s).\n", turn, s.StoppedTool, s.StoppedBy)
 	}
-	unit := "tool " + s.Budget.Unit.noun()
+	unit := "tool " + strings.TrimSuffix(s.Budget.Unit, "s")
 	if s.Budget.Limit > 0 {
 		fmt.Fprintf(&b, "Budget: %d of %s used, %d left (phase %s).\n",
 			s.Budget.Used, plural(s.Budget.Limit, unit), s.Budget.Left, s.Budget.Phase)

@@ -31,7 +31,7 @@ type Outcome struct {
 	// context): there is no result. Record then releases the pending call
 	// and books nothing: no outcome for the rules, no budget unit, no
 	// per-turn or session count, the Store reservation released (not
-	// committed); the ledger entry stays StatusPending. Result and Err are
+	// committed); the ledger entry stays pending (Done false). Result and Err are
 	// ignored.
 	Cancelled bool
 }
@@ -54,9 +54,6 @@ type Decision struct {
 
 // Skip reports whether the call must not run (Hint or Abort).
 func (d Decision) Skip() bool { return d.Verdict != Allow }
-
-// Executor runs a tool call and returns the text the model sees.
-type Executor func(ctx context.Context, c Call) (string, error)
 
 // Tracker guards the tool calls of one agent session. Call ShouldSkip
 // before each tool call, Record after it ran, and Reset when new user input
@@ -270,8 +267,8 @@ func (t *Tracker) ShouldSkipContext(ctx context.Context, c Call) Decision {
 // WithRound returns a context that makes the calls checked with it one
 // round: the calls that one model response asked for together. Call it
 // once per model response and pass the context to each of its calls, run
-// through Wrap or ShouldSkipContext, in parallel or one after the other:
-// similar queries among them are distinct questions, and with UnitRounds
+// through Run or ShouldSkipContext, in parallel or one after the other:
+// similar queries among them are distinct questions, and with Policy.CountRounds
 // they use one budget unit. A context from another Tracker's WithRound
 // counts for nothing here.
 func (t *Tracker) WithRound(ctx context.Context) context.Context {
@@ -295,7 +292,7 @@ func (t *Tracker) roundOf(ctx context.Context) uint64 {
 
 // ShouldSkipRound checks the calls that one model response asked for
 // together, as one round: similar queries among them are distinct
-// questions, and with UnitRounds the round uses one budget unit. The
+// questions, and with Policy.CountRounds the round uses one budget unit. The
 // decisions are in the order of calls. With a Store, the calls that the
 // local rules allow reserve their shared counters in one Store operation.
 func (t *Tracker) ShouldSkipRound(calls []Call) []Decision {
@@ -660,7 +657,7 @@ func (t *Tracker) budgetLocked(round uint64) (Decision, bool) {
 
 // budgetSpentLocked reports whether the turn budget refuses a call of
 // round: from the wind-down on, or when allowed calls hold every unit (a
-// round that holds its unit under UnitRounds may go on).
+// round that holds its unit under unitRounds may go on).
 func (t *Tracker) budgetSpentLocked(round uint64) bool {
 	ts := &t.turn
 	max := t.cfg.maxCalls
@@ -669,7 +666,7 @@ func (t *Tracker) budgetSpentLocked(round uint64) bool {
 		return false
 	case ts.phase >= PhaseWindDown:
 		return true
-	case t.cfg.unit == UnitRounds && ts.rounds.open[round] != nil:
+	case t.cfg.unit == unitRounds && ts.rounds.open[round] != nil:
 		return false // the round already holds its unit
 	}
 	return ts.reserved >= max
@@ -681,7 +678,7 @@ func (t *Tracker) budgetDecision(used int) Decision {
 		// call that would overrun the budget leaves the phase as it is.
 		t.turn.phase = PhaseExhausted
 	}
-	err := &BudgetError{Used: used, Limit: t.cfg.maxCalls, Unit: t.cfg.unit}
+	err := &BudgetError{Used: used, Limit: t.cfg.maxCalls, Unit: t.cfg.unit.String()}
 	return Decision{
 		Verdict: Abort,
 		Reason:  ReasonBudget,
@@ -737,7 +734,7 @@ func (t *Tracker) escalate(p *probe, f firing) (d Decision, ok bool) {
 func (t *Tracker) reserveLocked(c Call, p *probe, seq uint64, now time.Time) {
 	ts := &t.turn
 	round := p.round
-	if t.cfg.unit == UnitRounds {
+	if t.cfg.unit == unitRounds {
 		rs := ts.rounds.open[round]
 		if rs == nil {
 			rs = &roundState{}
@@ -862,7 +859,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now 
 		if old, ok := t.takeStale(c.ID, c.Tool, key); ok {
 			turn := t.finishEntry(old.seq, old.at, o, failed, false, now)
 			evs.add(Event{Kind: EventRecord, Seq: old.seq, Turn: turn, CallID: c.ID, Tool: c.Tool,
-				Status: statusOf(failed), Duration: now.Sub(old.at), Phase: ts.phase})
+				Failed: failed, Duration: now.Sub(old.at), Phase: ts.phase})
 			return ts.phase, old
 		}
 		pc = t.allowUncheckedLocked(c, key, now)
@@ -911,7 +908,7 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now 
 		return ts.phase, pc
 	}
 	evs.add(Event{Kind: EventRecord, Seq: pc.seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool,
-		Status: statusOf(failed), NewResult: progress, Duration: now.Sub(pc.at), Phase: ts.phase})
+		Failed: failed, NewResult: progress, Duration: now.Sub(pc.at), Phase: ts.phase})
 	if ts.phase != from {
 		evs.add(Event{Kind: EventPhase, Seq: pc.seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, From: from, Phase: ts.phase})
 	}
@@ -942,7 +939,7 @@ func (t *Tracker) allowUncheckedLocked(c Call, key callKey, now time.Time) pendi
 // PhaseWindDown at its end.
 func (t *Tracker) spendLocked(round uint64) {
 	ts := &t.turn
-	if t.cfg.unit == UnitRounds {
+	if t.cfg.unit == unitRounds {
 		rs := ts.rounds.open[round]
 		if rs == nil {
 			return
@@ -974,11 +971,11 @@ func max2(a, b Phase) Phase {
 	return b
 }
 
-func statusOf(failed bool) Status {
+func statusOf(failed bool) status {
 	if failed {
-		return StatusFailed
+		return statusFailed
 	}
-	return StatusOK
+	return statusOK
 }
 
 // finishEntry books the outcome of the call seq, checked at at, in its
@@ -1003,10 +1000,10 @@ func (t *Tracker) appendLocked(c Call, args Hash, desc *callDesc, round uint64, 
 		verdict:  uint8(d.Verdict),
 		reason:   uint8(d.Reason),
 		phase:    uint8(d.Phase),
-		status:   uint8(StatusPending),
+		status:   uint8(statusPending),
 	}
 	if d.Verdict != Allow {
-		e.status = uint8(StatusSkipped)
+		e.status = uint8(statusSkipped)
 	}
 	var raw rawEntry
 	if t.cfg.keepRaw && len(c.Args) > 0 {
@@ -1135,21 +1132,7 @@ func (t *Tracker) Guidance() Guidance {
 	return g
 }
 
-// Wrap returns next guarded by t: Guarded.Run checks a call, runs it only
-// when allowed, records its outcome and says what happened; RunRound does
-// the same for the calls of one model response.
-func (t *Tracker) Wrap(next Executor) *Guarded {
-	return &Guarded{t: t, next: next}
-}
-
-// Guarded is an Executor guarded by a Tracker. Create it with
-// Tracker.Wrap; it is safe for concurrent use.
-type Guarded struct {
-	t    *Tracker
-	next Executor
-}
-
-// Result is what a call run through a Guarded executor produced.
+// Result is what a call run with Tracker.Run or RunRound produced.
 type Result struct {
 	// Text is what the model reads as the call's result: the tool's output
 	// when the call ran, Decision.Message when it did not (the hint, or the
@@ -1169,49 +1152,52 @@ type Result struct {
 	Phase Phase
 }
 
-// Run checks c with the Tracker and runs it only when allowed, recording
-// its outcome. The call is its own round unless ctx comes from
-// Tracker.WithRound.
-func (g *Guarded) Run(ctx context.Context, c Call) Result {
-	d := g.t.ShouldSkipContext(ctx, c)
+// Run checks c and, only when it is allowed, runs it with exec (the
+// harness's tool executor: it returns the text the model sees) and records
+// its outcome: ShouldSkipContext, exec and RecordContext in one call. The
+// call is its own round unless ctx comes from WithRound. A nil exec fails
+// every allowed call.
+func (t *Tracker) Run(ctx context.Context, c Call, exec func(context.Context, Call) (string, error)) Result {
+	d := t.ShouldSkipContext(ctx, c)
 	if d.Skip() {
 		return Result{Text: d.Message, Err: d.Err, Decision: d, Phase: d.Phase}
 	}
-	return g.run(ctx, c, d)
+	return t.run(ctx, c, d, exec)
 }
 
 // RunRound runs the calls that one model response asked for together, as
 // one round: it checks them all first, in order (similar queries among them
-// are distinct questions; with UnitRounds they use one budget unit), then
-// runs the allowed ones one after another and records each. The results
-// are in the order of calls. Allowed calls run even when another call of
-// the round was aborted, since the Tracker counted them; stop the turn
-// after the round if any result's Decision is an Abort. To run a round's
-// calls in parallel, pass one context from Tracker.WithRound to Run from
-// each goroutine.
-func (g *Guarded) RunRound(ctx context.Context, calls []Call) []Result {
-	ctx = g.t.WithRound(ctx)
+// are distinct questions; with Policy.CountRounds they use one budget
+// unit), then runs the allowed ones with exec one after another and
+// records each. The results are in the order of calls. Allowed calls run
+// even when another call of the round was aborted, since the Tracker
+// counted them; stop the turn after the round if any result's Decision is
+// an Abort. To run a round's calls in parallel, pass one context from
+// WithRound to Run from each goroutine.
+func (t *Tracker) RunRound(ctx context.Context, calls []Call, exec func(context.Context, Call) (string, error)) []Result {
+	ctx = t.WithRound(ctx)
 	rs := make([]Result, len(calls))
-	for i, d := range g.t.ShouldSkipRoundContext(ctx, calls) {
+	for i, d := range t.ShouldSkipRoundContext(ctx, calls) {
 		rs[i] = Result{Text: d.Message, Err: d.Err, Decision: d, Phase: d.Phase}
 	}
 	for i, c := range calls {
 		if !rs[i].Decision.Skip() {
-			rs[i] = g.run(ctx, c, rs[i].Decision)
+			rs[i] = t.run(ctx, c, rs[i].Decision, exec)
 		}
 	}
 	return rs
 }
 
-// errNoExecutor fails the calls of a Guarded executor made from nil.
-var errNoExecutor = errors.New("toolguard: Wrap was given a nil executor")
+// errNoExecutor fails the allowed calls of Run and RunRound given no
+// executor.
+var errNoExecutor = errors.New("toolguard: Run was given a nil executor")
 
 // run runs an allowed call and records its outcome.
-func (g *Guarded) run(ctx context.Context, c Call, d Decision) Result {
+func (t *Tracker) run(ctx context.Context, c Call, d Decision, exec func(context.Context, Call) (string, error)) Result {
 	text, err := "", errNoExecutor
-	if g.next != nil {
-		text, err = g.next(ctx, c)
+	if exec != nil {
+		text, err = exec(ctx, c)
 	}
-	phase := g.t.RecordContext(ctx, c, Outcome{Result: text, Err: err})
+	phase := t.RecordContext(ctx, c, Outcome{Result: text, Err: err})
 	return Result{Text: text, Err: err, Decision: d, Phase: phase}
 }

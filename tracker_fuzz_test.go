@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/toolguard/toolguard/store"
 )
 
 // FuzzTracker drives a whole Tracker with a random sequence of checks,
@@ -42,12 +44,10 @@ func FuzzTracker(f *testing.F) {
 			MaxCallsPerTurn: maxCalls,
 			MaxRepeats:      1 + int(cfg[3]%2),
 			LedgerSize:      ledgerSize,
-			Quotas: Quotas{
-				AgentQuota:   &Quota{Default: sessionLimit},
-				Store:        mem,
-				SharedQuotas: []SharedQuota{{Name: "fuzz", Limit: sharedLimit}},
-			},
-			Now: func() time.Time { return now },
+			AgentQuota:      &Quota{Default: sessionLimit},
+			Store:           mem,
+			SharedQuotas:    []store.SharedQuota{{Name: "fuzz", Limit: sharedLimit}},
+			Now:             func() time.Time { return now },
 		}
 		if cfg[3]&2 != 0 {
 			p.Action = ActionAbort

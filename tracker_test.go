@@ -592,7 +592,7 @@ func TestBudget(t *testing.T) {
 		run(t, tr, []step{allow(n(1), "r"), allow(n(2), "r"), abort(n(3), ReasonBudget)})
 	})
 	t.Run("negative is unlimited", func(t *testing.T) {
-		tr := NewTracker(Policy{MaxCallsPerTurn: -1, Quotas: Quotas{SessionLimit: -1}})
+		tr := NewTracker(Policy{MaxCallsPerTurn: -1, SessionLimit: -1})
 		for i := 0; i < 100; i++ {
 			require.Equal(t, Allow, tr.ShouldSkip(n(i)).Verdict)
 			require.Equal(t, PhaseNormal, tr.Record(n(i), Outcome{Result: "r"}))
@@ -608,7 +608,7 @@ func TestBudget(t *testing.T) {
 		}
 	})
 	t.Run("rounds count once per model response", func(t *testing.T) {
-		tr := NewTracker(Policy{MaxCallsPerTurn: 2, BudgetUnit: UnitRounds})
+		tr := NewTracker(Policy{MaxCallsPerTurn: 2, CountRounds: true})
 		ds := tr.ShouldSkipRound([]Call{n(1), n(2), n(3)})
 		for _, d := range ds {
 			require.Equal(t, Allow, d.Verdict)
@@ -639,15 +639,15 @@ func TestSkippedCallsInLedger(t *testing.T) {
 	require.Len(t, l, 3)
 	assert.Equal(t, []uint64{1, 2, 3}, []uint64{l[0].Seq, l[1].Seq, l[2].Seq})
 	assert.Equal(t, Allow, l[0].Verdict)
-	assert.Equal(t, StatusOK, l[0].Status)
+	assert.True(t, l[0].Done && !l[0].Failed)
 	assert.True(t, l[0].NewResult)
 	assert.Equal(t, time.Second, l[0].Duration)
 	assert.Equal(t, "secret project x status", l[0].Purpose)
 	assert.Equal(t, Hint, l[1].Verdict)
 	assert.Equal(t, ReasonDuplicate, l[1].Reason)
-	assert.Equal(t, StatusSkipped, l[1].Status)
+	assert.False(t, l[1].Done || l[1].Failed)
 	assert.Equal(t, l[0].ArgsHash, l[1].ArgsHash)
-	assert.Equal(t, StatusFailed, l[2].Status)
+	assert.True(t, l[2].Done && l[2].Failed)
 	assert.Equal(t, "call_1", l[2].CallID)
 	assert.Equal(t, "command,timeout", l[2].Purpose)
 	raw, err := json.Marshal(l)
@@ -664,7 +664,7 @@ func TestSkippedCallsInLedger(t *testing.T) {
 }
 
 func TestLedgerIsBounded(t *testing.T) {
-	tr := NewTracker(Policy{LedgerSize: 10, MaxCallsPerTurn: -1, Quotas: Quotas{SessionLimit: -1}})
+	tr := NewTracker(Policy{LedgerSize: 10, MaxCallsPerTurn: -1, SessionLimit: -1})
 	for i := 0; i < 1000; i++ {
 		c := call("t", fmt.Sprintf(`{"i":%d}`, i))
 		tr.ShouldSkip(c)
@@ -688,7 +688,7 @@ func TestRecordAfterReset(t *testing.T) {
 	l := tr.Ledger()
 	require.Len(t, l, 3)
 	assert.Equal(t, 1, l[0].Turn)
-	assert.Equal(t, StatusOK, l[0].Status)
+	assert.True(t, l[0].Done && !l[0].Failed)
 	assert.Equal(t, 2, l[1].Turn)
 	assert.Equal(t, 2, tr.Summary().Calls)
 }
@@ -735,7 +735,8 @@ func TestBadInput(t *testing.T) {
 	})
 	t.Run("absurd policy values fall back", func(t *testing.T) {
 		nan := func() float64 { var z float64; return z / z }()
-		p := Policy{NudgeRatio: nan, SimilarityThreshold: nan, Action: 42, BudgetUnit: 9, CyclePeriod: 1000, CycleRepeats: 1 << 30, Window: 1 << 30,
+		p := Policy{
+			NudgeRatio: nan, SimilarityThreshold: nan, Action: 42, CyclePeriod: 1000, CycleRepeats: 1 << 30, Window: 1 << 30,
 			Tools: map[string]ToolPolicy{"[": {Limit: -5}}, SearchTools: []string{"["}}
 		require.Error(t, p.Validate())
 		tr := NewTracker(p)
@@ -844,24 +845,24 @@ func tr0(ev Event) Phase {
 	return hookTracker.Guidance().Phase
 }
 
-func TestWrap(t *testing.T) {
+func TestRun(t *testing.T) {
 	tr := NewTracker(Policy{MaxRepeats: 1, MaxCallsPerTurn: 4})
 	runs := 0
-	exec := tr.Wrap(func(ctx context.Context, c Call) (string, error) {
+	exec := func(ctx context.Context, c Call) (string, error) {
 		runs++
 		if c.Tool == "fail" {
 			return "partial output", errors.New("nope")
 		}
 		return "result", nil
-	})
+	}
 	ctx := context.Background()
 	a := call("t", `{}`)
-	r := exec.Run(ctx, a)
+	r := tr.Run(ctx, a, exec)
 	require.NoError(t, r.Err)
 	assert.Equal(t, Result{Text: "result", Phase: PhaseNormal}, r)
 
 	// A hint reaches the model as the call's text, and the caller knows it.
-	r = exec.Run(ctx, a)
+	r = tr.Run(ctx, a, exec)
 	require.NoError(t, r.Err)
 	assert.True(t, r.Decision.Skip())
 	assert.Equal(t, Hint, r.Decision.Verdict)
@@ -870,7 +871,7 @@ func TestWrap(t *testing.T) {
 	assert.True(t, strings.HasPrefix(r.Text, HintMarker))
 	assert.Contains(t, r.Text, "not executed")
 
-	r = exec.Run(ctx, a)
+	r = tr.Run(ctx, a, exec)
 	require.ErrorIs(t, r.Err, ErrLoop)
 	assert.Equal(t, Abort, r.Decision.Verdict)
 	assert.Equal(t, r.Decision.Message, r.Text, "an Abort still has a text for the model")
@@ -881,45 +882,45 @@ func TestWrap(t *testing.T) {
 	assert.Equal(t, 1, le.Count)
 
 	// A failure is the tool's: its output and error, and the phase after it.
-	r = exec.Run(ctx, call("fail", `{}`))
+	r = tr.Run(ctx, call("fail", `{}`), exec)
 	assert.EqualError(t, r.Err, "nope")
 	assert.Equal(t, "partial output", r.Text)
 	assert.Equal(t, Allow, r.Decision.Verdict)
 	assert.Equal(t, 2, runs)
-	assert.Equal(t, StatusFailed, tr.Ledger()[3].Status)
+	assert.True(t, tr.Ledger()[3].Done && tr.Ledger()[3].Failed)
 
 	// The phase after the call, without asking the Tracker again.
-	assert.Equal(t, PhaseNudge, exec.Run(ctx, call("t", `{"n":3}`)).Phase)
-	assert.Equal(t, PhaseWindDown, exec.Run(ctx, call("t", `{"n":4}`)).Phase)
-	r = exec.Run(ctx, call("t", `{"n":5}`))
+	assert.Equal(t, PhaseNudge, tr.Run(ctx, call("t", `{"n":3}`), exec).Phase)
+	assert.Equal(t, PhaseWindDown, tr.Run(ctx, call("t", `{"n":4}`), exec).Phase)
+	r = tr.Run(ctx, call("t", `{"n":5}`), exec)
 	assert.ErrorIs(t, r.Err, ErrBudgetExhausted)
 	assert.Equal(t, PhaseExhausted, r.Phase)
 	assert.Equal(t, 4, runs)
 }
 
-func TestWrapNilExecutor(t *testing.T) {
+func TestRunNilExecutor(t *testing.T) {
 	tr := NewTracker(Policy{})
-	r := tr.Wrap(nil).Run(context.Background(), call("t", `{}`))
+	r := tr.Run(context.Background(), call("t", `{}`), nil)
 	assert.ErrorIs(t, r.Err, errNoExecutor)
-	assert.Equal(t, StatusFailed, tr.Ledger()[0].Status, "the allowed call is recorded, not left holding its slot")
+	assert.True(t, tr.Ledger()[0].Done && tr.Ledger()[0].Failed, "the allowed call is recorded, not left holding its slot")
 }
 
 // RunRound checks the calls of one model response as one round, then runs
 // the allowed ones in order.
-func TestWrapRunRound(t *testing.T) {
-	tr := NewTracker(Policy{MaxCallsPerTurn: 3, BudgetUnit: UnitCalls})
+func TestRunRound(t *testing.T) {
+	tr := NewTracker(Policy{MaxCallsPerTurn: 3})
 	var ran []string
-	exec := tr.Wrap(func(ctx context.Context, c Call) (string, error) {
+	exec := func(ctx context.Context, c Call) (string, error) {
 		ran = append(ran, string(c.Args))
 		return "results for " + string(c.Args), nil
-	})
+	}
 	calls := []Call{
 		call("web_search", `{"query":"golang generics tutorial"}`),
 		call("web_search", `{"query":"golang generics tutorials"}`), // similar, same round: a distinct question
 		call("read", `{"path":"a"}`),
 		call("read", `{"path":"b"}`), // past the budget: refused before anything ran
 	}
-	rs := exec.RunRound(context.Background(), calls)
+	rs := tr.RunRound(context.Background(), calls, exec)
 	require.Len(t, rs, 4)
 	for i := 0; i < 3; i++ {
 		assert.Equal(t, Allow, rs[i].Decision.Verdict, i)
@@ -935,35 +936,35 @@ func TestWrapRunRound(t *testing.T) {
 	}
 	assert.Len(t, rounds, 1)
 
-	// With UnitRounds the round uses one unit.
-	tr = NewTracker(Policy{MaxCallsPerTurn: 2, BudgetUnit: UnitRounds})
-	rs = tr.Wrap(func(context.Context, Call) (string, error) { return "ok", nil }).RunRound(context.Background(), calls)
+	// With CountRounds the round uses one unit.
+	tr = NewTracker(Policy{MaxCallsPerTurn: 2, CountRounds: true})
+	rs = tr.RunRound(context.Background(), calls, func(context.Context, Call) (string, error) { return "ok", nil })
 	for _, r := range rs {
 		assert.Equal(t, Allow, r.Decision.Verdict)
 	}
 	assert.Equal(t, 1, tr.Summary().Budget.Used)
 }
 
-// The calls of one WithRound context use one budget unit under UnitRounds
+// The calls of one WithRound context use one budget unit under CountRounds
 // whether they overlap or run one after another.
 func TestWithRoundSequentialCallsUseOneUnit(t *testing.T) {
-	tr := NewTracker(Policy{MaxCallsPerTurn: 2, BudgetUnit: UnitRounds})
-	exec := tr.Wrap(func(context.Context, Call) (string, error) { return "ok", nil })
+	tr := NewTracker(Policy{MaxCallsPerTurn: 2, CountRounds: true})
+	exec := func(context.Context, Call) (string, error) { return "ok", nil }
 	round := tr.WithRound(context.Background())
 	for i := 0; i < 3; i++ {
-		r := exec.Run(round, call("read", fmt.Sprintf(`{"path":"f%d"}`, i)))
+		r := tr.Run(round, call("read", fmt.Sprintf(`{"path":"f%d"}`, i)), exec)
 		require.Equal(t, Allow, r.Decision.Verdict, "call %d", i)
 	}
 	assert.Equal(t, 1, tr.Summary().Budget.Used)
-	r := exec.Run(context.Background(), call("read", `{"path":"g"}`))
+	r := tr.Run(context.Background(), call("read", `{"path":"g"}`), exec)
 	assert.Equal(t, PhaseWindDown, r.Phase)
 	assert.Equal(t, 2, tr.Summary().Budget.Used)
 
 	// A turn remembers a bounded number of finished rounds.
-	tr = NewTracker(Policy{MaxCallsPerTurn: -1, BudgetUnit: UnitRounds})
-	exec = tr.Wrap(func(context.Context, Call) (string, error) { return "ok", nil })
+	tr = NewTracker(Policy{MaxCallsPerTurn: -1, CountRounds: true})
+	exec = func(context.Context, Call) (string, error) { return "ok", nil }
 	for i := 0; i < 10*maxFinishedRounds; i++ {
-		exec.Run(tr.WithRound(context.Background()), call("read", fmt.Sprintf(`{"path":"f%d"}`, i)))
+		tr.Run(tr.WithRound(context.Background()), call("read", fmt.Sprintf(`{"path":"f%d"}`, i)), exec)
 	}
 	tr.mu.Lock()
 	n := len(tr.turn.rounds.open)
@@ -975,7 +976,7 @@ func TestWithRoundSequentialCallsUseOneUnit(t *testing.T) {
 // from WithRound is that round, and a call checked later with the same
 // context joins it.
 func TestShouldSkipRoundContextJoinsTheRound(t *testing.T) {
-	tr := NewTracker(Policy{MaxCallsPerTurn: 2, BudgetUnit: UnitRounds})
+	tr := NewTracker(Policy{MaxCallsPerTurn: 2, CountRounds: true})
 	check := func(ctx context.Context, calls ...Call) {
 		t.Helper()
 		for i, d := range tr.ShouldSkipRoundContext(ctx, calls) {
@@ -999,7 +1000,7 @@ func TestEnumStrings(t *testing.T) {
 	assert.Equal(t, "none tool_limit duplicate similar_query repeated_failure cycle budget churn invalid_call",
 		fmt.Sprint(ReasonNone, ReasonToolLimit, ReasonDuplicate, ReasonSimilarQuery, ReasonRepeatedFailure, ReasonCycle, ReasonBudget, ReasonChurn, ReasonInvalidCall))
 	assert.Equal(t, "hint abort", fmt.Sprint(ActionHint, ActionAbort))
-	assert.Equal(t, "calls rounds", fmt.Sprint(UnitCalls, UnitRounds))
+	assert.Equal(t, "calls rounds", fmt.Sprint(unitCalls, unitRounds))
 	assert.Equal(t, "Reason(99) Phase(-1)", fmt.Sprint(Reason(99), Phase(-1)))
 	var r Reason
 	require.NoError(t, r.UnmarshalText([]byte("cycle")))

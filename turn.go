@@ -224,7 +224,7 @@ type roundState struct {
 }
 
 // roundBook is what the turn budget knows of the turn's rounds
-// (UnitRounds only).
+// (unitRounds only).
 type roundBook struct {
 	open map[uint64]*roundState
 	// finished are the rounds whose calls were all recorded, oldest first:
@@ -272,7 +272,7 @@ type turnState struct {
 	// (nil before: the slab is scanned).
 	keys    map[callKey]int32
 	slab    []keyState
-	rounds  *roundBook // UnitRounds only
+	rounds  *roundBook // unitRounds only
 	pending []pendingCall
 	stop    stop // the first Abort of the turn, or the wind-down
 	esc     escalation
@@ -289,7 +289,7 @@ type stop struct {
 const maxKeyScan = 16
 
 func (ts *turnState) init(c *config) {
-	if c.unit == UnitRounds {
+	if c.unit == unitRounds {
 		ts.rounds = &roundBook{open: make(map[uint64]*roundState)}
 	}
 }

@@ -36,7 +36,7 @@
 // has none (the guard did its job).
 //
 // A span's parent is the span in the call's context (Event.Context: the
-// context given to ShouldSkipContext, RecordContext or a Wrap executor),
+// context given to ShouldSkipContext, RecordContext, Run or RunRound),
 // so tool spans hang under the harness's span for the agent turn. WithContext
 // replaces that context.
 //
@@ -334,7 +334,7 @@ func (o *Observer) decision(ctx context.Context, ev toolguard.Event) {
 }
 
 func (o *Observer) record(ctx context.Context, ev toolguard.Event) {
-	failed := ev.Status == toolguard.StatusFailed
+	failed := ev.Failed
 	toolType, _ := o.info(ev.Tool)
 	measure := []attribute.KeyValue{
 		AttrOperationName.String(OperationExecuteTool),
@@ -347,7 +347,7 @@ func (o *Observer) record(ctx context.Context, ev toolguard.Event) {
 	o.duration.Record(ctx, ev.Duration.Seconds(), metric.WithAttributes(measure...))
 
 	attrs := []attribute.KeyValue{
-		AttrStatus.String(ev.Status.String()),
+		AttrStatus.String(recordStatus(failed)),
 		AttrNewResult.Bool(ev.NewResult),
 	}
 	span := o.toolSpan(ctx)
@@ -417,4 +417,12 @@ func spanName(prefix, tool string) string {
 		return prefix
 	}
 	return prefix + " " + tool
+}
+
+// recordStatus is the toolguard.status of a record: "ok" or "failed".
+func recordStatus(failed bool) string {
+	if failed {
+		return "failed"
+	}
+	return "ok"
 }

@@ -11,13 +11,13 @@ import (
 )
 
 // Format returns the policy file that declares p: Parse(name, Format(p))
-// gives back p's fields that a file holds (every field of Policy, Quotas
-// and ToolPolicy but Store, Breaker, Now, OnEvent and Logger, which are set
+// gives back p's fields that a file holds (every field of Policy and
+// ToolPolicy but Store, Breaker, Now, OnEvent and Logger, which are set
 // in code). Fields at their zero value are left out, as are quota entries of
 // 0 or less, which mean "not set".
 //
 // Format fails for what a file cannot hold: NaN or infinite ratios,
-// integers beyond ±2147483647, unknown Action or BudgetUnit values,
+// integers beyond ±2147483647, unknown Action values,
 // negative durations, and a SharedQuota without a name or a positive limit.
 func Format(p toolguard.Policy) ([]byte, error) {
 	doc, err := formatDoc(p)
@@ -134,12 +134,8 @@ func formatDoc(p toolguard.Policy) (fileDoc, error) {
 		SessionID:             p.SessionID,
 		FailOpen:              p.FailOpen,
 	}
-	switch p.BudgetUnit {
-	case toolguard.UnitCalls:
-	case toolguard.UnitRounds:
+	if p.CountRounds {
 		doc.BudgetUnit = "rounds"
-	default:
-		fail("BudgetUnit %d is unknown", int(p.BudgetUnit))
 	}
 	switch p.Action {
 	case toolguard.ActionHint:

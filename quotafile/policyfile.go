@@ -13,6 +13,8 @@ import (
 	"github.com/agnivade/levenshtein"
 	"github.com/toolguard/toolguard"
 	"go.yaml.in/yaml/v4"
+
+	"github.com/toolguard/toolguard/store"
 )
 
 // The keys of a policy file besides tool_quota and loop_detection: one per
@@ -58,7 +60,7 @@ const (
 	keyIgnoreArgs = "ignore_args"
 )
 
-// The keys of an entry of shared_quotas (a toolguard.SharedQuota).
+// The keys of an entry of shared_quotas (a store.SharedQuota).
 const (
 	keyName    = "name"
 	keyPerTool = "per_tool"
@@ -169,7 +171,7 @@ func (d *decoder) policyKey(k, v *yaml.Node, name string) {
 		}
 	case keyBudgetUnit:
 		if i, ok := d.enum(v, name, "calls", "rounds"); ok {
-			d.setField(k, name, "BudgetUnit", func(p *toolguard.Policy) { p.BudgetUnit = toolguard.Unit(i) })
+			d.setField(k, name, "CountRounds", func(p *toolguard.Policy) { p.CountRounds = i == 1 })
 		}
 	case keyAction:
 		if i, ok := d.enum(v, name, "hint", "abort"); ok {
@@ -318,13 +320,13 @@ func (d *decoder) sharedQuotas(k, v *yaml.Node) {
 	if !d.kind(v, keySharedQuotas, yaml.SequenceNode, "a list of quotas (name, limit, tools, window, per_tool)") {
 		return
 	}
-	qs := []toolguard.SharedQuota{}
+	qs := []store.SharedQuota{}
 	for i, item := range v.Content {
 		prefix := keySharedQuotas + "[" + strconv.Itoa(i) + "]"
 		if !d.kind(item, prefix, yaml.MappingNode, "a mapping of name, limit, tools, window, per_tool") {
 			continue
 		}
-		var q toolguard.SharedQuota
+		var q store.SharedQuota
 		seen := map[string]int{}
 		d.pairs(item, func(fk, fv *yaml.Node) {
 			field, ok := d.key(fk, prefix, seen)
@@ -365,7 +367,7 @@ func (d *decoder) sharedQuotas(k, v *yaml.Node) {
 		}
 		qs = append(qs, q)
 	}
-	if err := (toolguard.Policy{Quotas: toolguard.Quotas{SharedQuotas: qs}}).Validate(); err != nil {
+	if err := (toolguard.Policy{SharedQuotas: qs}).Validate(); err != nil {
 		d.fail(v, keySharedQuotas, "%s", strings.TrimPrefix(err.Error(), "toolguard: invalid policy: "))
 		return
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/toolguard/toolguard"
 	"github.com/toolguard/toolguard/quotafile"
+
+	"github.com/toolguard/toolguard/store"
 )
 
 // runtimeFields are the Policy fields a file does not hold: they are set in
@@ -23,7 +25,7 @@ func fullPolicy() toolguard.Policy {
 	return toolguard.Policy{
 		MaxCallsPerTurn:       -1,
 		NudgeRatio:            0.5,
-		BudgetUnit:            toolguard.UnitRounds,
+		CountRounds:           true,
 		MaxRepeats:            4,
 		MaxFailures:           -1,
 		MaxFailureStreak:      8,
@@ -38,27 +40,25 @@ func fullPolicy() toolguard.Policy {
 			"write_file":  {NoSearch: true, NotReadOnly: true, MaxRepeats: -1},
 			"tools":       {Limit: 1},
 		},
-		CyclePeriod:  6,
-		CycleRepeats: 2,
-		Window:       20,
-		WindowLimit:  7,
-		LedgerSize:   100,
-		KeepRaw:      true,
-		Quotas: toolguard.Quotas{
-			SessionLimit:  40,
-			HighCostLimit: -1,
-			HighCostTools: []string{"WebFetch", "api_*"},
-			AgentQuota:    &toolguard.Quota{Tools: map[string]int{"Bash": 10, "defaults": 3, "mcp__github__*": 8}, Default: 20},
-			PlatformQuota: &toolguard.Quota{Tools: map[string]int{"Bash": 5}},
-			SessionID:     "chat-42",
-			SharedQuotas: []toolguard.SharedQuota{
-				{Name: "tenant:acme:hourly", Tools: []string{"WebFetch"}, Limit: 100, Window: time.Hour, PerTool: true},
-				{Name: "all", Limit: 1000},
-			},
-			StoreTimeout:   time.Second,
-			ReservationTTL: 2 * time.Minute,
-			FailOpen:       true,
+		CyclePeriod:   6,
+		CycleRepeats:  2,
+		Window:        20,
+		WindowLimit:   7,
+		LedgerSize:    100,
+		KeepRaw:       true,
+		SessionLimit:  40,
+		HighCostLimit: -1,
+		HighCostTools: []string{"WebFetch", "api_*"},
+		AgentQuota:    &toolguard.Quota{Tools: map[string]int{"Bash": 10, "defaults": 3, "mcp__github__*": 8}, Default: 20},
+		PlatformQuota: &toolguard.Quota{Tools: map[string]int{"Bash": 5}},
+		SessionID:     "chat-42",
+		SharedQuotas: []store.SharedQuota{
+			{Name: "tenant:acme:hourly", Tools: []string{"WebFetch"}, Limit: 100, Window: time.Hour, PerTool: true},
+			{Name: "all", Limit: 1000},
 		},
+		StoreTimeout:   time.Second,
+		ReservationTTL: 2 * time.Minute,
+		FailOpen:       true,
 	}
 }
 
@@ -127,9 +127,8 @@ func TestFormatRefusesWhatAFileCannotHold(t *testing.T) {
 	for _, p := range []toolguard.Policy{
 		{NudgeRatio: nan()},
 		{Action: toolguard.Action(7)},
-		{BudgetUnit: toolguard.Unit(9)},
-		{Quotas: toolguard.Quotas{StoreTimeout: -time.Second}},
-		{Quotas: toolguard.Quotas{SharedQuotas: []toolguard.SharedQuota{{Limit: 3}}}},
+		{StoreTimeout: -time.Second},
+		{SharedQuotas: []store.SharedQuota{{Limit: 3}}},
 		{Tools: map[string]toolguard.ToolPolicy{"x": {Limit: -1}}},
 	} {
 		_, err := quotafile.Format(p)
@@ -281,5 +280,5 @@ func TestPolicyFileErrors(t *testing.T) {
 func TestFrontMatterKeepsItsKeys(t *testing.T) {
 	p, err := quotafile.Parse("agent.md", []byte("---\nname: a\ntools: Read, Grep\nmax_repeats: 9\ntool_quota: {Bash: 2}\n---\n"))
 	require.NoError(t, err)
-	assert.Equal(t, toolguard.Policy{Quotas: toolguard.Quotas{AgentQuota: &toolguard.Quota{Tools: map[string]int{"Bash": 2}}}}, p)
+	assert.Equal(t, toolguard.Policy{AgentQuota: &toolguard.Quota{Tools: map[string]int{"Bash": 2}}}, p)
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/toolguard/toolguard"
 	"github.com/toolguard/toolguard/redisstore"
 	"github.com/toolguard/toolguard/redisstore/internal/redistest"
+
+	"github.com/toolguard/toolguard/store"
 )
 
 // TestBreakerPerShard pins issue 29 item 7: one breaker covered every
@@ -28,15 +30,13 @@ func TestBreakerPerShard(t *testing.T) {
 	names := namesOnDistinctMasters(t, c, prefix, 2) // healthy, hung
 	s := redisstore.New(c, redisstore.WithPrefix(prefix))
 	ss := toolguard.NewSessions(toolguard.Policy{
-		Quotas: toolguard.Quotas{
-			Store: s,
-			SharedQuotas: []toolguard.SharedQuota{
-				{Name: names[0], Tools: []string{"healthy"}, Limit: 1_000_000},
-				{Name: names[1], Tools: []string{"hung"}, Limit: 1_000_000},
-			},
-			SessionLimit: -1,
-			StoreTimeout: 250 * time.Millisecond,
+		Store: s,
+		SharedQuotas: []store.SharedQuota{
+			{Name: names[0], Tools: []string{"healthy"}, Limit: 1_000_000},
+			{Name: names[1], Tools: []string{"hung"}, Limit: 1_000_000},
 		},
+		SessionLimit:    -1,
+		StoreTimeout:    250 * time.Millisecond,
 		MaxCallsPerTurn: -1,
 	})
 	var hung *redistest.Server
@@ -80,7 +80,7 @@ func TestBreakerPerShard(t *testing.T) {
 				default:
 					hungCalls.Add(1)
 					require.False(t, ok)
-					require.ErrorIs(t, d.Err, toolguard.ErrStoreUnavailable)
+					require.ErrorIs(t, d.Err, store.ErrUnavailable)
 					if time.Since(start) >= 200*time.Millisecond {
 						slow.Add(1)
 					}
@@ -121,7 +121,7 @@ func TestBreakerSharedBySessions(t *testing.T) {
 		t0 := time.Now()
 		ok, d := runCall(tr, callN("t", 100+i))
 		require.False(t, ok)
-		require.ErrorIs(t, d.Err, toolguard.ErrStoreUnavailable)
+		require.ErrorIs(t, d.Err, store.ErrUnavailable)
 		if time.Since(t0) >= 150*time.Millisecond {
 			slow++
 		}

@@ -18,6 +18,8 @@ import (
 	"github.com/toolguard/toolguard"
 	"github.com/toolguard/toolguard/redisstore"
 	"github.com/toolguard/toolguard/redisstore/internal/redistest"
+
+	"github.com/toolguard/toolguard/store"
 )
 
 // The tests here break a cluster of their own while 64 goroutines call
@@ -55,7 +57,7 @@ type faultRun struct {
 	next                             atomic.Int64
 }
 
-func newFaultRun(t *testing.T, c *redistest.Cluster, breaker *toolguard.Breaker) *faultRun {
+func newFaultRun(t *testing.T, c *redistest.Cluster, breaker *store.Breaker) *faultRun {
 	addrs := c.Addrs()
 	f := &faultRun{t: t, admin: newClusterClient(t, addrs)}
 	f.prefix = clusterPrefix(t, f.admin)
@@ -74,17 +76,15 @@ func newFaultRun(t *testing.T, c *redistest.Cluster, breaker *toolguard.Breaker)
 		}))
 		f.stores = append(f.stores, st)
 		f.trackers = append(f.trackers, toolguard.NewTracker(toolguard.Policy{
-			Quotas: toolguard.Quotas{
-				Store: st,
-				SharedQuotas: []toolguard.SharedQuota{
-					{Name: f.names[0], Tools: []string{"t"}, Limit: faultLimit},
-					{Name: f.names[1], Tools: []string{"u"}, Limit: 1 << 30},
-				},
-				SessionLimit:   -1,
-				StoreTimeout:   300 * time.Millisecond,
-				ReservationTTL: faultTTL,
-				Breaker:        breaker,
+			Store: st,
+			SharedQuotas: []store.SharedQuota{
+				{Name: f.names[0], Tools: []string{"t"}, Limit: faultLimit},
+				{Name: f.names[1], Tools: []string{"u"}, Limit: 1 << 30},
 			},
+			SessionLimit:    -1,
+			StoreTimeout:    300 * time.Millisecond,
+			ReservationTTL:  faultTTL,
+			Breaker:         breaker,
 			MaxCallsPerTurn: -1,
 		}))
 	}
@@ -117,7 +117,7 @@ func (f *faultRun) start() {
 					tool = "u"
 				}
 				ok, d := runCall(f.trackers[g%4], callN(tool, i))
-				down := errors.Is(d.Err, toolguard.ErrStoreUnavailable)
+				down := errors.Is(d.Err, store.ErrUnavailable)
 				switch {
 				case tool == "u" && ok:
 					f.otherAllowed.Add(1)
@@ -230,7 +230,7 @@ func (f *faultRun) retry(read func() error) {
 func TestClusterShardRestart(t *testing.T) {
 	c := redistest.StartCluster(t, 3, 0, "--appendonly", "yes", "--appendfsync", "always",
 		"--cluster-require-full-coverage", "no")
-	f := newFaultRun(t, c, &toolguard.Breaker{Cooldown: -1})
+	f := newFaultRun(t, c, &store.Breaker{Cooldown: -1})
 	m := f.master(c)
 	f.start()
 	time.Sleep(300 * time.Millisecond)
@@ -250,7 +250,7 @@ func TestClusterShardRestart(t *testing.T) {
 // run: exact.
 func TestClusterManualFailover(t *testing.T) {
 	c := redistest.StartCluster(t, 3, 1)
-	f := newFaultRun(t, c, &toolguard.Breaker{Cooldown: -1})
+	f := newFaultRun(t, c, &store.Breaker{Cooldown: -1})
 	m := f.master(c)
 	r := c.ReplicaOf(t, m)
 	f.start()
@@ -267,7 +267,7 @@ func TestClusterManualFailover(t *testing.T) {
 // the test measures it.
 func TestClusterMasterKilled(t *testing.T) {
 	c := redistest.StartCluster(t, 3, 1)
-	f := newFaultRun(t, c, &toolguard.Breaker{Cooldown: -1})
+	f := newFaultRun(t, c, &store.Breaker{Cooldown: -1})
 	m := f.master(c)
 	r := c.ReplicaOf(t, m)
 	f.start()
@@ -289,7 +289,7 @@ func TestClusterMasterKilled(t *testing.T) {
 // the totals are exact.
 func TestClusterSlotMigration(t *testing.T) {
 	c := redistest.StartCluster(t, 3, 0)
-	f := newFaultRun(t, c, &toolguard.Breaker{Cooldown: -1})
+	f := newFaultRun(t, c, &store.Breaker{Cooldown: -1})
 	src := f.master(c)
 	var dst *redistest.Server
 	for _, n := range c.Masters(t) {

@@ -232,15 +232,13 @@ func TestClusterExact(t *testing.T) {
 
 	p := func(s store.Store) toolguard.Policy {
 		return toolguard.Policy{
-			Quotas: toolguard.Quotas{
-				Store: s,
-				SharedQuotas: []toolguard.SharedQuota{
-					{Name: names[0], Limit: limit},
-					{Name: names[1], Limit: 1 << 30, Window: time.Hour},
-				},
-				SessionLimit: -1,
-				StoreTimeout: 2 * time.Second,
+			Store: s,
+			SharedQuotas: []store.SharedQuota{
+				{Name: names[0], Limit: limit},
+				{Name: names[1], Limit: 1 << 30, Window: time.Hour},
 			},
+			SessionLimit:    -1,
+			StoreTimeout:    2 * time.Second,
 			MaxCallsPerTurn: -1,
 		}
 	}
@@ -261,7 +259,7 @@ func TestClusterExact(t *testing.T) {
 				ok, d := runCall(trackers[g%4], callN("web_fetch", g*callsEach+i))
 				if ok {
 					allowed.Add(1)
-				} else if d.Reason != toolguard.ReasonToolLimit || errors.Is(d.Err, toolguard.ErrStoreUnavailable) {
+				} else if d.Reason != toolguard.ReasonToolLimit || errors.Is(d.Err, store.ErrUnavailable) {
 					unexpected.Add(1)
 				}
 			}

@@ -107,12 +107,10 @@ func floodedRun(t *testing.T, srv *redistest.Server, s *redisstore.Store, limit,
 	defer func() { stop.Store(true); wg.Wait() }()
 
 	tr := toolguard.NewTracker(toolguard.Policy{
-		Quotas: toolguard.Quotas{
-			Store:        s,
-			SharedQuotas: []toolguard.SharedQuota{{Name: "tenant:acme", Limit: limit, Window: window}},
-			SessionLimit: -1,
-			Breaker:      &toolguard.Breaker{Cooldown: -1}, // every call asks the server
-		},
+		Store:           s,
+		SharedQuotas:    []store.SharedQuota{{Name: "tenant:acme", Limit: limit, Window: window}},
+		SessionLimit:    -1,
+		Breaker:         &store.Breaker{Cooldown: -1}, // every call asks the server
 		MaxCallsPerTurn: -1,
 	})
 	granted := 0

@@ -9,6 +9,8 @@ import (
 
 	"github.com/toolguard/toolguard"
 	"github.com/toolguard/toolguard/redisstore"
+
+	"github.com/toolguard/toolguard/store"
 )
 
 // Every replica of a service builds its Tracker this way; together they
@@ -25,15 +27,13 @@ func Example() {
 	defer client.Close()
 
 	tracker := toolguard.NewTracker(toolguard.Policy{
-		Quotas: toolguard.Quotas{
-			Store: redisstore.New(client),
-			SharedQuotas: []toolguard.SharedQuota{{
-				Name: "tenant:acme:hourly", Tools: []string{"web_*"}, Limit: 500, Window: time.Hour,
-			}},
-			StoreTimeout:   250 * time.Millisecond,
-			ReservationTTL: 5 * time.Minute, // a crashed replica's reservations return after this
-			FailOpen:       false,           // refuse calls while Redis is unreachable
-		},
+		Store: redisstore.New(client),
+		SharedQuotas: []store.SharedQuota{{
+			Name: "tenant:acme:hourly", Tools: []string{"web_*"}, Limit: 500, Window: time.Hour,
+		}},
+		StoreTimeout:   250 * time.Millisecond,
+		ReservationTTL: 5 * time.Minute, // a crashed replica's reservations return after this
+		FailOpen:       false,           // refuse calls while Redis is unreachable
 	})
 	d := tracker.ShouldSkip(toolguard.Call{Tool: "web_fetch", Args: []byte(`{"url":"https://example.org"}`)})
 	fmt.Println(d.Verdict)

@@ -17,6 +17,8 @@ import (
 	"github.com/toolguard/toolguard"
 	"github.com/toolguard/toolguard/redisstore"
 	"github.com/toolguard/toolguard/redisstore/internal/redistest"
+
+	"github.com/toolguard/toolguard/store"
 )
 
 // Each test here runs its own redis-server, so killing it disturbs no
@@ -48,7 +50,7 @@ func (l *eventLog) take() []error {
 }
 
 // skewClock is a clock that a test can move past the breaker's cooldown
-// (toolguard.Breaker) once the server is back, instead of sleeping.
+// (store.Breaker) once the server is back, instead of sleeping.
 type skewClock struct{ ahead atomic.Int64 }
 
 func (c *skewClock) now() time.Time { return time.Now().Add(time.Duration(c.ahead.Load())) }
@@ -115,7 +117,7 @@ func TestRestartFailClosed(t *testing.T) {
 		ok, d := runCall(tr, callN("t", i))
 		require.False(t, ok)
 		assert.Equal(t, toolguard.Hint, d.Verdict, "the model is told; the turn goes on")
-		require.ErrorIs(t, d.Err, toolguard.ErrStoreUnavailable)
+		require.ErrorIs(t, d.Err, store.ErrUnavailable)
 		assert.Contains(t, d.Message, "not executed")
 		assert.Less(t, time.Since(start), time.Second, "bounded by StoreTimeout")
 	}
@@ -175,7 +177,7 @@ func TestRestartFailOpen(t *testing.T) {
 	errs := log.take()
 	require.Len(t, errs, 4, "one EventStore per call while down")
 	for _, err := range errs {
-		require.ErrorIs(t, err, toolguard.ErrStoreUnavailable)
+		require.ErrorIs(t, err, store.ErrUnavailable)
 	}
 
 	srv.Restart(t)
@@ -226,7 +228,7 @@ func TestHungServer(t *testing.T) {
 	elapsed := time.Since(start)
 	srv.Resume(t)
 	require.False(t, ok)
-	require.ErrorIs(t, d.Err, toolguard.ErrStoreUnavailable)
+	require.ErrorIs(t, d.Err, store.ErrUnavailable)
 	// go-redis sets the socket's read deadline from the context's, so the
 	// wait ends as the context's deadline or as the socket's timeout,
 	// whichever the runtime sees first.

@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
-	github.com/toolguard/toolguard v0.1.0
+	github.com/toolguard/toolguard v0.2.0
 	go.uber.org/goleak v1.3.0
 )
 

@@ -13,6 +13,8 @@ import (
 	"github.com/toolguard/toolguard"
 	"github.com/toolguard/toolguard/redisstore"
 	"github.com/toolguard/toolguard/redisstore/internal/redistest"
+
+	"github.com/toolguard/toolguard/store"
 )
 
 // TestDocumentedCommands pins issue 16 item 8: a quota name was escaped
@@ -31,10 +33,8 @@ func TestDocumentedCommands(t *testing.T) {
 	c := newClient(t, srv.URL())
 	s := redisstore.New(c)
 	tr := toolguard.NewTracker(toolguard.Policy{
-		Quotas: toolguard.Quotas{
-			Store:        s,
-			SharedQuotas: []toolguard.SharedQuota{{Name: "tenant:acme:hourly", Limit: 10}},
-		},
+		Store:        s,
+		SharedQuotas: []store.SharedQuota{{Name: "tenant:acme:hourly", Limit: 10}},
 	})
 	for i := 0; i < 3; i++ {
 		ok, d := runCall(tr, callN("web_fetch", i))
@@ -60,7 +60,7 @@ func TestDocumentedCommands(t *testing.T) {
 	n, err := s.Count(context.Background(), "quota:tenant:acme:hourly")
 	require.NoError(t, err)
 	assert.Equal(t, 4, n)
-	assert.Equal(t, "quota:tenant:acme:hourly", toolguard.SharedQuota{Name: "tenant:acme:hourly"}.Key("web_fetch"))
+	assert.Equal(t, "quota:tenant:acme:hourly", store.SharedQuota{Name: "tenant:acme:hourly"}.Key("web_fetch"))
 
 	redisCLI("redis-cli DEL 'toolguard:{quota:tenant:acme:hourly}:c' 'toolguard:{quota:tenant:acme:hourly}:z'")
 	n, err = s.Count(context.Background(), "quota:tenant:acme:hourly")

@@ -15,6 +15,8 @@ import (
 	"github.com/toolguard/toolguard"
 	"github.com/toolguard/toolguard/redisstore"
 	"github.com/toolguard/toolguard/redisstore/internal/redistest"
+
+	"github.com/toolguard/toolguard/store"
 )
 
 // docClient connects as the package doc recommends: the context bounds
@@ -39,12 +41,10 @@ func latencyRun(t *testing.T, srv *redistest.Server, rtt time.Duration, sessions
 	px := redistest.StartProxy(t, srv.Addr(), rtt)
 	s := redisstore.New(docClient(t, px.URL()))
 	ss := toolguard.NewSessions(toolguard.Policy{
-		Quotas: toolguard.Quotas{
-			Store:        s,
-			SharedQuotas: []toolguard.SharedQuota{{Name: "fleet", Limit: 1_000_000}},
-			SessionLimit: -1,
-			StoreTimeout: 250 * time.Millisecond,
-		},
+		Store:           s,
+		SharedQuotas:    []store.SharedQuota{{Name: "fleet", Limit: 1_000_000}},
+		SessionLimit:    -1,
+		StoreTimeout:    250 * time.Millisecond,
 		MaxCallsPerTurn: -1,
 	})
 	var g, a atomic.Int64

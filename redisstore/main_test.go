@@ -116,12 +116,10 @@ func namespaceKeys(t *testing.T, c *redis.Client, prefix string) []string {
 // fleetPolicy is a policy whose only limit is the shared quota "fleet".
 func fleetPolicy(s store.Store, limit int) toolguard.Policy {
 	return toolguard.Policy{
-		Quotas: toolguard.Quotas{
-			Store:        s,
-			SharedQuotas: []toolguard.SharedQuota{{Name: "fleet", Limit: limit}},
-			SessionLimit: -1,
-			StoreTimeout: 2 * time.Second,
-		},
+		Store:           s,
+		SharedQuotas:    []store.SharedQuota{{Name: "fleet", Limit: limit}},
+		SessionLimit:    -1,
+		StoreTimeout:    2 * time.Second,
 		MaxCallsPerTurn: -1,
 	}
 }

@@ -108,7 +108,7 @@ func TestMalformedKeyThroughTracker(t *testing.T) {
 	ok, d := runCall(tr, callN("t", 1))
 	require.False(t, ok)
 	assert.Equal(t, toolguard.Hint, d.Verdict)
-	require.ErrorIs(t, d.Err, toolguard.ErrStoreUnavailable)
+	require.ErrorIs(t, d.Err, store.ErrUnavailable)
 	require.ErrorIs(t, d.Err, redisstore.ErrMalformed)
 
 	var events []toolguard.Event

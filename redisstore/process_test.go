@@ -21,6 +21,8 @@ import (
 	"github.com/toolguard/toolguard"
 	"github.com/toolguard/toolguard/redisstore"
 	"github.com/toolguard/toolguard/redisstore/internal/redistest"
+
+	"github.com/toolguard/toolguard/store"
 )
 
 // The environment of a child process of TestMultiProcess.
@@ -148,7 +150,7 @@ func TestChildProcess(t *testing.T) {
 				switch {
 				case ok:
 					allowed.Add(1)
-				case d.Reason != toolguard.ReasonToolLimit || errors.Is(d.Err, toolguard.ErrStoreUnavailable):
+				case d.Reason != toolguard.ReasonToolLimit || errors.Is(d.Err, store.ErrUnavailable):
 					unexpected.Add(1)
 				}
 			}

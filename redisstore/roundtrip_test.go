@@ -51,7 +51,7 @@ func TestRoundTripsPerCall(t *testing.T) {
 	c.AddHook(&h)
 	s := redisstore.New(c, redisstore.WithPrefix(prefix))
 	p := fleetPolicy(s, 1000)
-	p.Breaker = &toolguard.Breaker{Cooldown: -1}
+	p.Breaker = &store.Breaker{Cooldown: -1}
 	p.StoreTimeout = 30 * time.Second // counts round trips, not time: no timeout on a loaded machine
 	tr := toolguard.NewTracker(p)
 	ok, _ := runCall(tr, callN("t", -1)) // the eviction-policy check (INFO) and the script's first load

@@ -16,10 +16,8 @@
 //	defer client.Close()
 //	st := redisstore.New(client)
 //	defer st.Flush(context.Background()) // send the last commits before the client closes
-//	tracker := toolguard.NewTracker(toolguard.Policy{Quotas: toolguard.Quotas{
-//		Store:        st,
-//		SharedQuotas: []toolguard.SharedQuota{{Name: "tenant:acme:hourly", Limit: 500, Window: time.Hour}},
-//	}})
+//	tracker := toolguard.NewTracker(toolguard.Policy{//		Store:        st,
+//		SharedQuotas: []store.SharedQuota{{Name: "tenant:acme:hourly", Limit: 500, Window: time.Hour}},})
 //
 // The store behaves as store.Memory does, across processes: a
 // reservation takes one unit of every counter or none; a counter's total
@@ -104,7 +102,7 @@
 // connection's handshake. When a server does not answer, Reserve returns
 // an error (after releasing, in the background, the parts that other
 // shards granted) and the Tracker fails closed (the call is refused with
-// toolguard.ErrStoreUnavailable) or, with Policy.FailOpen, counts the call
+// store.ErrUnavailable) or, with Policy.FailOpen, counts the call
 // locally and reports an EventStore. The Store then leaves that server
 // alone for a second (ErrServerDown; see BreaksPerServer): one breaker
 // per server, shared by every Tracker that uses the Store, so an outage
@@ -413,7 +411,7 @@ func (s *Store) enqueue(ctx context.Context, op string, rs []store.Reservation, 
 
 // Count returns a counter's total, live reservations included, as
 // store.Memory.Count does. key is a Counter.Key as
-// toolguard.SharedQuota.Key returns it: "quota:tenant:acme" for the
+// store.SharedQuota.Key returns it: "quota:tenant:acme" for the
 // SharedQuota named "tenant:acme". Count first waits until the commits
 // and releases this Store queued were sent. It does not check the
 // eviction policy, and it is not held back by the Store's breaker: an

@@ -280,7 +280,7 @@ func TestTrackersShareOneQuota(t *testing.T) {
 				ok, d := runCall(tr, callN("web_fetch", g*callsEach+i))
 				if ok {
 					allowed.Add(1)
-				} else if d.Reason != toolguard.ReasonToolLimit || errors.Is(d.Err, toolguard.ErrStoreUnavailable) {
+				} else if d.Reason != toolguard.ReasonToolLimit || errors.Is(d.Err, store.ErrUnavailable) {
 					unexpected.Add(1)
 				}
 			}
@@ -307,7 +307,7 @@ func TestTrackersShareOneQuota(t *testing.T) {
 // per-tool session quota through the store.
 func TestSessionQuotaAcrossReplicas(t *testing.T) {
 	s, _, _ := setup(t)
-	p := toolguard.Policy{Quotas: toolguard.Quotas{Store: s, SessionID: "s1", AgentQuota: &toolguard.Quota{Tools: map[string]int{"Bash": 3}}}}
+	p := toolguard.Policy{Store: s, SessionID: "s1", AgentQuota: &toolguard.Quota{Tools: map[string]int{"Bash": 3}}}
 	r1, r2 := toolguard.NewTracker(p), toolguard.NewTracker(p)
 	for i, tr := range []*toolguard.Tracker{r1, r2, r1} {
 		ok, _ := runCall(tr, callN("Bash", i))

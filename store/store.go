@@ -2,10 +2,12 @@
 // Trackers of a fleet share their quota counters through, its request and
 // answer types, and Memory, the store inside one process.
 //
-// Only store implementers and tests need this package: a harness sets
-// toolguard.Policy's Quotas.Store to a Memory from NewMemory or to a store
-// from the redisstore module, and reads refusals through toolguard's
-// errors (toolguard.ErrStoreUnavailable).
+// A store implementer needs the Store interface and its types; a harness
+// that shares quotas sets toolguard.Policy's Store to a Memory from
+// NewMemory or to a store from the redisstore module, declares its
+// SharedQuotas, may share one Breaker among its Trackers (Policy.Breaker),
+// and tells a refusal because the store did not answer by ErrUnavailable
+// (ErrBreakerOpen when the Breaker held the operation back).
 package store
 
 import (

@@ -6,7 +6,7 @@ go 1.26.5
 
 require (
 	github.com/stretchr/testify v1.12.1
-	github.com/toolguard/toolguard v0.1.0
+	github.com/toolguard/toolguard v0.2.0
 	google.golang.org/genai v1.66.0
 )
 

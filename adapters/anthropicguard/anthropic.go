@@ -115,7 +115,7 @@ func (r *Round) SkipBlocks() []anthropic.ContentBlockParamUnion {
 // user message that follows the assistant message. Allowed calls run even
 // when another call of the round was aborted, because the Tracker already
 // counted them. Call Run once per round.
-func (r *Round) Run(ctx context.Context, exec toolguard.Executor) []anthropic.ContentBlockParamUnion {
+func (r *Round) Run(ctx context.Context, exec func(context.Context, toolguard.Call) (string, error)) []anthropic.ContentBlockParamUnion {
 	return round.Run(ctx, r.tracker, exec, errNoExecutor, r.Calls, r.Decisions, toolResult)
 }
 

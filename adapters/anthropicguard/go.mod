@@ -5,8 +5,8 @@ go 1.26.0
 require (
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	github.com/stretchr/testify v1.12.1
-	github.com/toolguard/toolguard v0.1.0
-	github.com/toolguard/toolguard/otelguard v0.1.0
+	github.com/toolguard/toolguard v0.2.0
+	github.com/toolguard/toolguard/otelguard v0.2.0
 	go.opentelemetry.io/otel/sdk v1.47.0
 )
 

@@ -203,7 +203,7 @@ func TestToolRunnerParallelCallsAreOneRound(t *testing.T) {
 	srv := httptest.NewServer(model)
 	defer srv.Close()
 	client := newRunnerClient(srv.URL)
-	tracker := toolguard.NewTracker(toolguard.Policy{MaxCallsPerTurn: 3, BudgetUnit: toolguard.UnitRounds})
+	tracker := toolguard.NewTracker(toolguard.Policy{MaxCallsPerTurn: 3, CountRounds: true})
 	var ran []string
 	var mu sync.Mutex
 	n := 0

@@ -5,7 +5,7 @@ go 1.24
 require (
 	github.com/cloudwego/eino v0.9.21
 	github.com/stretchr/testify v1.12.1
-	github.com/toolguard/toolguard v0.1.0
+	github.com/toolguard/toolguard v0.2.0
 )
 
 require (

@@ -38,7 +38,7 @@ func TestAbandonedStreamsLeakNothing(t *testing.T) {
 	pending := func() int {
 		p := 0
 		for _, e := range tracker.Ledger() {
-			if e.Status == toolguard.StatusPending {
+			if e.Verdict == toolguard.Allow && !e.Done {
 				p++
 			}
 		}

@@ -5,7 +5,7 @@ go 1.26.6
 require (
 	charm.land/fantasy v0.41.2
 	github.com/stretchr/testify v1.12.1
-	github.com/toolguard/toolguard v0.1.0
+	github.com/toolguard/toolguard v0.2.0
 )
 
 require (

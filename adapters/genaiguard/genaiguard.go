@@ -105,7 +105,7 @@ func (r *Round) SkipParts() []*genai.Part {
 // Run runs the round's allowed calls with exec, one after another, records
 // each outcome with Tracker.RecordContext under ctx, and returns one
 // function response part per call, in order. Call Run once per round.
-func (r *Round) Run(ctx context.Context, exec toolguard.Executor) []*genai.Part {
+func (r *Round) Run(ctx context.Context, exec func(context.Context, toolguard.Call) (string, error)) []*genai.Part {
 	return round.Run(ctx, r.tracker, exec, errNoExecutor, r.Calls, r.Decisions, functionResponse)
 }
 

@@ -84,7 +84,7 @@ func newClient(t testing.TB, url string) *genai.Client {
 }
 
 // generate runs one user turn and returns the model's answer.
-func generate(ctx context.Context, client *genai.Client, tracker *toolguard.Tracker, exec toolguard.Executor, log func(string)) (string, error) {
+func generate(ctx context.Context, client *genai.Client, tracker *toolguard.Tracker, exec func(context.Context, toolguard.Call) (string, error), log func(string)) (string, error) {
 	config := &genai.GenerateContentConfig{Tools: []*genai.Tool{{FunctionDeclarations: []*genai.FunctionDeclaration{{
 		Name:        "get_weather",
 		Description: "The weather in a city.",

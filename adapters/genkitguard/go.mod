@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/firebase/genkit/go v1.13.1
 	github.com/stretchr/testify v1.12.1
-	github.com/toolguard/toolguard v0.1.0
+	github.com/toolguard/toolguard v0.2.0
 )
 
 require (

@@ -103,7 +103,7 @@ func (r *Round) SkipMessages() []openai.ChatCompletionMessage {
 // failed call, "error: " and the error text, then any result; "(no
 // output)" for an empty result), the decision's message for a skipped call.
 // Call Run once per round.
-func (r *Round) Run(ctx context.Context, exec toolguard.Executor) []openai.ChatCompletionMessage {
+func (r *Round) Run(ctx context.Context, exec func(context.Context, toolguard.Call) (string, error)) []openai.ChatCompletionMessage {
 	return round.Run(ctx, r.tracker, exec, errNoExecutor, r.Calls, r.Decisions, toolMessage)
 }
 

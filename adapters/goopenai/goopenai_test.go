@@ -78,7 +78,7 @@ var weatherTool = openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.F
 }}
 
 // chat runs one user turn and returns the model's answer.
-func chat(ctx context.Context, client *openai.Client, tracker *toolguard.Tracker, exec toolguard.Executor, log func(string)) (string, error) {
+func chat(ctx context.Context, client *openai.Client, tracker *toolguard.Tracker, exec func(context.Context, toolguard.Call) (string, error), log func(string)) (string, error) {
 	req := openai.ChatCompletionRequest{
 		Model:    openai.GPT5Dot4Mini,
 		Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: "What is the weather in Paris?"}},

@@ -5,7 +5,7 @@ go 1.25.5
 require (
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/stretchr/testify v1.12.1
-	github.com/toolguard/toolguard v0.1.0
+	github.com/toolguard/toolguard v0.2.0
 )
 
 require (

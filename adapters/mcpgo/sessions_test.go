@@ -107,7 +107,7 @@ func TestSessionsWithoutLimit(t *testing.T) {
 
 func TestSessionsConcurrent(t *testing.T) {
 	ts := &tools{}
-	sessions := mcpgo.NewSessions(toolguard.Policy{MaxCallsPerTurn: -1, Quotas: toolguard.Quotas{SessionLimit: -1}}, mcpgo.SessionOptions{MaxSessions: 3})
+	sessions := mcpgo.NewSessions(toolguard.Policy{MaxCallsPerTurn: -1, SessionLimit: -1}, mcpgo.SessionOptions{MaxSessions: 3})
 	hooks := &server.Hooks{}
 	sessions.ForgetOnUnregister(hooks)
 	srv := newServer(ts, server.WithHooks(hooks), server.WithToolHandlerMiddleware(sessions.Middleware()))

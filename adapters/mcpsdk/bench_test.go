@@ -11,7 +11,7 @@ import (
 )
 
 // benchPolicy lets every call of the benchmarks run: no budget, no quota.
-var benchPolicy = toolguard.Policy{MaxCallsPerTurn: -1, Quotas: toolguard.Quotas{SessionLimit: -1}, LedgerSize: 1024}
+var benchPolicy = toolguard.Policy{MaxCallsPerTurn: -1, SessionLimit: -1, LedgerSize: 1024}
 
 // BenchmarkMiddleware measures what the guard adds to one call: the
 // middleware around a handler that returns a fixed result.

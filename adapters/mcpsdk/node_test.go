@@ -16,6 +16,7 @@ import (
 	"github.com/toolguard/toolguard"
 	"github.com/toolguard/toolguard/adapters/mcpsdk"
 	"github.com/toolguard/toolguard/internal/mcpnode"
+	"github.com/toolguard/toolguard/store"
 )
 
 // serveEnv makes the test binary a stdio MCP server (see TestMain), so
@@ -141,7 +142,7 @@ func TestNodeClientsHTTP(t *testing.T) {
 	}
 	// A Tracker per call still enforces the shared quotas, across calls.
 	t.Run("sdk2-2026-07-28-stateless-derived-shared-quota", func(t *testing.T) {
-		ts := httpServerPolicy(t, toolguard.Policy{Quotas: toolguard.Quotas{SharedQuotas: []toolguard.SharedQuota{{Name: "reads", Limit: 2}}}}, mcpsdk.SessionOptions{}, true)
+		ts := httpServerPolicy(t, toolguard.Policy{SharedQuotas: []store.SharedQuota{{Name: "reads", Limit: 2}}}, mcpsdk.SessionOptions{}, true)
 		out := mcpnode.Run(t, mcpnode.Spec{SDK: "2", Pin: "2026-07-28", HTTP: ts.URL, Calls: loop(nil)[:3]})
 		var got []string
 		for _, c := range out.Calls {

@@ -109,7 +109,7 @@ func TestSessionsIdleReset(t *testing.T) {
 
 func TestSessionsConcurrent(t *testing.T) {
 	ts := &tools{}
-	sessions := mcpsdk.NewSessions(toolguard.Policy{MaxCallsPerTurn: -1, Quotas: toolguard.Quotas{SessionLimit: -1}}, mcpsdk.SessionOptions{MaxSessions: 3})
+	sessions := mcpsdk.NewSessions(toolguard.Policy{MaxCallsPerTurn: -1, SessionLimit: -1}, mcpsdk.SessionOptions{MaxSessions: 3})
 	srv := newServer(ts, sessions.Middleware())
 
 	const clients, calls = 6, 20

@@ -127,7 +127,7 @@ func (r *Round) SkipMessages() []openai.ChatCompletionMessageParamUnion {
 // decision's message for a skipped call. Allowed calls run even when
 // another call of the round was aborted, because the Tracker already
 // counted them. Call Run once per round.
-func (r *Round) Run(ctx context.Context, exec toolguard.Executor) []openai.ChatCompletionMessageParamUnion {
+func (r *Round) Run(ctx context.Context, exec func(context.Context, toolguard.Call) (string, error)) []openai.ChatCompletionMessageParamUnion {
 	return round.Run(ctx, r.tracker, exec, errNoExecutor, r.Calls, r.Decisions, toolMessage)
 }
 

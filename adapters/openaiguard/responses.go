@@ -112,7 +112,7 @@ func (r *ResponseRound) SkipItems() []responses.ResponseInputItemUnionParam {
 // message for a skipped call. Allowed calls run even when another call of
 // the round was aborted, because the Tracker already counted them. Call
 // Run once per round.
-func (r *ResponseRound) Run(ctx context.Context, exec toolguard.Executor) []responses.ResponseInputItemUnionParam {
+func (r *ResponseRound) Run(ctx context.Context, exec func(context.Context, toolguard.Call) (string, error)) []responses.ResponseInputItemUnionParam {
 	return round.Run(ctx, r.tracker, exec, errNoExecutor, r.Calls, r.Decisions, r.outputItem())
 }
 

@@ -72,7 +72,7 @@ func (s *responsesServer) Requests() []map[string]any {
 
 // respond runs one user turn through the Responses API, chaining the
 // requests with previous_response_id, and returns the model's answer.
-func respond(ctx context.Context, client openai.Client, tracker *toolguard.Tracker, exec toolguard.Executor, log func(string)) (string, error) {
+func respond(ctx context.Context, client openai.Client, tracker *toolguard.Tracker, exec func(context.Context, toolguard.Call) (string, error), log func(string)) (string, error) {
 	params := responses.ResponseNewParams{
 		Model: openai.ChatModelGPT5_4Mini,
 		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("What is the weather in Paris?")},

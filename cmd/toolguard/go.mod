@@ -5,8 +5,8 @@ go 1.24.0
 require (
 	github.com/segmentio/encoding v0.5.4
 	github.com/stretchr/testify v1.12.1
-	github.com/toolguard/toolguard v0.1.0
-	github.com/toolguard/toolguard/quotafile v0.1.0
+	github.com/toolguard/toolguard v0.2.0
+	github.com/toolguard/toolguard/quotafile v0.2.0
 	golang.org/x/net v0.47.0
 	golang.org/x/term v0.37.0
 )

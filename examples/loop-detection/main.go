@@ -1,5 +1,5 @@
 // Command loop-detection runs the "loop-detection" preset (an agent SDK's
-// tool executor: maxRepeats 3, hint, then abort) through Tracker.Wrap, and
+// tool executor: maxRepeats 3, hint, then abort) through Tracker.Run, and
 // shows a polling tool opted out.
 //
 //	go run ./examples/loop-detection
@@ -21,16 +21,16 @@ func main() {
 	}
 	p.Tools = map[string]toolguard.ToolPolicy{"wait_for_deploy": {Exempt: true}}
 	tr := toolguard.NewTracker(p)
-	exec := tr.Wrap(func(ctx context.Context, c toolguard.Call) (string, error) {
+	exec := func(ctx context.Context, c toolguard.Call) (string, error) {
 		if c.Tool == "wait_for_deploy" {
 			return "deploying", nil
 		}
 		return "Paris: 18°C, sunny", nil
-	})
+	}
 	ctx := context.Background()
 	weather := toolguard.Call{Tool: "get_weather", Args: json.RawMessage(`{"city":"Paris"}`)}
 	for i := 1; i <= 5; i++ {
-		r := exec.Run(ctx, weather)
+		r := tr.Run(ctx, weather, exec)
 		var le *toolguard.LoopError
 		switch {
 		case errors.As(r.Err, &le):
@@ -45,6 +45,6 @@ func main() {
 	}
 	poll := toolguard.Call{Tool: "wait_for_deploy", Args: json.RawMessage(`{}`)}
 	for i := 1; i <= 6; i++ {
-		fmt.Printf("poll %d: %s\n", i, exec.Run(ctx, poll).Text)
+		fmt.Printf("poll %d: %s\n", i, tr.Run(ctx, poll, exec).Text)
 	}
 }

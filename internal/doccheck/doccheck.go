@@ -158,23 +158,35 @@ func Files(root string) (markdown []string, goDoc []string, err error) {
 // literalRE finds a composite literal of the core's configuration types
 // written inline: in a Markdown code span, or alone on a line of a Go
 // comment.
-var literalRE = regexp.MustCompile("(?:`|^\\s*//\\s+)((?:toolguard\\.)?(?:Policy|Quotas|Quota|ToolPolicy|SharedQuota|Breaker)\\{[^`]*\\})(?:`|\\s*$)")
+var literalRE = regexp.MustCompile("(?:`|^\\s*//\\s+)((?:toolguard\\.|store\\.)?(?:Policy|Quota|ToolPolicy|SharedQuota|Breaker)\\{[^`]*\\})(?:`|\\s*$)")
 
 // Literals returns the composite literals of the core's configuration
-// types that a text writes inline (`Policy{Quotas: toolguard.Quotas{...}}`
-// in Markdown, or a comment line of Go), each made into a Go file that
-// declares it: a literal that does not compile as written fails the
-// tests.
+// types that a text writes inline (`Policy{SessionLimit: 30}` or
+// `store.Breaker{Cooldown: -1}` in Markdown, or a comment line of Go), each
+// made into a Go file that declares it: a literal that does not compile as
+// written fails the tests. SharedQuota and Breaker are the store
+// package's; the other types the core's.
 func Literals(file string, text []byte) []Snippet {
 	var out []Snippet
 	for n, line := range strings.Split(string(text), "\n") {
 		for _, m := range literalRE.FindAllStringSubmatch(line, -1) {
 			lit := m[1]
-			if !strings.HasPrefix(lit, "toolguard.") {
+			switch {
+			case strings.HasPrefix(lit, "toolguard."), strings.HasPrefix(lit, "store."):
+			case strings.HasPrefix(lit, "SharedQuota{"), strings.HasPrefix(lit, "Breaker{"):
+				lit = "store." + lit
+			default:
 				lit = "toolguard." + lit
 			}
+			var imports []string
+			if strings.Contains(lit, "toolguard.") {
+				imports = append(imports, `"github.com/toolguard/toolguard"`)
+			}
+			if strings.Contains(lit, "store.") {
+				imports = append(imports, `"github.com/toolguard/toolguard/store"`)
+			}
 			// One line, so that an error's position is the literal's.
-			code := "package main; import \"github.com/toolguard/toolguard\"; var _ = " + lit + "; func main() {}\n"
+			code := "package main; import " + strings.Join(imports, "; import ") + "; var _ = " + lit + "; func main() {}\n"
 			out = append(out, Snippet{File: file, Line: n + 1, Code: code})
 		}
 	}

@@ -72,7 +72,7 @@ func Skips[T any](calls []toolguard.Call, ds []toolguard.Decision, mk Result[T])
 // order: mk(call, ResultText(res, err), err != nil) for a call that ran,
 // mk(call, SkipText(d), true) for a skipped one. A nil exec fails every
 // allowed call with noExec. calls and ds have the same length.
-func Run[T any](ctx context.Context, t *toolguard.Tracker, exec toolguard.Executor, noExec error, calls []toolguard.Call, ds []toolguard.Decision, mk Result[T]) []T {
+func Run[T any](ctx context.Context, t *toolguard.Tracker, exec func(context.Context, toolguard.Call) (string, error), noExec error, calls []toolguard.Call, ds []toolguard.Decision, mk Result[T]) []T {
 	out := make([]T, len(calls))
 	for i, c := range calls {
 		var d toolguard.Decision

@@ -88,7 +88,7 @@ func TestRun(t *testing.T) {
 	cases := []struct {
 		name     string
 		tracker  bool
-		exec     toolguard.Executor
+		exec     func(context.Context, toolguard.Call) (string, error)
 		ds       []toolguard.Decision // nil: from Check
 		calls    []toolguard.Call
 		want     []res
@@ -201,9 +201,9 @@ func TestContextReachesEvents(t *testing.T) {
 }
 
 func TestCheckIsOneRound(t *testing.T) {
-	// With UnitRounds a budget of one round lets both calls of the round
+	// With CountRounds a budget of one round lets both calls of the round
 	// run; checked as two rounds, the second would be refused.
-	tr := toolguard.NewTracker(toolguard.Policy{MaxCallsPerTurn: 1, BudgetUnit: toolguard.UnitRounds})
+	tr := toolguard.NewTracker(toolguard.Policy{MaxCallsPerTurn: 1, CountRounds: true})
 	calls := []toolguard.Call{call("1"), {ID: "2", Tool: "list", Args: json.RawMessage(`{}`)}}
 	ds := Check(context.Background(), tr, calls)
 	assert.Zero(t, Skipped(ds))

@@ -30,13 +30,11 @@ func (s *downStore) Release(context.Context, []store.Reservation) error { return
 // The trackers of a Map share one: the first failure opens it for all.
 func TestTrackersShareABreaker(t *testing.T) {
 	st := &downStore{}
-	m := New[string](toolguard.Policy{Quotas: toolguard.Quotas{
-		Store: st, SharedQuotas: []toolguard.SharedQuota{{Name: "fleet", Limit: 10}},
-	}}, 0, 0)
+	m := New[string](toolguard.Policy{Store: st, SharedQuotas: []store.SharedQuota{{Name: "fleet", Limit: 10}}}, 0, 0)
 	for _, k := range []string{"a", "b", "c", "d"} {
 		tr, _ := m.Get(k)
 		d := tr.ShouldSkip(toolguard.Call{ID: k, Tool: "t", Args: []byte(`{}`)})
-		assert.ErrorIs(t, d.Err, toolguard.ErrStoreUnavailable)
+		assert.ErrorIs(t, d.Err, store.ErrUnavailable)
 	}
 	assert.EqualValues(t, 1, st.reserves.Load(), "one store failure for the process, not one per conversation")
 }

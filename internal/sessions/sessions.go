@@ -110,7 +110,7 @@ func (m *Map[K]) Len() int {
 // when it has a Store without a breaker of its own and names none.
 func ShareBreaker(p toolguard.Policy) toolguard.Policy {
 	if _, own := p.Store.(store.ServerBreaker); p.Store != nil && p.Breaker == nil && !own {
-		p.Breaker = &toolguard.Breaker{}
+		p.Breaker = &store.Breaker{}
 	}
 	return p
 }

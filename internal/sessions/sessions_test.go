@@ -168,7 +168,7 @@ func TestMapConcurrent(t *testing.T) {
 // A Policy with shared quotas and no Store gets one store.Memory for all
 // its Trackers; one with a Store, or without shared quotas, is kept.
 func TestShareStore(t *testing.T) {
-	p := ShareStore(toolguard.Policy{Quotas: toolguard.Quotas{SharedQuotas: []toolguard.SharedQuota{{Name: "all", Limit: 1}}}})
+	p := ShareStore(toolguard.Policy{SharedQuotas: []store.SharedQuota{{Name: "all", Limit: 1}}})
 	require.NotNil(t, p.Store)
 	a, b := toolguard.NewTracker(p), toolguard.NewTracker(p)
 	c := toolguard.Call{Tool: "t", Args: []byte(`{}`)}
@@ -178,6 +178,6 @@ func TestShareStore(t *testing.T) {
 
 	assert.Nil(t, ShareStore(toolguard.Policy{}).Store)
 	mem := store.NewMemory(nil)
-	kept := ShareStore(toolguard.Policy{Quotas: toolguard.Quotas{Store: mem, SharedQuotas: p.SharedQuotas}})
+	kept := ShareStore(toolguard.Policy{Store: mem, SharedQuotas: p.SharedQuotas})
 	assert.Same(t, mem, kept.Store.(*store.Memory))
 }

@@ -26,6 +26,8 @@ import (
 
 	"github.com/toolguard/toolguard"
 	"github.com/toolguard/toolguard/redisstore"
+
+	"github.com/toolguard/toolguard/store"
 )
 
 // config is what the flags set.
@@ -66,28 +68,26 @@ func run(ctx context.Context, w io.Writer, cfg config) (int, error) {
 	client := redis.NewClient(opts)
 	defer client.Close()
 
-	store := redisstore.New(client)
+	st := redisstore.New(client)
 	// Commits are sent in the background: send the last ones before the
 	// client closes (deferred calls run last first).
-	defer store.Flush(context.WithoutCancel(ctx))
-	quota := toolguard.SharedQuota{
+	defer st.Flush(context.WithoutCancel(ctx))
+	quota := store.SharedQuota{
 		Name:   cfg.budget,
 		Tools:  []string{"generate_image"},
 		Limit:  cfg.limit,
 		Window: time.Minute,
 	}
 	tracker := toolguard.NewTracker(toolguard.Policy{
-		Quotas: toolguard.Quotas{
-			Store:        store,
-			SharedQuotas: []toolguard.SharedQuota{quota},
-			SessionLimit: -1,
-			StoreTimeout: 250 * time.Millisecond,
-		},
+		Store:           st,
+		SharedQuotas:    []store.SharedQuota{quota},
+		SessionLimit:    -1,
+		StoreTimeout:    250 * time.Millisecond,
 		MaxCallsPerTurn: -1, // the shared budget is the only limit here
 	})
-	generate := tracker.Wrap(func(ctx context.Context, c toolguard.Call) (string, error) {
+	generate := func(ctx context.Context, c toolguard.Call) (string, error) {
 		return "image ready", nil // a paid API in a real service
-	})
+	}
 
 	ran := 0
 calls:
@@ -97,9 +97,9 @@ calls:
 			Tool: "generate_image",
 			Args: []byte(fmt.Sprintf(`{"prompt":"a lighthouse at dusk, variant %d"}`, i)),
 		}
-		r := generate.Run(ctx, c)
+		r := tracker.Run(ctx, c, generate)
 		switch {
-		case errors.Is(r.Err, toolguard.ErrStoreUnavailable):
+		case errors.Is(r.Err, store.ErrUnavailable):
 			return ran, r.Err
 		case r.Err != nil:
 			fmt.Fprintf(w, "%s: call %d aborted: %v\n", cfg.name, i, r.Err)
@@ -113,7 +113,7 @@ calls:
 			fmt.Fprintf(w, "%s: call %d ran\n", cfg.name, i)
 		}
 	}
-	used, err := store.Count(ctx, quota.Key("generate_image"))
+	used, err := st.Count(ctx, quota.Key("generate_image"))
 	if err != nil {
 		return ran, err
 	}

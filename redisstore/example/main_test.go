@@ -16,6 +16,8 @@ import (
 	"github.com/toolguard/toolguard"
 	"github.com/toolguard/toolguard/redisstore"
 	"github.com/toolguard/toolguard/redisstore/internal/redistest"
+
+	"github.com/toolguard/toolguard/store"
 )
 
 // TestTwoReplicas runs the example's logic as two replicas at once
@@ -32,7 +34,7 @@ func TestTwoReplicas(t *testing.T) {
 		}
 		c := redis.NewClient(opts)
 		defer c.Close()
-		c.Del(context.Background(), redisstore.DefaultPrefix+"c:"+toolguard.SharedQuota{Name: budget}.Key(""))
+		c.Del(context.Background(), redisstore.DefaultPrefix+"c:"+store.SharedQuota{Name: budget}.Key(""))
 	})
 
 	outs := make([]bytes.Buffer, 2)

@@ -59,7 +59,7 @@ func run(w io.Writer) error {
 
 	fmt.Fprintln(w, "== ledger")
 	for _, e := range tracker.Ledger() {
-		fmt.Fprintf(w, "turn %d  %-10s %-5s %-9s %s\n", e.Turn, e.Tool, e.Verdict, e.Reason, e.Status)
+		fmt.Fprintf(w, "turn %d  %-10s %-5s %-9s %s\n", e.Turn, e.Tool, e.Verdict, e.Reason, e.Status())
 	}
 	return nil
 }

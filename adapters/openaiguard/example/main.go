@@ -95,7 +95,7 @@ func sunny(context.Context, toolguard.Call) (string, error) {
 
 // changing returns a tool whose result changes at every call, so the
 // repeats make progress and only the turn budget stops them.
-func changing() toolguard.Executor {
+func changing() func(context.Context, toolguard.Call) (string, error) {
 	var mu sync.Mutex
 	n := 0
 	return func(context.Context, toolguard.Call) (string, error) {
@@ -112,7 +112,7 @@ const maxSteps = 20
 // chat runs one user turn: it sends the conversation, runs the tool calls
 // the model asks for through the tracker, and returns the model's answer.
 // It stops with the error of an aborted call.
-func chat(ctx context.Context, client openai.Client, tracker *toolguard.Tracker, prompt string, exec toolguard.Executor, w io.Writer) (string, error) {
+func chat(ctx context.Context, client openai.Client, tracker *toolguard.Tracker, prompt string, exec func(context.Context, toolguard.Call) (string, error), w io.Writer) (string, error) {
 	// A harness that keeps one tracker for a session calls tracker.Reset()
 	// here, on new user input; never for its own nudges.
 	messages := []openai.ChatCompletionMessageParamUnion{openai.UserMessage(prompt)}

@@ -1,25 +1,27 @@
-package toolguard
+package store
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
 
-// Breaker stops a Tracker from asking a Store that has just failed, so that
-// an outage costs one StoreTimeout, not one per call. Its zero value is
-// ready to use. Every Tracker has one of its own unless Policy.Breaker
-// names one (a Sessions shares one among its Trackers): give the Trackers
-// of a process one Breaker and they learn of an outage together. A Store
-// that breaks per server itself (store.ServerBreaker, such as redisstore)
-// gets none unless Policy.Breaker names one.
+// Breaker stops a toolguard.Tracker from asking a Store that has just
+// failed, so that an outage costs one Policy.StoreTimeout, not one per
+// call. Its zero value is ready to use. Every Tracker has one of its own
+// unless toolguard.Policy.Breaker names one (a toolguard.Sessions shares
+// one among its Trackers): give the Trackers of a process one Breaker and
+// they learn of an outage together. A Store that breaks per server itself
+// (ServerBreaker, such as redisstore) gets none unless Policy.Breaker
+// names one.
 //
 // The rules:
 //   - Closed (the start): every Store operation runs. One that fails — an
 //     error or StoreTimeout, not a context the caller cancelled — opens
 //     the breaker.
 //   - Open: for Cooldown no operation reaches the Store. Each fails at
-//     once with an error matching ErrBreakerOpen and ErrStoreUnavailable,
+//     once with an error matching ErrBreakerOpen and ErrUnavailable,
 //     so the call is refused or, with Policy.FailOpen, counted locally; a
 //     Commit or Release not sent leaves its reservation to expire after
 //     ReservationTTL, as a failed one does.
@@ -27,8 +29,10 @@ import (
 //     the others fail at once as while open. A probe that succeeds closes
 //     the breaker; one that fails opens it for another Cooldown.
 //
-// Each change of state is an EventBreaker for Policy.OnEvent and
-// Policy.Logger, delivered by the Tracker whose operation caused it.
+// Each change of state is a toolguard.EventBreaker for Policy.OnEvent and
+// Policy.Logger, delivered by the Tracker whose operation caused it. The
+// Tracker drives the breaker with Begin and End; a harness only creates
+// it, shares it and reads State.
 type Breaker struct {
 	// Cooldown is how long the breaker stays open. 0 means 1s; negative
 	// means the breaker never opens.
@@ -47,6 +51,10 @@ const defaultBreakerCooldown = time.Second
 // Breaker did not send: the store failed a moment ago.
 var ErrBreakerOpen = errors.New("toolguard: quota store breaker open")
 
+// ErrUnavailable is matched by the error of a call that toolguard refused
+// because the quota store did not answer and Policy.FailOpen is false.
+var ErrUnavailable = errors.New("toolguard: quota store unavailable")
+
 // BreakerState is the state of a Breaker.
 type BreakerState int
 
@@ -59,7 +67,12 @@ const (
 var breakerNames = [...]string{"closed", "open", "half-open"}
 
 // String returns "closed", "open" or "half-open".
-func (s BreakerState) String() string { return enumString(breakerNames[:], int(s), "BreakerState") }
+func (s BreakerState) String() string {
+	if s >= 0 && int(s) < len(breakerNames) {
+		return breakerNames[s]
+	}
+	return fmt.Sprintf("BreakerState(%d)", int(s))
+}
 
 // State returns the breaker's state.
 func (b *Breaker) State() BreakerState {
@@ -68,37 +81,39 @@ func (b *Breaker) State() BreakerState {
 	return b.state
 }
 
-// breakerTurn is what one operation learned from the breaker: whether it
+// BreakerStep is what one operation learned from a Breaker: whether it
 // may run, whether it is the probe, and the change of state it caused.
-type breakerTurn struct {
-	run, probe bool
-	from, to   BreakerState
+type BreakerStep struct {
+	Run, Probe bool
+	From, To   BreakerState
 }
 
-func (bt breakerTurn) changed() bool { return bt.from != bt.to }
+// Changed reports whether the step changed the breaker's state.
+func (bt BreakerStep) Changed() bool { return bt.From != bt.To }
 
-// begin asks whether an operation may reach the store now.
-func (b *Breaker) begin(now time.Time) breakerTurn {
+// Begin asks whether an operation may reach the store now. When the
+// step's Run is set, the operation runs and its end is reported with End.
+func (b *Breaker) Begin(now time.Time) BreakerStep {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	bt := breakerTurn{from: b.state, to: b.state}
+	bt := BreakerStep{From: b.state, To: b.state}
 	switch {
 	case b.Cooldown < 0 || b.state == BreakerClosed:
-		bt.run = true
+		bt.Run = true
 	case b.state == BreakerOpen && !now.Before(b.until):
 		b.state, b.probing = BreakerHalfOpen, true
-		bt.run, bt.probe, bt.to = true, true, BreakerHalfOpen
+		bt.Run, bt.Probe, bt.To = true, true, BreakerHalfOpen
 	}
 	return bt
 }
 
-// end reports how an operation that ran ended: failed is a store failure;
-// neither failed nor ok is an operation the caller cancelled, which says
-// nothing of the store.
-func (b *Breaker) end(now time.Time, probe, failed, ok bool) breakerTurn {
+// End reports how an operation that Begin let run ended: probe is the
+// step's Probe; failed is a store failure; neither failed nor ok is an
+// operation the caller cancelled, which says nothing of the store.
+func (b *Breaker) End(now time.Time, probe, failed, ok bool) BreakerStep {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	bt := breakerTurn{from: b.state, to: b.state}
+	bt := BreakerStep{From: b.state, To: b.state}
 	switch {
 	case b.Cooldown < 0:
 	case probe && !failed && !ok:
@@ -113,6 +128,6 @@ func (b *Breaker) end(now time.Time, probe, failed, ok bool) breakerTurn {
 	case ok && probe:
 		b.state, b.probing = BreakerClosed, false
 	}
-	bt.to = b.state
+	bt.To = b.state
 	return bt
 }
