@@ -56,6 +56,12 @@ func duplicateMessage(tool string, count int) string {
 		HintMarker, tool, times(count))
 }
 
+func rewordMessage(tool string, count int) string {
+	return fmt.Sprintf("%s Tool '%s' was already executed with these arguments in other words (flags, paths or wording changed), "+
+		"returning the same result %s. This call was not executed. Use the earlier result, change the approach, or answer the user.",
+		HintMarker, tool, times(count))
+}
+
 func insistMessage(tool string) string {
 	return fmt.Sprintf("%s Tool '%s' was called again with the same arguments after a hint, with nothing changed since. "+
 		"This call was not executed. Stop repeating it: use what you have, change the approach, or answer the user.",

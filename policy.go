@@ -67,6 +67,7 @@ const (
 	defaultMaxRepeats          = 2
 	defaultMaxFailures         = 3
 	defaultMaxFailureStreak    = 6
+	defaultMaxRewordings       = 2
 	defaultSimilarityThreshold = 0.75
 	defaultHighCostLimit       = 10
 	defaultCyclePeriod         = 4
@@ -146,6 +147,14 @@ type Policy struct {
 	// (ReasonRepeatedFailure, never an abort) per such run. 0 means 6;
 	// negative disables the check.
 	MaxFailureStreak int
+	// MaxRewordings is how many calls of one tool that is not a search
+	// tool may ask for the same thing in other words — flags reordered, a
+	// path written another way, a request reworded — and return the same
+	// result in a row, with nothing else changed; the next rewording fires
+	// ReasonDuplicate (docs/patterns.md, "Same call reworded"). 0 means 2;
+	// negative disables the check. A tool's MaxRepeats of -1 or Exempt
+	// turns it off for that tool.
+	MaxRewordings int
 	// SimilarityThreshold is the score at which two queries of one search
 	// tool count as the same question. 0 or NaN means 0.75; negative or
 	// greater than 1 disables the similar-query check.
@@ -437,6 +446,7 @@ type config struct {
 	maxRepeats    int // 0: off
 	maxFailures   int // 0: off
 	maxStreak     int // 0: off
+	maxRewordings int // 0: off
 	threshold     float64
 	similarOn     bool
 	similarBlind  bool
@@ -537,6 +547,7 @@ func newConfig(p Policy) config {
 	c.maxRepeats = orDefault(p.MaxRepeats, defaultMaxRepeats)
 	c.maxFailures = orDefault(p.MaxFailures, defaultMaxFailures)
 	c.maxStreak = orDefault(p.MaxFailureStreak, defaultMaxFailureStreak)
+	c.maxRewordings = orDefault(p.MaxRewordings, defaultMaxRewordings)
 
 	c.threshold = p.SimilarityThreshold
 	if c.threshold == 0 || math.IsNaN(c.threshold) {
@@ -727,8 +738,10 @@ func sortedKeys[V any](m map[string]V) []string {
 // resolved once from the config and cached.
 type toolRule struct {
 	name       string
-	limit      int // per turn; 0: none
-	maxRepeats int // 0: off
+	limit      int     // per turn; 0: none
+	maxRepeats int     // 0: off
+	rewordings int     // Policy.MaxRewordings for this tool; 0: off
+	threshold  float64 // the similarity threshold, for the prose of rewordings
 	exempt     bool
 	search     bool
 	readOnly   bool // search and think tools too
@@ -771,6 +784,9 @@ func (c *config) resolve(tool string) *toolRule {
 	}
 	if r.exempt {
 		r.maxRepeats = 0
+	}
+	if r.maxRepeats > 0 && !r.search {
+		r.rewordings, r.threshold = c.maxRewordings, c.threshold
 	}
 
 	// The min-of-three resolver: agent quota, platform quota, rule default.

@@ -82,6 +82,7 @@ type Tracker struct {
 	cycles   cycles
 	churn    churn
 	streak   streak
+	reworded reworded
 
 	// orphans are pending calls dropped past maxPending or maxStale that
 	// hold a Store reservation: it is committed after the lock is released.
@@ -130,13 +131,14 @@ func (t *Tracker) initRules() {
 	t.churn = churn{cfg: cfg}
 	t.churn.window.init(cfg.window)
 	t.streak = streak{cfg: cfg}
+	t.reworded = reworded{}
 }
 
 // rules returns the loop rules in the order they run: per-turn limit and
-// session quota, identical calls, similar queries, repeated failures,
+// session quota, identical calls, similar queries, reworded calls, repeated failures,
 // cycles, the window, failures across tools.
-func (t *Tracker) rules() [7]detector {
-	return [...]detector{&t.limits, &t.repeats, &t.similar, &t.failures, &t.cycles, &t.churn, &t.streak}
+func (t *Tracker) rules() [8]detector {
+	return [...]detector{&t.limits, &t.repeats, &t.similar, &t.reworded, &t.failures, &t.cycles, &t.churn, &t.streak}
 }
 
 // toolEntry is what the Tracker knows of one tool name: its resolved policy,
