@@ -358,6 +358,7 @@ func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
 				p.purpose = normalizeQuery(r)
 			}
 			p.sim = simKeyOf(p.query)
+			p.sim.specific = specificBits(q)
 			// The other arguments: page 2, another path, is a new question.
 			p.scope = s.hash(append(slices.Clip(p.rule.ignore), k))
 		}
