@@ -155,6 +155,13 @@ type Policy struct {
 	// negative disables the check. A tool's MaxRepeats of -1 or Exempt
 	// turns it off for that tool.
 	MaxRewordings int
+	// MaxRevisits is how many calls of a turn in a row, whatever their
+	// keys, may each return what their key returned before (nothing new,
+	// nothing changed); the next call of a key the turn has seen fires
+	// ReasonCycle (docs/patterns.md, "Calls that change nothing between
+	// repeats"). 0 means twice the tool's MaxRepeats (4 by default), and
+	// off where that is off; negative disables the check.
+	MaxRevisits int
 	// SimilarityThreshold is the score at which two queries of one search
 	// tool count as the same question. 0 or NaN means 0.75; negative or
 	// greater than 1 disables the similar-query check.
@@ -447,6 +454,7 @@ type config struct {
 	maxFailures   int // 0: off
 	maxStreak     int // 0: off
 	maxRewordings int // 0: off
+	maxRevisits   int // 0: off; -1: twice the tool's MaxRepeats
 	threshold     float64
 	similarOn     bool
 	similarBlind  bool
@@ -548,6 +556,7 @@ func newConfig(p Policy) config {
 	c.maxFailures = orDefault(p.MaxFailures, defaultMaxFailures)
 	c.maxStreak = orDefault(p.MaxFailureStreak, defaultMaxFailureStreak)
 	c.maxRewordings = orDefault(p.MaxRewordings, defaultMaxRewordings)
+	c.maxRevisits = orDefault(p.MaxRevisits, -1) // -1: twice the tool's MaxRepeats (resolve)
 
 	c.threshold = p.SimilarityThreshold
 	if c.threshold == 0 || math.IsNaN(c.threshold) {
@@ -742,15 +751,19 @@ type toolRule struct {
 	maxRepeats int     // 0: off
 	rewordings int     // Policy.MaxRewordings for this tool; 0: off
 	threshold  float64 // the similarity threshold, for the prose of rewordings
-	exempt     bool
-	search     bool
-	readOnly   bool // search and think tools too
-	think      bool // a think tool (Policy.ThinkTools)
-	ignore     []string
-	quota      int             // effective session limit; 0: none
-	quotaFrom  string          // "agent", "platform" or "rule"
-	counters   []store.Counter // shared through the Store
-	counterOf  []string        // what each counter is, for messages
+	// The turn's rules, resolved for the tool (0: off; exempt tools are
+	// never part of a cycle or a revisit): Policy.CyclePeriod,
+	// CycleRepeats and MaxRevisits.
+	cyclePeriod, cycleRepeats, revisits int32
+	exempt                              bool
+	search                              bool
+	readOnly                            bool // search and think tools too
+	think                               bool // a think tool (Policy.ThinkTools)
+	ignore                              []string
+	quota                               int             // effective session limit; 0: none
+	quotaFrom                           string          // "agent", "platform" or "rule"
+	counters                            []store.Counter // shared through the Store
+	counterOf                           []string        // what each counter is, for messages
 	// desc is the ledger's description of the tool's last call with the
 	// argument names of most of its calls, shared by its sessions.
 	desc atomic.Pointer[callDesc]
@@ -787,6 +800,12 @@ func (c *config) resolve(tool string) *toolRule {
 	}
 	if r.maxRepeats > 0 && !r.search {
 		r.rewordings, r.threshold = c.maxRewordings, c.threshold
+	}
+	if !r.exempt {
+		r.cyclePeriod, r.cycleRepeats, r.revisits = int32(c.cyclePeriod), int32(c.cycleRepeats), int32(c.maxRevisits)
+		if c.maxRevisits < 0 {
+			r.revisits = int32(min(r.maxRepeats, math.MaxInt32/2) * 2)
+		}
 	}
 
 	// The min-of-three resolver: agent quota, platform quota, rule default.

@@ -67,6 +67,7 @@ func off() Policy {
 		MaxFailures:         -1,
 		MaxFailureStreak:    -1,
 		MaxRewordings:       -1,
+		MaxRevisits:         -1,
 		SimilarityThreshold: -1,
 		SearchTools:         []string{},
 		ThinkTools:          []string{}, // the seeds know no think tools

@@ -26,6 +26,7 @@ const (
 	keyMaxFailures           = "max_failures"
 	keyMaxFailureStreak      = "max_failure_streak"
 	keyMaxRewordings         = "max_rewordings"
+	keyMaxRevisits           = "max_revisits"
 	keySimilarityThreshold   = "similarity_threshold"
 	keySearchTools           = "search_tools"
 	keyThinkTools            = "think_tools"
@@ -68,7 +69,7 @@ const (
 // knownKeys are the top-level keys of a plain policy file.
 var knownKeys = []string{
 	keyPreset, keyMaxCallsPerTurn, keyNudgeRatio, keyBudgetUnit, keyMaxRepeats, keyMaxFailures,
-	keyMaxFailureStreak, keyMaxRewordings, keySimilarityThreshold, keySearchTools, keyThinkTools, keySimilarIgnoresResults, keyAction, keyToolPolicies,
+	keyMaxFailureStreak, keyMaxRewordings, keyMaxRevisits, keySimilarityThreshold, keySearchTools, keyThinkTools, keySimilarIgnoresResults, keyAction, keyToolPolicies,
 	keyCyclePeriod, keyCycleRepeats, keyWindowLen, keyWindowLimit, keyLedgerSize, keyKeepRaw,
 	keySessionLimit, keyHighCostLimit, keyHighCostTools, keyToolQuota, keyPlatformQuota,
 	keyLoopDetection, keySessionID, keySharedQuotas, keyStoreTimeout, keyReservationTTL, keyFailOpen,
@@ -122,6 +123,7 @@ func (d *decoder) policyKey(k, v *yaml.Node, name string) {
 		keyMaxFailures:      {"MaxFailures", true, func(p *toolguard.Policy, n int) { p.MaxFailures = n }},
 		keyMaxFailureStreak: {"MaxFailureStreak", true, func(p *toolguard.Policy, n int) { p.MaxFailureStreak = n }},
 		keyMaxRewordings:    {"MaxRewordings", true, func(p *toolguard.Policy, n int) { p.MaxRewordings = n }},
+		keyMaxRevisits:      {"MaxRevisits", true, func(p *toolguard.Policy, n int) { p.MaxRevisits = n }},
 		keyCyclePeriod:      {"CyclePeriod", true, func(p *toolguard.Policy, n int) { p.CyclePeriod = n }},
 		keyCycleRepeats:     {"CycleRepeats", true, func(p *toolguard.Policy, n int) { p.CycleRepeats = n }},
 		keyWindowLen:        {"Window", true, func(p *toolguard.Policy, n int) { p.Window = n }},

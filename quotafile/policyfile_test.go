@@ -28,6 +28,7 @@ func fullPolicy() toolguard.Policy {
 		MaxFailures:           -1,
 		MaxFailureStreak:      8,
 		MaxRewordings:         3,
+		MaxRevisits:           5,
 		SimilarityThreshold:   0.8,
 		SearchTools:           []string{"find_*", "grep"},
 		ThinkTools:            []string{"scratchpad"},
