@@ -204,8 +204,19 @@ func rewordFormOf(s *argScan, ignore []string) (f rewordForm, ok bool) {
 		}
 		out = append(out, 0)
 	}
-	f.digest = canonSum("reword\x00", out).short()
+	f.digest = fnv64(out)
 	return f, true
+}
+
+// fnv64 is FNV-1a over b: a rewording's form is compared by this digest
+// (a collision alone never fires: the chain needs the same result too).
+func fnv64(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
 }
 
 func ignoredKey(in []byte, k int, ignore []string) bool {
