@@ -1,5 +1,7 @@
 package toolguard
 
+import "math"
+
 // churn is the rule of the rolling window (Policy.Window, WindowLimit): a
 // search similar to, or a fetch of the same host and path as, too many of
 // the turn's recent calls of the tool that brought nothing new. Its state
@@ -39,8 +41,8 @@ func (c *churn) endTurn(int) { c.window.clear() }
 // fetches (with a URL), for the rolling-window rule.
 type window struct {
 	items []windowItem // appended to until size, then a ring: most turns see few
-	size  int
-	start int // the oldest item, once the ring is full
+	size  int32
+	start int32 // the oldest item, once the ring is full
 }
 
 type windowItem struct {
@@ -56,7 +58,7 @@ type windowItem struct {
 	digest   Hash
 }
 
-func (w *window) init(size int) { w.size = size }
+func (w *window) init(size int) { w.size = int32(min(size, math.MaxInt32)) }
 
 func (w *window) clear() {
 	clear(w.items)
@@ -67,15 +69,15 @@ func (w *window) push(it windowItem) {
 	if w.size == 0 {
 		return
 	}
-	if len(w.items) < w.size {
-		w.items = appendBounded(w.items, it, w.size)
+	if len(w.items) < int(w.size) {
+		w.items = appendBounded(w.items, it, int(w.size))
 		return
 	}
 	w.items[w.start] = it
-	w.start = (w.start + 1) % len(w.items)
+	w.start = (w.start + 1) % int32(len(w.items))
 }
 
-func (w *window) at(i int) *windowItem { return &w.items[(w.start+i)%len(w.items)] }
+func (w *window) at(i int) *windowItem { return &w.items[(int(w.start)+i)%len(w.items)] }
 
 // settle records the outcome of the call seq and whether it produced a new
 // fact: a result that differs from every earlier result of the tool in the

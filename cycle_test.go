@@ -21,7 +21,7 @@ func TestCyclesDetector(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			d := newDetTest(Policy{})
-			c := cycles{cfg: d.cfg, ledger: &ledger{}}
+			c := cycles{ledger: &ledger{}}
 			for i, name := range tt.calls {
 				p := d.probe("read_file", `{"path":"`+name+`"}`, uint64(i+1), 0)
 				seq := c.ledger.add(ledgerEntry{desc: &callDesc{rule: p.rule}, argsHash: p.args, status: uint8(statusPending)},

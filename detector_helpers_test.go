@@ -33,6 +33,7 @@ func (d *detTest) probe(tool, args string, round uint64, changes uint32) *probe 
 		if k, q, ok := sc.scan.StringArg(queryKeys, redactMaxBytes); ok {
 			p.query = normalizeQuery(q)
 			p.sim = simKeyOf(p.query)
+			p.sim.specific = specificBits(q)
 			p.scope = Hash(sc.scan.Hash(append(e.rule.ignore[:len(e.rule.ignore):len(e.rule.ignore)], k)))
 		}
 	}

@@ -18,6 +18,8 @@ const (
 	ruleCycle               // the turn's cycle
 	ruleChurn               // a tool's window of similar searches or fetches
 	ruleStreak              // the turn's run of failures across tools
+	ruleReword              // a tool's calls reworded (chain: the form's digest)
+	ruleRevisit             // the turn's run of calls that brought nothing new (chain: the run)
 )
 
 // hintScope is where a hint counts: a rule and, as the rule has it, a

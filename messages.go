@@ -56,6 +56,18 @@ func duplicateMessage(tool string, count int) string {
 		HintMarker, tool, times(count))
 }
 
+func rewordMessage(tool string, count int) string {
+	return fmt.Sprintf("%s Tool '%s' was already executed with these arguments in other words (flags, paths or wording changed), "+
+		"returning the same result %s. This call was not executed. Use the earlier result, change the approach, or answer the user.",
+		HintMarker, tool, times(count))
+}
+
+func revisitMessage(tool string, count int) string {
+	return fmt.Sprintf("%s The last %s of this turn each returned what it had returned before: nothing new, nothing changed. "+
+		"This call of tool '%s' was not executed. Stop going back over the same results: use what you have, try something new, or answer the user.",
+		HintMarker, plural(count, "call"), tool)
+}
+
 func insistMessage(tool string) string {
 	return fmt.Sprintf("%s Tool '%s' was called again with the same arguments after a hint, with nothing changed since. "+
 		"This call was not executed. Stop repeating it: use what you have, change the approach, or answer the user.",

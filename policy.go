@@ -61,6 +61,7 @@ const (
 	defaultMaxRepeats          = 2
 	defaultMaxFailures         = 3
 	defaultMaxFailureStreak    = 6
+	defaultMaxRewordings       = 2
 	defaultSimilarityThreshold = 0.75
 	defaultHighCostLimit       = 10
 	defaultCyclePeriod         = 4
@@ -137,6 +138,21 @@ type Policy struct {
 	// (ReasonRepeatedFailure, never an abort) per such run. 0 means 6;
 	// negative disables the check.
 	MaxFailureStreak int
+	// MaxRewordings is how many calls of one tool that is not a search
+	// tool may ask for the same thing in other words — flags reordered, a
+	// path written another way, a request reworded — and return the same
+	// result in a row, with nothing else changed; the next rewording fires
+	// ReasonDuplicate (docs/patterns.md, "Same call reworded"). 0 means 2;
+	// negative disables the check. A tool's MaxRepeats of -1 or Exempt
+	// turns it off for that tool.
+	MaxRewordings int
+	// MaxRevisits is how many calls of a turn in a row, whatever their
+	// keys, may each return what their key returned before (nothing new,
+	// nothing changed); the next call of a key the turn has seen fires
+	// ReasonCycle (docs/patterns.md, "Calls that change nothing between
+	// repeats"). 0 means twice the tool's MaxRepeats (4 by default), and
+	// off where that is off; negative disables the check.
+	MaxRevisits int
 	// SimilarityThreshold is the score at which two queries of one search
 	// tool count as the same question. 0 or NaN means 0.75; negative or
 	// greater than 1 disables the similar-query check.
@@ -429,6 +445,8 @@ type config struct {
 	maxRepeats    int // 0: off
 	maxFailures   int // 0: off
 	maxStreak     int // 0: off
+	maxRewordings int // 0: off
+	maxRevisits   int // 0: off; -1: twice the tool's MaxRepeats
 	threshold     float64
 	similarOn     bool
 	similarBlind  bool
@@ -537,6 +555,8 @@ func (c *config) ruleConfig(p Policy) {
 	c.maxRepeats = orDefault(p.MaxRepeats, defaultMaxRepeats)
 	c.maxFailures = orDefault(p.MaxFailures, defaultMaxFailures)
 	c.maxStreak = orDefault(p.MaxFailureStreak, defaultMaxFailureStreak)
+	c.maxRewordings = orDefault(p.MaxRewordings, defaultMaxRewordings)
+	c.maxRevisits = orDefault(p.MaxRevisits, -1) // -1: twice the tool's MaxRepeats (resolve)
 
 	c.threshold = p.SimilarityThreshold
 	if c.threshold == 0 || math.IsNaN(c.threshold) {
@@ -644,17 +664,23 @@ func sortedKeys[V any](m map[string]V) []string {
 // resolved once from the config and cached.
 type toolRule struct {
 	name       string
-	limit      int // per turn; 0: none
-	maxRepeats int // 0: off
-	exempt     bool
-	search     bool
-	readOnly   bool // search and think tools too
-	think      bool // a think tool (Policy.ThinkTools)
-	ignore     []string
-	quota      int             // effective session limit; 0: none
-	quotaFrom  string          // "agent", "platform" or "rule"
-	counters   []store.Counter // shared through the Store
-	counterOf  []string        // what each counter is, for messages
+	limit      int     // per turn; 0: none
+	maxRepeats int     // 0: off
+	rewordings int     // Policy.MaxRewordings for this tool; 0: off
+	threshold  float64 // the similarity threshold, for the prose of rewordings
+	// The turn's rules, resolved for the tool (0: off; exempt tools are
+	// never part of a cycle or a revisit): Policy.CyclePeriod,
+	// CycleRepeats and MaxRevisits.
+	cyclePeriod, cycleRepeats, revisits int32
+	exempt                              bool
+	search                              bool
+	readOnly                            bool // search and think tools too
+	think                               bool // a think tool (Policy.ThinkTools)
+	ignore                              []string
+	quota                               int             // effective session limit; 0: none
+	quotaFrom                           string          // "agent", "platform" or "rule"
+	counters                            []store.Counter // shared through the Store
+	counterOf                           []string        // what each counter is, for messages
 	// desc is the ledger's description of the tool's last call with the
 	// argument names of most of its calls, shared by its sessions.
 	desc atomic.Pointer[callDesc]
@@ -680,6 +706,15 @@ func (c *config) resolve(tool string) *toolRule {
 	}
 	if r.exempt {
 		r.maxRepeats = 0
+	}
+	if r.maxRepeats > 0 && !r.search {
+		r.rewordings, r.threshold = c.maxRewordings, c.threshold
+	}
+	if !r.exempt {
+		r.cyclePeriod, r.cycleRepeats, r.revisits = int32(c.cyclePeriod), int32(c.cycleRepeats), int32(c.maxRevisits)
+		if c.maxRevisits < 0 {
+			r.revisits = int32(min(r.maxRepeats, math.MaxInt32/2) * 2)
+		}
 	}
 	c.resolveQuota(r, tp)
 	c.resolveCounters(r)

@@ -66,6 +66,8 @@ func off() Policy {
 		MaxRepeats:          -1,
 		MaxFailures:         -1,
 		MaxFailureStreak:    -1,
+		MaxRewordings:       -1,
+		MaxRevisits:         -1,
 		SimilarityThreshold: -1,
 		SearchTools:         []string{},
 		ThinkTools:          []string{}, // the seeds know no think tools

@@ -1,5 +1,11 @@
 package toolguard
 
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
 // similar is the rule of similar search queries (Policy.SimilarityThreshold):
 // a search tool's query reworded after an earlier one of the turn, in the
 // same scope, that brought nothing new. Its state is each search tool's
@@ -42,3 +48,80 @@ func (s *similar) recorded(p *probe, r *outcome) {
 // endTurn forgets the turn's queries: the Tracker drops the tools' turn
 // state, their indexes with it.
 func (s *similar) endTurn(int) { s.remembered = 0 }
+
+// A refinement: after similar queries that brought nothing new, a query
+// that adds a specific term to each of them — a name the model wrote
+// capitalized ("Kiss Me Kate Cole Porter"), a quoted term ("Kiss Me Kate
+// \"cast\"") — asks something the earlier ones did not, and runs. A
+// generic word added ("convert usd to eur rate"), a reordering ("pod
+// restart kubernetes" after "kubernetes pod restart") or a synonym still
+// fires. A number needs no rule: different numbers keep two queries apart
+// already. docs/patterns.md, "Broad search churn", has the figures.
+
+// specificBits returns the bits (simWordBits) of the words of the raw
+// query q that are specific: inside double quotes, or starting with an
+// upper-case letter when they are not q's first word. Each word is
+// normalized and folded as a key's words are, so that refines finds it in
+// a key.
+func specificBits(q string) (bits [2]uint64) {
+	quoted := false
+	for i, w := range strings.Fields(q) {
+		open := strings.HasPrefix(w, "\"")
+		spec := quoted || open
+		if open && len(w) > 1 {
+			w = w[1:]
+		}
+		if strings.HasSuffix(w, "\"") {
+			quoted = false
+		} else if open {
+			quoted = true
+		}
+		if !spec && i > 0 {
+			r, _ := utf8.DecodeRuneInString(strings.TrimLeft(w, "([{'"))
+			spec = unicode.IsUpper(r)
+		}
+		if !spec {
+			continue
+		}
+		n := normalizeQuery(w)
+		if n == "" {
+			continue
+		}
+		k := simKeyOf(n)
+		b0, b1 := simWordBits([]byte(k.text))
+		bits[0] |= b0
+		bits[1] |= b1
+	}
+	return bits
+}
+
+// refines reports whether the query of k adds a specific term to the
+// earlier query of e: a word of k, not in e, that its raw query wrote as
+// specific (simKey.specific).
+func refines(k, e *simKey) bool {
+	if k.specific == [2]uint64{} {
+		return false
+	}
+	for rest := k.sorted; rest != ""; {
+		var w string
+		w, rest, _ = strings.Cut(rest, " ")
+		w = w[strings.IndexByte(w, ':')+1:]
+		b0, b1 := simWordBits([]byte(w))
+		if k.specific[0]&b0 != 0 && k.specific[1]&b1 != 0 && !holdsWord(e.sorted, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsWord reports whether the key words sorted hold w, marked or not.
+func holdsWord(sorted, w string) bool {
+	for rest := sorted; rest != ""; {
+		var v string
+		v, rest, _ = strings.Cut(rest, " ")
+		if v[strings.IndexByte(v, ':')+1:] == w {
+			return true
+		}
+	}
+	return false
+}

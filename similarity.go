@@ -171,7 +171,11 @@ type simKey struct {
 	runes   int       // runes in text
 	agree   uint32    // simDestructive groups and simNegation: must match
 	numbers [2]uint64 // two bits, by hash, per word holding a digit (a Bloom filter)
-	hist    [32]uint8 // runes of text, counted by their value modulo 32, up to 255
+	// specific holds two bits, by hash, per word the raw query wrote as a
+	// name or quoted (specificBits), set by the caller that has the raw
+	// query: an added specific term makes a refinement (refines).
+	specific [2]uint64
+	hist     [32]uint8 // runes of text, counted by their value modulo 32, up to 255
 }
 
 // simMaxWords is the most words a key can have: queryMaxRunes runes hold
@@ -789,7 +793,8 @@ func (x *queryIndex) settle(seq uint64, failed bool, digest Hash) {
 // distinct queries, or one whose score with q (querySimilarity) is at least
 // threshold among the last queryIndexWindow. Unless blind is set, only a
 // query settled without a new fact counts: a reworded query after one that
-// found something is refinement. Queries of the same round never match:
+// found something is refinement, and so is one that adds a specific term
+// to it (refines). Queries of the same round never match:
 // they were asked together, as distinct questions. A threshold above 1 or
 // NaN matches nothing.
 func (x *queryIndex) similarKey(q string, k *simKey, scope Hash, round uint64, threshold float64, blind bool) bool {
@@ -804,7 +809,7 @@ func (x *queryIndex) similarKey(q string, k *simKey, scope Hash, round uint64, t
 		return true // the same query: among the last queryIndexCap
 	}
 	for j := 1; j <= min(len(x.entries), queryIndexWindow); j++ {
-		if e := x.ring(j); counts(e) && simScore(k, e.key, threshold) >= threshold {
+		if e := x.ring(j); counts(e) && simScore(k, e.key, threshold) >= threshold && (blind || !refines(k, e.key)) {
 			return true
 		}
 	}

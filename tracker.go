@@ -89,6 +89,8 @@ type Tracker struct {
 	cycles   cycles
 	churn    churn
 	streak   streak
+	reworded reworded
+	revisits revisits
 
 	// orphans are pending calls dropped past maxPending or maxStale that
 	// hold a Store reservation: it is committed after the lock is released.
@@ -133,17 +135,19 @@ func (t *Tracker) initRules() {
 	t.repeats = repeats{}
 	t.similar = similar{cfg: cfg}
 	t.failures = failures{cfg: cfg}
-	t.cycles = cycles{cfg: cfg, ledger: &t.ledger}
+	t.cycles = cycles{ledger: &t.ledger}
 	t.churn = churn{cfg: cfg}
 	t.churn.window.init(cfg.window)
 	t.streak = streak{cfg: cfg}
+	t.reworded = reworded{}
+	t.revisits = revisits{}
 }
 
 // rules returns the loop rules in the order they run: per-turn limit and
-// session quota, identical calls, similar queries, repeated failures,
-// cycles, the window, failures across tools.
-func (t *Tracker) rules() [7]detector {
-	return [...]detector{&t.limits, &t.repeats, &t.similar, &t.failures, &t.cycles, &t.churn, &t.streak}
+// session quota, identical calls, similar queries, reworded calls, repeated
+// failures, cycles, revisits, the window, failures across tools.
+func (t *Tracker) rules() [9]detector {
+	return [...]detector{&t.limits, &t.repeats, &t.similar, &t.reworded, &t.failures, &t.cycles, &t.revisits, &t.churn, &t.streak}
 }
 
 // toolEntry is what the Tracker knows of one tool name: its resolved policy,
@@ -363,6 +367,7 @@ func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
 				p.purpose = normalizeQuery(r)
 			}
 			p.sim = simKeyOf(p.query)
+			p.sim.specific = specificBits(q)
 			// The other arguments: page 2, another path, is a new question.
 			p.scope = Hash(s.Hash(append(slices.Clip(p.rule.ignore), k)))
 		}

@@ -47,6 +47,8 @@ type fileDoc struct {
 	MaxRepeats            int                `yaml:"max_repeats,omitempty"`
 	MaxFailures           int                `yaml:"max_failures,omitempty"`
 	MaxFailureStreak      int                `yaml:"max_failure_streak,omitempty"`
+	MaxRewordings         int                `yaml:"max_rewordings,omitempty"`
+	MaxRevisits           int                `yaml:"max_revisits,omitempty"`
 	SimilarityThreshold   float64            `yaml:"similarity_threshold,omitempty"`
 	SearchTools           *[]string          `yaml:"search_tools,omitempty"`
 	ThinkTools            *[]string          `yaml:"think_tools,omitempty"`
@@ -116,6 +118,8 @@ func formatDoc(p toolguard.Policy) (fileDoc, error) {
 		MaxRepeats:            num("MaxRepeats", p.MaxRepeats),
 		MaxFailures:           num("MaxFailures", p.MaxFailures),
 		MaxFailureStreak:      num("MaxFailureStreak", p.MaxFailureStreak),
+		MaxRewordings:         num("MaxRewordings", p.MaxRewordings),
+		MaxRevisits:           num("MaxRevisits", p.MaxRevisits),
 		SimilarityThreshold:   ratio("SimilarityThreshold", p.SimilarityThreshold),
 		SearchTools:           listDoc(p.SearchTools),
 		ThinkTools:            listDoc(p.ThinkTools),

@@ -27,6 +27,8 @@ const (
 	keyMaxRepeats            = "max_repeats"
 	keyMaxFailures           = "max_failures"
 	keyMaxFailureStreak      = "max_failure_streak"
+	keyMaxRewordings         = "max_rewordings"
+	keyMaxRevisits           = "max_revisits"
 	keySimilarityThreshold   = "similarity_threshold"
 	keySearchTools           = "search_tools"
 	keyThinkTools            = "think_tools"
@@ -69,7 +71,7 @@ const (
 // knownKeys are the top-level keys of a plain policy file.
 var knownKeys = []string{
 	keyPreset, keyMaxCallsPerTurn, keyNudgeRatio, keyBudgetUnit, keyMaxRepeats, keyMaxFailures,
-	keyMaxFailureStreak, keySimilarityThreshold, keySearchTools, keyThinkTools, keySimilarIgnoresResults, keyAction, keyToolPolicies,
+	keyMaxFailureStreak, keyMaxRewordings, keyMaxRevisits, keySimilarityThreshold, keySearchTools, keyThinkTools, keySimilarIgnoresResults, keyAction, keyToolPolicies,
 	keyCyclePeriod, keyCycleRepeats, keyWindowLen, keyWindowLimit, keyLedgerSize, keyKeepRaw,
 	keySessionLimit, keyHighCostLimit, keyHighCostTools, keyToolQuota, keyPlatformQuota,
 	keyLoopDetection, keySessionID, keySharedQuotas, keyStoreTimeout, keyReservationTTL, keyFailOpen,
@@ -122,6 +124,8 @@ func (d *decoder) policyKey(k, v *yaml.Node, name string) {
 		keyMaxRepeats:       {"MaxRepeats", true, func(p *toolguard.Policy, n int) { p.MaxRepeats = n }},
 		keyMaxFailures:      {"MaxFailures", true, func(p *toolguard.Policy, n int) { p.MaxFailures = n }},
 		keyMaxFailureStreak: {"MaxFailureStreak", true, func(p *toolguard.Policy, n int) { p.MaxFailureStreak = n }},
+		keyMaxRewordings:    {"MaxRewordings", true, func(p *toolguard.Policy, n int) { p.MaxRewordings = n }},
+		keyMaxRevisits:      {"MaxRevisits", true, func(p *toolguard.Policy, n int) { p.MaxRevisits = n }},
 		keyCyclePeriod:      {"CyclePeriod", true, func(p *toolguard.Policy, n int) { p.CyclePeriod = n }},
 		keyCycleRepeats:     {"CycleRepeats", true, func(p *toolguard.Policy, n int) { p.CycleRepeats = n }},
 		keyWindowLen:        {"Window", true, func(p *toolguard.Policy, n int) { p.Window = n }},

@@ -29,6 +29,8 @@ func fullPolicy() toolguard.Policy {
 		MaxRepeats:            4,
 		MaxFailures:           -1,
 		MaxFailureStreak:      8,
+		MaxRewordings:         3,
+		MaxRevisits:           5,
 		SimilarityThreshold:   0.8,
 		SearchTools:           []string{"find_*", "grep"},
 		ThinkTools:            []string{"scratchpad"},

@@ -558,6 +558,24 @@ func TestEvaluation(t *testing.T) {
 		t.Logf("%s: episodes where a replay across user turns differs (%d): %v", p.name, len(diff), diff)
 	}
 
+	// Which rule stops each episode under the zero Policy (its first
+	// firing), by file and label: the figures docs/patterns.md quotes per rule.
+	byRule := map[string]int{}
+	for i := range eps {
+		for _, d := range decide(toolguard.Policy{}, &eps[i].ep) {
+			if d.Fired() {
+				byRule[fmt.Sprintf("%s %s %s", eps[i].file, eps[i].ep.Label, d.Reason)]++
+				break
+			}
+		}
+	}
+	rules := make([]string, 0, len(byRule))
+	for k, n := range byRule {
+		rules = append(rules, fmt.Sprintf("%s: %d", k, n))
+	}
+	sort.Strings(rules)
+	t.Logf("zero Policy: episodes by the rule of their first firing (%d):\n  %s", len(rules), strings.Join(rules, "\n  "))
+
 	var refusals strings.Builder
 	writeRefusals(&refusals, toolguard.Policy{}, eps)
 	t.Logf("zero Policy: every refusal on a successful episode:\n%s", refusals.String())

@@ -1,0 +1,355 @@
+package toolguard
+
+import (
+	"bytes"
+
+	"github.com/toolguard/toolguard/internal/canon"
+)
+
+// reworded is the rule of reworded calls (Policy.MaxRewordings): a tool
+// that is not a search tool called again and again for the same thing in
+// other words — flags reordered ("ls -la src", "ls -al ./src/"), a path
+// written another way, an edit asked for in new words — each call
+// returning the same result with nothing new in between. Two calls are
+// rewordings of each other when they name the same arguments and their
+// forms (rewordForm) are equal, the first prose argument compared by the
+// similar-query score instead. Result-aware like every rule: a rewording
+// that returned something new, or any other call that made progress of its
+// own in between or since (a new result, a failure that reads differently:
+// the test between two edits), starts over. Identical calls are the repeat
+// rule's. Its state is the turn's last chain of rewordings and the turn's
+// count of calls that made progress: a call new to the turn is progress,
+// so only calls that brought nothing new can sit between two links.
+type reworded struct {
+	st *rewordState // made at the session's first Record: a session holds no more until then
+}
+
+type rewordState struct {
+	chain   rewordChain
+	pending []rewordPending
+	news    uint32 // the turn's recorded calls that made progress of their own
+}
+
+// rewordPending is the form of an allowed call, read while its arguments
+// are scanned, until its Record. At most maxRewordPending are kept: past
+// that, the oldest is dropped and its call compares to nothing.
+type rewordPending struct {
+	seq  uint64
+	form rewordForm
+}
+
+const maxRewordPending = 64
+
+// rewordChain is a run of rewordings that returned one same result.
+type rewordChain struct {
+	tool     *toolRule
+	form     rewordForm
+	first    uint64 // the first link's key, callKey.short
+	digest   uint64 // the result, Hash.short
+	after    uint32 // reworded.news after its last link
+	n        int32  // its links
+	distinct bool   // two or more distinct calls
+	on       bool
+}
+
+// rewordForm is what a rewording keeps of a call's arguments: a digest of
+// their names and normalized values (normalizeArg), the first prose value
+// left out and kept as a similar-query key.
+type rewordForm struct {
+	digest uint64
+	prose  *simKey // nil without a prose value
+}
+
+// maxRewordForm bounds the normalized arguments compared: calls whose
+// arguments are longer (a file's content, a heredoc) are not compared.
+const maxRewordForm = 480
+
+// on reports whether the rule compares the calls of the probe's tool: it
+// is not a search tool, exempt, or without a repeat check (toolRule.rewordings).
+func (r *reworded) on(p *probe) bool { return p.rule.rewordings > 0 }
+
+func (r *reworded) check(p *probe) (firing, bool) {
+	if r.st == nil {
+		return firing{}, false
+	}
+	c := &r.st.chain
+	if !c.on || !c.distinct || int(c.n) < p.rule.rewordings || c.tool != p.rule || c.after != r.st.news ||
+		!r.on(p) || p.ks.seen {
+		return firing{}, false // a call seen in the turn is the repeat rule's
+	}
+	form, ok := rewordFormOf(&p.s.scan, p.rule.ignore)
+	if !ok || !c.form.same(&form, p.rule.threshold) {
+		return firing{}, false
+	}
+	return firing{reason: ReasonDuplicate, scope: hintScope{rule: ruleReword, tool: p.tool, chain: uint32(form.digest)},
+		count: int(c.n), limit: p.rule.rewordings, msg: rewordMessage(p.rule.name, int(c.n))}, true
+}
+
+func (r *reworded) allowed(p *probe) {
+	if !r.on(p) {
+		return
+	}
+	form, ok := rewordFormOf(&p.s.scan, p.rule.ignore)
+	if !ok {
+		return
+	}
+	if r.st == nil {
+		r.st = &rewordState{}
+	}
+	st := r.st
+	if len(st.pending) == maxRewordPending {
+		st.pending = append(st.pending[:0], st.pending[1:]...)
+	}
+	st.pending = append(st.pending, rewordPending{seq: p.seq, form: form})
+}
+
+// takePending returns the form of the allowed call seq and forgets it.
+func (st *rewordState) takePending(seq uint64) (rewordForm, bool) {
+	for i, pc := range st.pending {
+		if pc.seq == seq {
+			st.pending = append(st.pending[:i], st.pending[i+1:]...)
+			return pc.form, true
+		}
+	}
+	return rewordForm{}, false
+}
+
+// recorded counts the calls that made progress, whatever their tool, and
+// adds a success the rule compares to the chain it continues, or starts a
+// new chain with it. A call that made no progress and continues nothing
+// leaves the chain as it is.
+func (r *reworded) recorded(p *probe, o *outcome) {
+	if r.st == nil {
+		r.st = &rewordState{}
+	}
+	st := r.st
+	before := st.news
+	if o.progress {
+		st.news++
+	}
+	form, ok := st.takePending(o.seq)
+	if o.failed || !r.on(p) {
+		return
+	}
+	c := &st.chain
+	switch {
+	case !ok: // news moved on if it made progress: the chain ends there
+	case c.on && c.tool == p.rule && c.after == before && c.digest == o.digest.short() && c.form.same(&form, p.rule.threshold):
+		c.n++
+		c.distinct = c.distinct || c.first != p.key.args.short()
+		c.after = st.news
+	case o.progress:
+		*c = rewordChain{tool: p.rule, form: form, first: p.key.args.short(), digest: o.digest.short(), after: st.news, n: 1, on: true}
+	}
+}
+
+// endTurn forgets the chain; calls still pending belong to the old turn
+// and are dropped with it.
+func (r *reworded) endTurn(int) {
+	if st := r.st; st != nil {
+		clear(st.pending)
+		*st = rewordState{pending: st.pending[:0]}
+	}
+}
+
+// same reports whether two forms are rewordings of each other.
+func (f *rewordForm) same(g *rewordForm, threshold float64) bool {
+	if f.digest != g.digest || (f.prose == nil) != (g.prose == nil) {
+		return false
+	}
+	return f.prose == nil || simScore(f.prose, g.prose, threshold) >= threshold
+}
+
+// rewordFormOf returns the form of the scanned arguments: ok is false when
+// they are not a JSON object of strings, numbers, booleans and nulls whose
+// normalized form fits maxRewordForm bytes. Members named in ignore are
+// left out, as from the call's key.
+func rewordFormOf(s *canon.Args, ignore []string) (f rewordForm, ok bool) {
+	var buf, val [maxRewordForm]byte
+	out := buf[:0]
+	ok = s.EachScalar(ignore, func(name, v []byte, str bool) bool {
+		if str {
+			if len(v) > maxRewordForm {
+				return false
+			}
+			v = val[:canon.Decode(val[:], v)]
+		}
+		if len(out)+len(name)+len(v)+2 > maxRewordForm {
+			return false
+		}
+		out = append(append(out, name...), 0)
+		var fits bool
+		if str && f.prose == nil && isProse(v) {
+			k := simKeyOf(normalizeQuery(string(v)))
+			f.prose = &k
+			out, fits = append(out, 1), true // compared by its key
+		} else {
+			out, fits = normalizeArg(out, v)
+		}
+		out = append(out, 0)
+		return fits
+	})
+	if !ok {
+		return rewordForm{}, false
+	}
+	f.digest = fnv64(out)
+	return f, true
+}
+
+// fnv64 is FNV-1a over b: a rewording's form is compared by this digest
+// (a collision alone never fires: the chain needs the same result too).
+func fnv64(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
+}
+
+// isProse reports whether v reads as a sentence: three or more words of
+// letters (a trailing comma, full stop or the like, an inner hyphen or
+// apostrophe allowed), nothing that reads as a path, a flag or code.
+func isProse(v []byte) bool {
+	words := 0
+	for i := 0; ; {
+		var w []byte
+		if w, i = nextField(v, i); w == nil {
+			break
+		}
+		w = bytes.TrimRight(w, ".,;:!?")
+		if len(w) == 0 || w[0] == '-' || w[len(w)-1] == '-' {
+			return false
+		}
+		for _, c := range w {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '\'' || c >= 0x80) {
+				return false
+			}
+		}
+		words++
+	}
+	return words >= 3
+}
+
+// normalizeArg appends to dst the form of an argument's value v as the
+// rule compares it: its words (split at white space) with enclosing quotes
+// dropped and paths written one way ("./src//a.py/" is "src/a.py"), in
+// their order, then its short flags, one letter each ("-la" is "-l -a"),
+// and its other flags, deduplicated and sorted. So flags may be reordered,
+// merged or split, and a path written another way, while the words around
+// them keep their order ("cp a b" is not "cp b a"). ok is false when the
+// form does not fit in dst's capacity.
+func normalizeArg(dst, v []byte) (_ []byte, ok bool) {
+	var flags [32][]byte
+	var short [128]bool // the short flags given, by letter
+	nflags := 0
+	for i := 0; ; {
+		var w []byte
+		if w, i = nextField(v, i); w == nil {
+			break
+		}
+		w = bytes.Trim(w, "'\"`")
+		switch {
+		case len(w) == 0:
+			continue
+		case len(w) > 1 && w[0] == '-' && w[1] != '-' && allLetters(w[1:]):
+			for _, c := range w[1:] {
+				short[c] = true
+			}
+			continue
+		case len(w) > 2 && w[0] == '-' && w[1] == '-':
+			if nflags == len(flags) {
+				return dst, false
+			}
+			flags[nflags] = w
+			nflags++
+			continue
+		}
+		if len(dst)+len(w)+1 > cap(dst) {
+			return dst, false
+		}
+		dst = appendPath(append(dst, ' '), w)
+	}
+	for c, on := range short {
+		if on {
+			if len(dst)+3 > cap(dst) {
+				return dst, false
+			}
+			dst = append(dst, ' ', '-', byte(c))
+		}
+	}
+	sortFlags(flags[:nflags])
+	for i, fl := range flags[:nflags] {
+		if i > 0 && bytes.Equal(fl, flags[i-1]) {
+			continue
+		}
+		if len(dst)+len(fl)+1 > cap(dst) {
+			return dst, false
+		}
+		dst = append(append(dst, ' '), fl...)
+	}
+	return dst, true
+}
+
+// nextField returns the next run of bytes other than ASCII white space in
+// v from i, and the index after it; nil at the end.
+func nextField(v []byte, i int) ([]byte, int) {
+	for i < len(v) && isBlank(v[i]) {
+		i++
+	}
+	j := i
+	for j < len(v) && !isBlank(v[j]) {
+		j++
+	}
+	if j == i {
+		return nil, j
+	}
+	return v[i:j], j
+}
+
+func isBlank(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
+
+func allLetters(w []byte) bool {
+	for _, c := range w {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return len(w) > 0
+}
+
+// sortFlags sorts a few flags in place (an insertion sort: no allocation).
+func sortFlags(fs [][]byte) {
+	for i := 1; i < len(fs); i++ {
+		for j := i; j > 0 && bytes.Compare(fs[j], fs[j-1]) < 0; j-- {
+			fs[j], fs[j-1] = fs[j-1], fs[j]
+		}
+	}
+}
+
+// appendPath appends a word with the path written one way: runs of "/"
+// as one, "./" segments dropped, a trailing "/" dropped (but for "/"
+// itself). Any other word is appended as it is.
+func appendPath(dst, w []byte) []byte {
+	if bytes.IndexByte(w, '/') < 0 {
+		return append(dst, w...)
+	}
+	start := len(dst)
+	for i := 0; i < len(w); {
+		switch {
+		case w[i] == '/' && len(dst) > start && dst[len(dst)-1] == '/':
+			i++ // "//"
+		case w[i] == '.' && i+1 < len(w) && w[i+1] == '/' && (i == 0 || w[i-1] == '/'):
+			i += 2 // "./" at the start or after a "/"
+		default:
+			dst = append(dst, w[i])
+			i++
+		}
+	}
+	if len(dst)-start > 1 && dst[len(dst)-1] == '/' {
+		dst = dst[:len(dst)-1]
+	}
+	return dst
+}
