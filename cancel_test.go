@@ -1,7 +1,9 @@
 package toolguard
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -154,4 +156,31 @@ func TestCancelledCallByID(t *testing.T) {
 	require.Len(t, l, 2)
 	assert.Equal(t, "ok", l[0].Status())
 	assert.Equal(t, "pending", l[1].Status())
+}
+
+// Run books nothing of a call whose context its caller cancelled while it
+// ran, and books a call that ran past its deadline as the failure it is.
+func TestRunCancelledContext(t *testing.T) {
+	tr := NewTracker(Policy{MaxRepeats: 1})
+	c := call("slow", `{"n":1}`)
+	for i := 0; i < 3; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		r := tr.Run(ctx, c, func(context.Context, Call) (string, error) {
+			cancel()
+			return "", context.Canceled
+		})
+		require.Equal(t, Allow, r.Decision.Verdict, "call %d", i+1)
+	}
+	for _, e := range tr.Ledger() {
+		assert.Equal(t, "pending", e.Status())
+	}
+
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	timeout := func(ctx context.Context, _ Call) (string, error) { return "", ctx.Err() }
+	tr = NewTracker(Policy{})
+	require.Equal(t, Allow, tr.Run(ctx, c, timeout).Decision.Verdict)
+	l := tr.Ledger()
+	require.Len(t, l, 1)
+	assert.Equal(t, "failed", l[0].Status())
 }

@@ -1161,7 +1161,9 @@ type Result struct {
 // harness's tool executor: it returns the text the model sees) and records
 // its outcome: ShouldSkipContext, exec and RecordContext in one call. The
 // call is its own round unless ctx comes from WithRound. A nil exec fails
-// every allowed call.
+// every allowed call. A call whose ctx was cancelled by the time exec
+// returned is recorded as Outcome.Cancelled (no one reads its result; a
+// passed deadline is an answer and is recorded as one).
 func (t *Tracker) Run(ctx context.Context, c Call, exec func(context.Context, Call) (string, error)) Result {
 	d := t.ShouldSkipContext(ctx, c)
 	if d.Skip() {
@@ -1203,6 +1205,10 @@ func (t *Tracker) run(ctx context.Context, c Call, d Decision, exec func(context
 	if exec != nil {
 		text, err = exec(ctx, c)
 	}
-	phase := t.RecordContext(ctx, c, Outcome{Result: text, Err: err})
+	out := Outcome{Result: text, Err: err}
+	if errors.Is(context.Cause(ctx), context.Canceled) {
+		out = Outcome{Cancelled: true} // the caller gave up on the call: no one reads its result
+	}
+	phase := t.RecordContext(context.WithoutCancel(ctx), c, out)
 	return Result{Text: text, Err: err, Decision: d, Phase: phase}
 }
