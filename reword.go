@@ -240,9 +240,10 @@ func isProse(v []byte) bool {
 // them keep their order ("cp a b" is not "cp b a"). ok is false when the
 // form does not fit in dst's capacity.
 func normalizeArg(dst, v []byte) (_ []byte, ok bool) {
-	var flags [32][]byte
+	room := cap(dst)
+	var long [32][]byte
 	var short [128]bool // the short flags given, by letter
-	nflags := 0
+	nlong := 0
 	for i := 0; ; {
 		var w []byte
 		if w, i = nextField(v, i); w == nil {
@@ -251,44 +252,48 @@ func normalizeArg(dst, v []byte) (_ []byte, ok bool) {
 		w = bytes.Trim(w, "'\"`")
 		switch {
 		case len(w) == 0:
-			continue
-		case len(w) > 1 && w[0] == '-' && w[1] != '-' && allLetters(w[1:]):
+		case isShortFlags(w):
 			for _, c := range w[1:] {
 				short[c] = true
 			}
-			continue
 		case len(w) > 2 && w[0] == '-' && w[1] == '-':
-			if nflags == len(flags) {
+			if nlong == len(long) {
 				return dst, false
 			}
-			flags[nflags] = w
-			nflags++
-			continue
+			long[nlong] = w
+			nlong++
+		default:
+			dst = appendPath(append(dst, ' '), w)
 		}
-		if len(dst)+len(w)+1 > cap(dst) {
-			return dst, false
-		}
-		dst = appendPath(append(dst, ' '), w)
 	}
 	for c, on := range short {
 		if on {
-			if len(dst)+3 > cap(dst) {
-				return dst, false
-			}
 			dst = append(dst, ' ', '-', byte(c))
 		}
 	}
-	sortFlags(flags[:nflags])
-	for i, fl := range flags[:nflags] {
-		if i > 0 && bytes.Equal(fl, flags[i-1]) {
-			continue
+	flags := long[:nlong]
+	sortFlags(flags)
+	for i, fl := range flags {
+		if i == 0 || !bytes.Equal(fl, flags[i-1]) {
+			dst = append(append(dst, ' '), fl...)
 		}
-		if len(dst)+len(fl)+1 > cap(dst) {
-			return dst, false
-		}
-		dst = append(append(dst, ' '), fl...)
 	}
-	return dst, true
+	return dst, len(dst) <= room
+}
+
+// sortFlags sorts a few flags in place. (slices.SortFunc would make the
+// call's arguments escape to the heap: one allocation per call.)
+func sortFlags(fs [][]byte) {
+	for i := 1; i < len(fs); i++ {
+		for j := i; j > 0 && bytes.Compare(fs[j], fs[j-1]) < 0; j-- {
+			fs[j], fs[j-1] = fs[j-1], fs[j]
+		}
+	}
+}
+
+// isShortFlags reports whether w is one or more short flags ("-l", "-la").
+func isShortFlags(w []byte) bool {
+	return len(w) > 1 && w[0] == '-' && w[1] != '-' && allLetters(w[1:])
 }
 
 // nextField returns the next run of bytes other than ASCII white space in
@@ -318,15 +323,6 @@ func allLetters(w []byte) bool {
 		}
 	}
 	return len(w) > 0
-}
-
-// sortFlags sorts a few flags in place (an insertion sort: no allocation).
-func sortFlags(fs [][]byte) {
-	for i := 1; i < len(fs); i++ {
-		for j := i; j > 0 && bytes.Compare(fs[j], fs[j-1]) < 0; j-- {
-			fs[j], fs[j-1] = fs[j-1], fs[j]
-		}
-	}
 }
 
 // appendPath appends a word with the path written one way: runs of "/"
