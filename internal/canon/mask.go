@@ -356,66 +356,37 @@ func (m *maskState) all(i, n int, class uint8) bool {
 	return true
 }
 
-// noise tries the maskNoise rules at the word start i (a hex digit) and
+// noise tries the maskNoise rules at the word start i, in order, and
 // returns the end of the match and its placeholder, or "" if none matches.
-// The length of the hex run at i and the byte after it select the rules
-// that can match at all.
 func (m *maskState) noise(i int) (int, string) {
+	if e := m.timestamp(i); e > 0 {
+		return e, maskTime
+	}
+	if e := m.uuid(i); e > 0 {
+		return e, maskUUID
+	}
+	if e := m.clock(i, false); e > 0 {
+		return e, maskTime
+	}
+	if e := m.hexRun(i); e > 0 {
+		return e, maskHex
+	}
+	if e := m.duration(i); e > 0 {
+		return e, maskDur
+	}
+	return 0, ""
+}
+
+// hexRun matches a run of at least maskHexMin hex digits forming a word.
+func (m *maskState) hexRun(i int) int {
 	e := i
 	for e < len(m.s) && maskIsHex(m.s[e]) {
 		e++
 	}
-	run, next := e-i, m.at(e)
-	digit := canonIsDigit(m.s[i])
-	if run < maskHexMin && !mayGoOn(next, digit) {
-		return 0, ""
+	if e-i < maskHexMin || !m.bound(e) {
+		return -1
 	}
-	if e, ph := m.dated(i, run, next, digit); ph != "" {
-		return e, ph
-	}
-	if run >= maskHexMin && m.bound(e) {
-		return e, maskHex
-	}
-	if digit {
-		if e := m.duration(i); e > 0 {
-			return e, maskDur
-		}
-	}
-	return 0, ""
-}
-
-// mayGoOn reports whether a hex run too short to be masked as one may go
-// on into a match: only with a '-' (timestamp, UUID), a ':' (clock), or,
-// after a decimal digit, a fraction, a space or a unit letter (duration;
-// no unit is a hex digit).
-func mayGoOn(next byte, digit bool) bool {
-	switch next {
-	case '-', ':':
-		return true
-	case '.', ' ', 'n', 'u', 'm', 's', 'h', 0xC2, 0xCE:
-		return digit
-	}
-	return false
-}
-
-// dated matches a timestamp, a UUID or a clock time at i.
-func (m *maskState) dated(i, run int, next byte, digit bool) (int, string) {
-	if next == '-' && run == 4 && digit {
-		if e := m.timestamp(i); e > 0 {
-			return e, maskTime
-		}
-	}
-	if next == '-' && run == 8 {
-		if e := m.uuid(i); e > 0 {
-			return e, maskUUID
-		}
-	}
-	if next == ':' && run <= 2 && digit {
-		if e := m.clock(i, false); e > 0 {
-			return e, maskTime
-		}
-	}
-	return 0, ""
+	return e
 }
 
 // timestamp matches YYYY-MM-DD[T ]hh:mm:ss[.f][zone] at i.
@@ -553,25 +524,15 @@ func (m *maskState) spelled(k int) int {
 // The spelled-out duration units, longest first.
 var maskUnits = [...]string{"milliseconds", "millisecond", "ms", "seconds", "second", "secs", "sec", "s"}
 
-// unit returns the length of the longest compact duration unit at k (ns, us,
-// µs, μs, ms, s, m, h), or 0.
+// The compact duration units, longest first.
+var maskCompactUnits = [...]string{"ns", "us", "µs", "μs", "ms", "m", "s", "h"}
+
+// unit returns the length of the longest compact duration unit at k, or 0.
 func (m *maskState) unit(k int) int {
-	switch c := m.at(k); c {
-	case 'n', 'u':
-		if m.at(k+1) == 's' {
-			return 2
+	for _, u := range maskCompactUnits {
+		if m.hasUnit(k, u) {
+			return len(u)
 		}
-	case 0xC2, 0xCE: // µ (U+00B5) and μ (U+03BC)
-		if (c == 0xC2 && m.at(k+1) == 0xB5 || c == 0xCE && m.at(k+1) == 0xBC) && m.at(k+2) == 's' {
-			return 3
-		}
-	case 'm':
-		if m.at(k+1) == 's' {
-			return 2
-		}
-		return 1
-	case 's', 'h':
-		return 1
 	}
 	return 0
 }
@@ -683,17 +644,7 @@ func maskCollapsedLen(s string) int {
 }
 
 // maskQuote returns the index of the quote c in the set " ' ` or -1.
-func maskQuote(c byte) int {
-	switch c {
-	case '"':
-		return 0
-	case '\'':
-		return 1
-	case '`':
-		return 2
-	}
-	return -1
-}
+func maskQuote(c byte) int { return strings.IndexByte("\"'`", c) }
 
 // Byte classes of the masking lexer, as bits of maskClass.
 const (
