@@ -219,7 +219,7 @@ func (m *maskState) lexNoise() {
 			i++
 			continue
 		}
-		if maskIsHex(s[i]) {
+		if canonIsHex(s[i]) {
 			if e, ph := m.noise(i); ph != "" {
 				m.i, m.ph, m.skip = i, ph, e
 				return
@@ -338,18 +338,18 @@ func (m *maskState) bound(i int) bool {
 }
 
 // digits reports whether s[i:i+n] are n decimal digits.
-func (m *maskState) digits(i, n int) bool { return m.all(i, n, maskCDigit) }
+func (m *maskState) digits(i, n int) bool { return m.all(i, n, canonIsDigit) }
 
 // hexes reports whether s[i:i+n] are n hexadecimal digits.
-func (m *maskState) hexes(i, n int) bool { return m.all(i, n, maskCHex) }
+func (m *maskState) hexes(i, n int) bool { return m.all(i, n, canonIsHex) }
 
-// all reports whether s[i:i+n] are n bytes of the maskClass class.
-func (m *maskState) all(i, n int, class uint8) bool {
+// all reports whether s[i:i+n] are n bytes of which is reports true.
+func (m *maskState) all(i, n int, is func(byte) bool) bool {
 	if i+n > len(m.s) {
 		return false
 	}
 	for _, c := range []byte(m.s[i : i+n]) {
-		if maskClass[c]&class == 0 {
+		if !is(c) {
 			return false
 		}
 	}
@@ -380,7 +380,7 @@ func (m *maskState) noise(i int) (int, string) {
 // hexRun matches a run of at least maskHexMin hex digits forming a word.
 func (m *maskState) hexRun(i int) int {
 	e := i
-	for e < len(m.s) && maskIsHex(m.s[e]) {
+	for e < len(m.s) && canonIsHex(m.s[e]) {
 		e++
 	}
 	if e-i < maskHexMin || !m.bound(e) {
@@ -650,8 +650,6 @@ func maskQuote(c byte) int { return strings.IndexByte("\"'`", c) }
 const (
 	maskCSpace  = 1 << iota // ASCII whitespace
 	maskCLetter             // ASCII letter or non-ASCII byte
-	maskCDigit              // decimal digit
-	maskCHex                // hexadecimal digit
 	maskCWord               // letter, digit or '_'
 	maskCPath               // may occur in a path token
 )
@@ -668,10 +666,7 @@ var maskClass = func() (t [256]uint8) {
 			t[i] |= maskCLetter | maskCWord | maskCPath
 		}
 		if canonIsDigit(c) {
-			t[i] |= maskCDigit | maskCWord | maskCPath
-		}
-		if canonIsHex(c) {
-			t[i] |= maskCHex
+			t[i] |= maskCWord | maskCPath
 		}
 		switch c {
 		case '_':
@@ -694,9 +689,6 @@ func maskIsWord(c byte) bool { return maskClass[c]&maskCWord != 0 }
 
 // maskIsPath reports whether c may occur in a path token.
 func maskIsPath(c byte) bool { return maskClass[c]&maskCPath != 0 }
-
-// maskIsHex reports whether c is a hexadecimal digit.
-func maskIsHex(c byte) bool { return maskClass[c]&maskCHex != 0 }
 
 // maskLower lower-cases an ASCII letter.
 func maskLower(c byte) byte {

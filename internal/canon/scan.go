@@ -17,6 +17,7 @@ import (
 	"math/big"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -515,21 +516,11 @@ func b2i(b bool) int {
 	return 0
 }
 
-// canonAppendByte appends the canonical string encoding of the byte b.
+// canonAppendByte appends the canonical string encoding of the byte b:
+// the short escapes where JSON has them, \u00XX for other control bytes.
 func canonAppendByte(dst []byte, b byte) []byte {
-	switch b {
-	case '"', '\\':
-		return append(dst, '\\', b)
-	case '\b':
-		return append(dst, '\\', 'b')
-	case '\f':
-		return append(dst, '\\', 'f')
-	case '\n':
-		return append(dst, '\\', 'n')
-	case '\r':
-		return append(dst, '\\', 'r')
-	case '\t':
-		return append(dst, '\\', 't')
+	if k := strings.IndexByte("\"\\\b\f\n\r\t", b); k >= 0 {
+		return append(dst, '\\', "\"\\bfnrt"[k])
 	}
 	if b < 0x20 {
 		const hexDigits = "0123456789abcdef"
@@ -569,17 +560,8 @@ func canonDecodeEscape(raw []byte, j int) (rune, int) {
 // canonSimpleEscape returns the byte a one-letter escape \c stands for
 // (c itself for \" \\ and \/).
 func canonSimpleEscape(c byte) byte {
-	switch c {
-	case 'b':
-		return '\b'
-	case 'f':
-		return '\f'
-	case 'n':
-		return '\n'
-	case 'r':
-		return '\r'
-	case 't':
-		return '\t'
+	if k := strings.IndexByte("bfnrt", c); k >= 0 {
+		return "\b\f\n\r\t"[k]
 	}
 	return c
 }
