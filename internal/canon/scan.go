@@ -615,129 +615,82 @@ func canonScanLiteral(in []byte, i int) int {
 	return -1
 }
 
-// canonNum is a valid JSON number read as 0.D × 10^n: D, its significant
-// digits (no leading or trailing zeros), are digits fz to fz+k-1 of the
-// integer digits followed by the fraction digits; n is adj plus the
-// exponent exp.
-type canonNum struct {
-	num        []byte
-	neg        bool
-	ia, li, fa int // integer digits num[ia:ia+li], fraction digits from num[fa:]
-	fz         int
-	k, adj     int64
-	exp        []byte // the exponent's digits without leading zeros
-	expNeg     bool
-}
-
-// readNumber reads the valid JSON number num; false if it is zero.
-func readNumber(num []byte) (canonNum, bool) {
-	d := canonNum{num: num, neg: num[0] == '-'}
-	p := b2i(d.neg)
-	d.ia, p = p, canonDigitsEnd(num, p)
-	d.li, d.fa = p-d.ia, p
-	if p < len(num) && num[p] == '.' {
-		d.fa, p = p+1, canonDigitsEnd(num, p+1)
-	}
-	lf := p - d.fa
-	if p < len(num) { // 'e' or 'E'
-		p++
-		d.expNeg = num[p] == '-'
-		if num[p] == '-' || num[p] == '+' {
-			p++
-		}
-		for d.exp = num[p:]; len(d.exp) > 1 && d.exp[0] == '0'; {
-			d.exp = d.exp[1:]
-		}
-	}
-	last := d.li + lf - 1
-	for d.fz = 0; d.fz <= last && d.digit(d.fz) == '0'; d.fz++ {
-	}
-	if d.fz > last {
-		return d, false
-	}
-	for d.digit(last) == '0' {
-		last--
-	}
-	d.k, d.adj = int64(last-d.fz+1), int64(d.li-d.fz)
-	return d, true
-}
-
-// digit returns the integer and fraction digit k.
-func (d *canonNum) digit(k int) byte {
-	if k < d.li {
-		return d.num[d.ia+k]
-	}
-	return d.num[d.fa+k-d.li]
-}
-
-// appendDigits appends the significant digits from to to.
-func (d *canonNum) appendDigits(dst []byte, from, to int64) []byte {
-	for m := from; m < to; m++ {
-		dst = append(dst, d.digit(d.fz+int(m)))
-	}
-	return dst
-}
-
-// appendMantissa appends D[0].D[1:] and the 'e' of the exponent form.
-func (d *canonNum) appendMantissa(dst []byte) []byte {
-	dst = d.appendDigits(dst, 0, 1)
-	if d.k > 1 {
-		dst = append(dst, '.')
-		dst = d.appendDigits(dst, 1, d.k)
-	}
-	return append(dst, 'e')
-}
-
 // canonAppendNumber appends the canonical form of the valid JSON number num:
 // "0", or an optional '-' and the significant digits D placed by the
 // decimal exponent n (value = 0.D × 10^n): D followed by zeros when
 // len(D) <= n <= 21, a decimal fraction when -6 < n <= 21, otherwise
-// D[0].D[1:] "e" n-1 (exponent without '+').
+// D[0].D[1:] "e" n-1 (exponent without '+'). D is gathered in dst, after
+// which the form is written and then moved over it.
 func canonAppendNumber(dst, num []byte) []byte {
-	d, nonzero := readNumber(num)
-	if !nonzero {
-		return append(dst, '0')
+	neg := num[0] == '-'
+	mant, exp := num[b2i(neg):], []byte(nil)
+	if k := bytes.IndexAny(mant, "eE"); k >= 0 {
+		mant, exp = mant[:k], mant[k+1:]
 	}
-	if d.neg {
+	whole, frac := mant, []byte(nil)
+	if k := bytes.IndexByte(mant, '.'); k >= 0 {
+		whole, frac = mant[:k], mant[k+1:]
+	}
+	p0 := len(dst)
+	dst = append(append(dst, whole...), frac...)
+	lead := len(dst) - p0 - len(bytes.TrimLeft(dst[p0:], "0"))
+	d := bytes.Trim(dst[p0:], "0")
+	if len(d) == 0 {
+		return append(dst[:p0], '0')
+	}
+	p1 := len(dst)
+	if neg {
 		dst = append(dst, '-')
 	}
-	if len(d.exp) > 15 {
-		// The exponent is astronomically large; n is far outside the
-		// range of the plain forms. Compute n-1 exactly.
+	dst = canonPlace(dst, d, int64(len(whole)-lead), exp)
+	return append(dst[:p0], dst[p1:]...)
+}
+
+// canonPlace appends the significant digits d of a number placed by n, adj
+// plus the exponent exp (its digits after the 'e').
+func canonPlace(dst, d []byte, adj int64, exp []byte) []byte {
+	expNeg := len(exp) > 0 && exp[0] == '-'
+	if len(exp) > 0 && (exp[0] == '-' || exp[0] == '+') {
+		exp = exp[1:]
+	}
+	if exp = bytes.TrimLeft(exp, "0"); len(exp) > 15 {
+		// An astronomical exponent: n is far outside the plain forms.
+		// Compute n-1 exactly.
 		var e big.Int
-		e.SetString(string(d.exp), 10)
-		if d.expNeg {
+		e.SetString(string(exp), 10)
+		if expNeg {
 			e.Neg(&e)
 		}
-		e.Add(&e, big.NewInt(d.adj-1))
-		return e.Append(d.appendMantissa(dst), 10)
+		e.Add(&e, big.NewInt(adj-1))
+		return e.Append(canonAppendMantissa(dst, d), 10)
 	}
 	var e int64
-	for _, c := range d.exp {
+	for _, c := range exp {
 		e = e*10 + int64(c-'0')
 	}
-	if d.expNeg {
+	if expNeg {
 		e = -e
 	}
-	switch n, k := d.adj+e, d.k; {
+	n, k := adj+e, int64(len(d))
+	switch {
 	case k <= n && n <= canonNumMax:
-		return canonZeros(d.appendDigits(dst, 0, k), n-k)
+		return append(append(dst, d...), "000000000000000000000"[:n-k]...)
 	case 0 < n && n <= canonNumMax:
-		dst = append(d.appendDigits(dst, 0, n), '.')
-		return d.appendDigits(dst, n, k)
+		return append(append(append(dst, d[:n]...), '.'), d[n:]...)
 	case -6 < n && n <= 0:
-		return d.appendDigits(canonZeros(append(dst, "0."...), -n), 0, k)
+		return append(append(dst, "0."+"00000"[:-n]...), d...)
 	default:
-		return strconv.AppendInt(d.appendMantissa(dst), n-1, 10)
+		return strconv.AppendInt(canonAppendMantissa(dst, d), n-1, 10)
 	}
 }
 
-// canonZeros appends n zeros.
-func canonZeros(dst []byte, n int64) []byte {
-	for ; n > 0; n-- {
-		dst = append(dst, '0')
+// canonAppendMantissa appends d[0].d[1:] and the 'e' of the exponent form.
+func canonAppendMantissa(dst, d []byte) []byte {
+	dst = append(dst, d[0])
+	if len(d) > 1 {
+		dst = append(append(dst, '.'), d[1:]...)
 	}
-	return dst
+	return append(dst, 'e')
 }
 
 // canonDigitsEnd returns the end of the run of decimal digits at in[i:].
