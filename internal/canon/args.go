@@ -10,11 +10,11 @@ import (
 	"unicode/utf8"
 )
 
-// What the rules read of a call's arguments, from the members Args.scan
+// What the rules read of a call's arguments, from the members Args.Scan
 // listed: nothing here scans the payload again.
 
 // topKeys returns the key positions of the top-level object's members, in
-// key order (scan lists the top-level object always); nil for any other
+// key order (Scan lists the top-level object always); nil for any other
 // payload.
 func (c *Args) topKeys() []int32 {
 	if !c.ok || c.topStart < 0 {
@@ -27,14 +27,14 @@ func (c *Args) topKeys() []int32 {
 	return c.keys[o.off : o.off+o.n]
 }
 
-// rawString returns the raw content of the value of the key at in[k] if
+// stringValue returns the raw content of the value of the key at in[k] if
 // it is a string.
-func (c *Args) rawString(k int32) ([]byte, bool) {
+func (c *Args) stringValue(k int32) ([]byte, bool) {
 	i := c.valueOf(k)
 	if c.in[i] != '"' {
 		return nil, false
 	}
-	return c.rawKey(int32(i)), true
+	return c.rawStr(int32(i)), true
 }
 
 // StringArg returns the decoded value, cut to at most max bytes, of the
@@ -54,7 +54,7 @@ func (c *Args) StringArg(keys []string, max int) (key, s string, ok bool) {
 		if last < 0 {
 			continue
 		}
-		if raw, ok := c.rawString(last); ok {
+		if raw, ok := c.stringValue(last); ok {
 			return k, decode(raw, max), true
 		}
 	}
@@ -69,7 +69,7 @@ func (c *Args) StringArg(keys []string, max int) (key, s string, ok bool) {
 func (c *Args) URL() (host, path string, ok bool) {
 	first := int32(-1)
 	for _, pos := range c.topKeys() {
-		raw, ok := c.rawString(pos)
+		raw, ok := c.stringValue(pos)
 		if !ok || first >= 0 && pos > first {
 			continue
 		}
@@ -114,7 +114,7 @@ func (c *Args) AppendNames(dst []byte) []byte {
 	var set canonNameSet
 	var name [canonNameMax + utf8.UTFMax]byte
 	for _, k := range c.topKeys() {
-		set.add(unescape(name[:0], c.rawKey(k), false, canonNameMax))
+		set.add(unescape(name[:0], c.rawStr(k), false, canonNameMax))
 	}
 	return set.appendTo(dst)
 }

@@ -448,7 +448,7 @@ func canonGrow[T any](s []T, n int) []T {
 // cmpKeys compares the keys at in[a] and in[b] by their decoded bytes,
 // lone surrogates as generalized UTF-8 (see canonAppendRune).
 func (c *Args) cmpKeys(a, b int32) int {
-	x, y := c.rawKey(a), c.rawKey(b)
+	x, y := c.rawStr(a), c.rawStr(b)
 	if bytes.IndexByte(x, '\\') >= 0 || bytes.IndexByte(y, '\\') >= 0 {
 		c.ka = unescape(c.ka[:0], x, true, math.MaxInt)
 		c.kb = unescape(c.kb[:0], y, true, math.MaxInt)
@@ -459,7 +459,7 @@ func (c *Args) cmpKeys(a, b int32) int {
 
 // keyIs reports whether the key at in[k] decodes to s.
 func (c *Args) keyIs(k int32, s string) bool {
-	x := c.rawKey(k)
+	x := c.rawStr(k)
 	if bytes.IndexByte(x, '\\') >= 0 {
 		c.ka = unescape(c.ka[:0], x, true, math.MaxInt)
 		x = c.ka
@@ -467,8 +467,9 @@ func (c *Args) keyIs(k int32, s string) bool {
 	return string(x) == s
 }
 
-// rawKey returns the content, escapes not decoded, of the string at in[k].
-func (c *Args) rawKey(k int32) []byte {
+// rawStr returns the content, escapes not decoded, of the valid string at
+// in[k].
+func (c *Args) rawStr(k int32) []byte {
 	return c.in[k+1 : ScanString(c.in, int(k))-1]
 }
 
@@ -570,15 +571,7 @@ func canonSimpleEscape(c byte) byte {
 func canonHex4(b []byte) rune {
 	var r rune
 	for _, c := range b[:4] {
-		r <<= 4
-		switch {
-		case c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a':
-			r |= rune(c - 'a' + 10)
-		default:
-			r |= rune(c - 'A' + 10)
-		}
+		r = r<<4 | rune(strings.IndexByte("0123456789abcdef", c|0x20))
 	}
 	return r
 }
