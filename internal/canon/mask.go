@@ -337,10 +337,8 @@ func (m *maskState) bound(i int) bool {
 	return i >= len(m.s) || !maskIsWord(m.s[i])
 }
 
-// digits reports whether s[i:i+n] are n decimal digits.
 func (m *maskState) digits(i, n int) bool { return m.all(i, n, canonIsDigit) }
 
-// hexes reports whether s[i:i+n] are n hexadecimal digits.
 func (m *maskState) hexes(i, n int) bool { return m.all(i, n, canonIsHex) }
 
 // all reports whether s[i:i+n] are n bytes of which is reports true.
@@ -678,19 +676,14 @@ var maskClass = func() (t [256]uint8) {
 	return t
 }()
 
-// maskIsSpace reports whether c is ASCII whitespace.
 func maskIsSpace(c byte) bool { return maskClass[c]&maskCSpace != 0 }
 
-// maskIsLetter reports whether c is an ASCII letter or a non-ASCII byte.
 func maskIsLetter(c byte) bool { return maskClass[c]&maskCLetter != 0 }
 
-// maskIsWord reports whether c is a word byte: a letter, digit or '_'.
 func maskIsWord(c byte) bool { return maskClass[c]&maskCWord != 0 }
 
-// maskIsPath reports whether c may occur in a path token.
 func maskIsPath(c byte) bool { return maskClass[c]&maskCPath != 0 }
 
-// maskLower lower-cases an ASCII letter.
 func maskLower(c byte) byte {
 	if 'A' <= c && c <= 'Z' {
 		return c + 'a' - 'A'

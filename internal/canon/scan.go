@@ -430,7 +430,6 @@ func (c *Args) write(b []byte) {
 	}
 }
 
-// byte writes b.
 func (c *Args) byte(b byte) { c.write([]byte{b}) }
 
 // canonGrow makes room for n more elements in s, at least doubling its
@@ -509,7 +508,6 @@ func canonTrim(b []byte) (lo, hi int) {
 	return lo, hi
 }
 
-// b2i is 1 if b, else 0.
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -589,10 +587,8 @@ func SkipWS(in []byte, i int) int {
 	return i
 }
 
-// canonIsDigit reports whether c is a decimal digit.
 func canonIsDigit(c byte) bool { return '0' <= c && c <= '9' }
 
-// canonIsHex reports whether c is a hexadecimal digit.
 func canonIsHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'f'
 }
@@ -686,7 +682,6 @@ func canonAppendMantissa(dst, d []byte) []byte {
 	return append(dst, 'e')
 }
 
-// canonDigitsEnd returns the end of the run of decimal digits at in[i:].
 func canonDigitsEnd[T string | []byte](in T, i int) int {
 	for i < len(in) && canonIsDigit(in[i]) {
 		i++
