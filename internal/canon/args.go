@@ -61,7 +61,7 @@ func (c *Args) StringArg(keys []string, max int) (key, s string, ok bool) {
 	return "", "", false
 }
 
-// url returns the lower-cased host (port kept, user information dropped)
+// URL returns the lower-cased host (port kept, user information dropped)
 // and the path ("/" if empty) of the first top-level string value, in
 // document order, that is an absolute http or https URL with a host; query
 // and fragment are ignored. ok is false if there is none or the payload is
