@@ -172,7 +172,7 @@ func rewordFormOf(s *canon.Args, ignore []string) (f rewordForm, ok bool) {
 			if len(v) > maxRewordForm {
 				return false
 			}
-			v = val[:canon.Decode(val[:], v)]
+			v = canon.Decode(val[:0], v)
 		}
 		if len(out)+len(name)+len(v)+2 > maxRewordForm {
 			return false

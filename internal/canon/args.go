@@ -2,17 +2,19 @@ package canon
 
 import (
 	"bytes"
+	"math"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 )
 
-// What the rules read of a call's arguments, from the members Args.scan
+// What the rules read of a call's arguments, from the members Args.Scan
 // listed: nothing here scans the payload again.
 
 // topKeys returns the key positions of the top-level object's members, in
-// key order (scan lists the top-level object always); nil for any other
+// key order (Scan lists the top-level object always); nil for any other
 // payload.
 func (c *Args) topKeys() []int32 {
 	if !c.ok || c.topStart < 0 {
@@ -25,23 +27,14 @@ func (c *Args) topKeys() []int32 {
 	return c.keys[o.off : o.off+o.n]
 }
 
-// rawKey returns the raw content (escapes not decoded) of the key at in[k].
-func (c *Args) rawKey(k int32) []byte {
-	e := ScanString(c.in, int(k))
-	return c.in[k+1 : e-1]
-}
-
-// rawString returns the raw content of the value of the key at in[k] if
+// stringValue returns the raw content of the value of the key at in[k] if
 // it is a string.
-func (c *Args) rawString(k int32) ([]byte, bool) {
-	in := c.in
-	e := ScanString(in, int(k))
-	i := SkipWS(in, SkipWS(in, e)+1)
-	if in[i] != '"' {
+func (c *Args) stringValue(k int32) ([]byte, bool) {
+	i := c.valueOf(k)
+	if c.in[i] != '"' {
 		return nil, false
 	}
-	e = ScanString(in, i)
-	return in[i+1 : e-1], true
+	return c.rawStr(int32(i)), true
 }
 
 // StringArg returns the decoded value, cut to at most max bytes, of the
@@ -54,21 +47,21 @@ func (c *Args) StringArg(keys []string, max int) (key, s string, ok bool) {
 	for _, k := range keys {
 		last := int32(-1)
 		for _, pos := range ks {
-			if pos > last && canonKeyIs(c.in, int(pos), k) {
+			if pos > last && c.keyIs(pos, k) {
 				last = pos
 			}
 		}
 		if last < 0 {
 			continue
 		}
-		if raw, ok := c.rawString(last); ok {
-			return k, canonRawString(raw, max), true
+		if raw, ok := c.stringValue(last); ok {
+			return k, decode(raw, max), true
 		}
 	}
 	return "", "", false
 }
 
-// url returns the lower-cased host (port kept, user information dropped)
+// URL returns the lower-cased host (port kept, user information dropped)
 // and the path ("/" if empty) of the first top-level string value, in
 // document order, that is an absolute http or https URL with a host; query
 // and fragment are ignored. ok is false if there is none or the payload is
@@ -76,19 +69,19 @@ func (c *Args) StringArg(keys []string, max int) (key, s string, ok bool) {
 func (c *Args) URL() (host, path string, ok bool) {
 	first := int32(-1)
 	for _, pos := range c.topKeys() {
-		raw, ok := c.rawString(pos)
+		raw, ok := c.stringValue(pos)
 		if !ok || first >= 0 && pos > first {
 			continue
 		}
-		var pre [8]byte
-		p := pre[:canonRawPrefix(pre[:], raw)]
+		var pre [16]byte
+		p := unescape(pre[:0], raw, false, 8)
 		for k, ch := range p {
 			p[k] = maskLower(ch)
 		}
 		if !bytes.HasPrefix(p, []byte("http://")) && !bytes.HasPrefix(p, []byte("https://")) {
 			continue
 		}
-		u, err := url.Parse(canonRawString(raw, len(raw)))
+		u, err := url.Parse(decode(raw, len(raw)))
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 			continue
 		}
@@ -119,8 +112,9 @@ const (
 // unchanged. It allocates only to grow dst.
 func (c *Args) AppendNames(dst []byte) []byte {
 	var set canonNameSet
+	var name [canonNameMax + utf8.UTFMax]byte
 	for _, k := range c.topKeys() {
-		set.add(c.rawKey(k))
+		set.add(unescape(name[:0], c.rawStr(k), false, canonNameMax))
 	}
 	return set.appendTo(dst)
 }
@@ -210,17 +204,13 @@ func (c *Args) shapeObject(b *[]byte, i int) (end int, ok bool) {
 	}
 	ks := c.keys[o.off : o.off+o.n]
 	end = i + 1
-	for a := 0; a < len(ks); {
-		last := ks[a]
-		b := a + 1
-		for ; b < len(ks) && canonCmpKeys(in, int(ks[a]), int(ks[b])) == 0; b++ {
-			last = max(last, ks[b])
-		}
-		e, ok := member(int(last))
+	for a, b := 0, 0; a < len(ks); a = b {
+		b = c.keyRun(ks, a)
+		e, ok := member(int(slices.Max(ks[a:b])))
 		if !ok {
 			return 0, false
 		}
-		end, a = max(end, e), b
+		end = max(end, e)
 	}
 	return SkipWS(in, end) + 1, true
 }
@@ -228,67 +218,20 @@ func (c *Args) shapeObject(b *[]byte, i int) (end int, ok bool) {
 // appendDecoded appends the decoded raw JSON string content raw as
 // encoding/json decodes it: invalid UTF-8 and lone surrogates become U+FFFD.
 func appendDecoded(dst, raw []byte) []byte {
-	var tmp [utf8.UTFMax]byte
-	for j := 0; j < len(raw); {
-		var p []byte
-		p, j = canonRawPiece(raw, j, &tmp)
-		for len(p) > 0 {
-			r, size := utf8.DecodeRune(p)
-			if r == utf8.RuneError && size == 1 {
-				dst = utf8.AppendRune(dst, r)
-			} else {
-				dst = append(dst, p[:size]...)
-			}
-			p = p[size:]
-		}
+	for _, r := range string(unescape(nil, raw, false, math.MaxInt)) {
+		dst = utf8.AppendRune(dst, r)
 	}
 	return dst
 }
 
-// canonRawPiece decodes the next piece of the validated raw JSON string
-// content raw at j: a run of unescaped bytes, or the UTF-8 bytes of one
-// escape (lone surrogates become U+FFFD) written to tmp. It returns the piece
-// and the index after it.
-func canonRawPiece(raw []byte, j int, tmp *[utf8.UTFMax]byte) ([]byte, int) {
-	if raw[j] != '\\' {
-		k := bytes.IndexByte(raw[j:], '\\')
-		if k < 0 {
-			k = len(raw) - j
-		}
-		return raw[j : j+k], j + k
-	}
-	r, j := canonDecodeEscape(raw, j)
-	return utf8.AppendRune(tmp[:0], r), j
-}
-
-// canonRawString returns the decoded raw JSON string content raw, cut to
-// at most max bytes.
-func canonRawString(raw []byte, max int) string {
+// decode returns the decoded raw JSON string content raw, lone surrogates
+// as U+FFFD, cut to at most max bytes.
+func decode(raw []byte, max int) string {
 	if bytes.IndexByte(raw, '\\') < 0 {
 		return string(raw[:min(len(raw), max)])
 	}
-	var b strings.Builder
-	b.Grow(min(len(raw), max)) // escapes decode to fewer bytes
-	var tmp [utf8.UTFMax]byte
-	for j := 0; j < len(raw) && b.Len() < max; {
-		var p []byte
-		p, j = canonRawPiece(raw, j, &tmp)
-		b.Write(p[:min(len(p), max-b.Len())])
-	}
-	return b.String()
-}
-
-// canonRawPrefix decodes at most len(dst) bytes of the raw JSON string
-// content raw into dst and returns how many it wrote.
-func canonRawPrefix(dst []byte, raw []byte) int {
-	var tmp [utf8.UTFMax]byte
-	n := 0
-	for j := 0; j < len(raw) && n < len(dst); {
-		var p []byte
-		p, j = canonRawPiece(raw, j, &tmp)
-		n += copy(dst[n:], p)
-	}
-	return n
+	b := unescape(make([]byte, 0, min(len(raw), max)+utf8.UTFMax), raw, false, max)
+	return string(b[:min(len(b), max)])
 }
 
 // canonNameSet collects key names for appendKeyNames: the sorted,
@@ -299,10 +242,10 @@ type canonNameSet struct {
 	count int
 }
 
-// add adds the name of the raw (possibly escaped) key content.
+// add adds the name of the decoded key.
 func (s *canonNameSet) add(key []byte) {
 	var name [canonNameMax]byte
-	n := canonRawPrefix(name[:], key)
+	n := copy(name[:], key)
 	for i, c := range name[:n] {
 		if c < 0x20 || c >= 0x7f || c == ',' {
 			name[i] = '?'

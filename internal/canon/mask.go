@@ -219,7 +219,7 @@ func (m *maskState) lexNoise() {
 			i++
 			continue
 		}
-		if maskIsHex(s[i]) {
+		if canonIsHex(s[i]) {
 			if e, ph := m.noise(i); ph != "" {
 				m.i, m.ph, m.skip = i, ph, e
 				return
@@ -337,85 +337,54 @@ func (m *maskState) bound(i int) bool {
 	return i >= len(m.s) || !maskIsWord(m.s[i])
 }
 
-// digits reports whether s[i:i+n] are n decimal digits.
-func (m *maskState) digits(i, n int) bool { return m.all(i, n, maskCDigit) }
+func (m *maskState) digits(i, n int) bool { return m.all(i, n, canonIsDigit) }
 
-// hexes reports whether s[i:i+n] are n hexadecimal digits.
-func (m *maskState) hexes(i, n int) bool { return m.all(i, n, maskCHex) }
+func (m *maskState) hexes(i, n int) bool { return m.all(i, n, canonIsHex) }
 
-// all reports whether s[i:i+n] are n bytes of the maskClass class.
-func (m *maskState) all(i, n int, class uint8) bool {
+// all reports whether s[i:i+n] are n bytes of which is reports true.
+func (m *maskState) all(i, n int, is func(byte) bool) bool {
 	if i+n > len(m.s) {
 		return false
 	}
 	for _, c := range []byte(m.s[i : i+n]) {
-		if maskClass[c]&class == 0 {
+		if !is(c) {
 			return false
 		}
 	}
 	return true
 }
 
-// noise tries the maskNoise rules at the word start i (a hex digit) and
+// noise tries the maskNoise rules at the word start i, in order, and
 // returns the end of the match and its placeholder, or "" if none matches.
-// The length of the hex run at i and the byte after it select the rules
-// that can match at all.
 func (m *maskState) noise(i int) (int, string) {
-	e := i
-	for e < len(m.s) && maskIsHex(m.s[e]) {
-		e++
+	if e := m.timestamp(i); e > 0 {
+		return e, maskTime
 	}
-	run, next := e-i, m.at(e)
-	digit := canonIsDigit(m.s[i])
-	if run < maskHexMin && !mayGoOn(next, digit) {
-		return 0, ""
+	if e := m.uuid(i); e > 0 {
+		return e, maskUUID
 	}
-	if e, ph := m.dated(i, run, next, digit); ph != "" {
-		return e, ph
+	if e := m.clock(i, false); e > 0 {
+		return e, maskTime
 	}
-	if run >= maskHexMin && m.bound(e) {
+	if e := m.hexRun(i); e > 0 {
 		return e, maskHex
 	}
-	if digit {
-		if e := m.duration(i); e > 0 {
-			return e, maskDur
-		}
+	if e := m.duration(i); e > 0 {
+		return e, maskDur
 	}
 	return 0, ""
 }
 
-// mayGoOn reports whether a hex run too short to be masked as one may go
-// on into a match: only with a '-' (timestamp, UUID), a ':' (clock), or,
-// after a decimal digit, a fraction, a space or a unit letter (duration;
-// no unit is a hex digit).
-func mayGoOn(next byte, digit bool) bool {
-	switch next {
-	case '-', ':':
-		return true
-	case '.', ' ', 'n', 'u', 'm', 's', 'h', 0xC2, 0xCE:
-		return digit
+// hexRun matches a run of at least maskHexMin hex digits forming a word.
+func (m *maskState) hexRun(i int) int {
+	e := i
+	for e < len(m.s) && canonIsHex(m.s[e]) {
+		e++
 	}
-	return false
-}
-
-// dated matches a timestamp, a UUID or a clock time at i.
-func (m *maskState) dated(i, run int, next byte, digit bool) (int, string) {
-	if next == '-' && run == 4 && digit {
-		if e := m.timestamp(i); e > 0 {
-			return e, maskTime
-		}
+	if e-i < maskHexMin || !m.bound(e) {
+		return -1
 	}
-	if next == '-' && run == 8 {
-		if e := m.uuid(i); e > 0 {
-			return e, maskUUID
-		}
-	}
-	if next == ':' && run <= 2 && digit {
-		if e := m.clock(i, false); e > 0 {
-			return e, maskTime
-		}
-	}
-	return 0, ""
+	return e
 }
 
 // timestamp matches YYYY-MM-DD[T ]hh:mm:ss[.f][zone] at i.
@@ -553,25 +522,15 @@ func (m *maskState) spelled(k int) int {
 // The spelled-out duration units, longest first.
 var maskUnits = [...]string{"milliseconds", "millisecond", "ms", "seconds", "second", "secs", "sec", "s"}
 
-// unit returns the length of the longest compact duration unit at k (ns, us,
-// µs, μs, ms, s, m, h), or 0.
+// The compact duration units, longest first.
+var maskCompactUnits = [...]string{"ns", "us", "µs", "μs", "ms", "m", "s", "h"}
+
+// unit returns the length of the longest compact duration unit at k, or 0.
 func (m *maskState) unit(k int) int {
-	switch c := m.at(k); c {
-	case 'n', 'u':
-		if m.at(k+1) == 's' {
-			return 2
+	for _, u := range maskCompactUnits {
+		if m.hasUnit(k, u) {
+			return len(u)
 		}
-	case 0xC2, 0xCE: // µ (U+00B5) and μ (U+03BC)
-		if (c == 0xC2 && m.at(k+1) == 0xB5 || c == 0xCE && m.at(k+1) == 0xBC) && m.at(k+2) == 's' {
-			return 3
-		}
-	case 'm':
-		if m.at(k+1) == 's' {
-			return 2
-		}
-		return 1
-	case 's', 'h':
-		return 1
 	}
 	return 0
 }
@@ -683,24 +642,12 @@ func maskCollapsedLen(s string) int {
 }
 
 // maskQuote returns the index of the quote c in the set " ' ` or -1.
-func maskQuote(c byte) int {
-	switch c {
-	case '"':
-		return 0
-	case '\'':
-		return 1
-	case '`':
-		return 2
-	}
-	return -1
-}
+func maskQuote(c byte) int { return strings.IndexByte("\"'`", c) }
 
 // Byte classes of the masking lexer, as bits of maskClass.
 const (
 	maskCSpace  = 1 << iota // ASCII whitespace
 	maskCLetter             // ASCII letter or non-ASCII byte
-	maskCDigit              // decimal digit
-	maskCHex                // hexadecimal digit
 	maskCWord               // letter, digit or '_'
 	maskCPath               // may occur in a path token
 )
@@ -717,10 +664,7 @@ var maskClass = func() (t [256]uint8) {
 			t[i] |= maskCLetter | maskCWord | maskCPath
 		}
 		if canonIsDigit(c) {
-			t[i] |= maskCDigit | maskCWord | maskCPath
-		}
-		if canonIsHex(c) {
-			t[i] |= maskCHex
+			t[i] |= maskCWord | maskCPath
 		}
 		switch c {
 		case '_':
@@ -732,22 +676,14 @@ var maskClass = func() (t [256]uint8) {
 	return t
 }()
 
-// maskIsSpace reports whether c is ASCII whitespace.
 func maskIsSpace(c byte) bool { return maskClass[c]&maskCSpace != 0 }
 
-// maskIsLetter reports whether c is an ASCII letter or a non-ASCII byte.
 func maskIsLetter(c byte) bool { return maskClass[c]&maskCLetter != 0 }
 
-// maskIsWord reports whether c is a word byte: a letter, digit or '_'.
 func maskIsWord(c byte) bool { return maskClass[c]&maskCWord != 0 }
 
-// maskIsPath reports whether c may occur in a path token.
 func maskIsPath(c byte) bool { return maskClass[c]&maskCPath != 0 }
 
-// maskIsHex reports whether c is a hexadecimal digit.
-func maskIsHex(c byte) bool { return maskClass[c]&maskCHex != 0 }
-
-// maskLower lower-cases an ASCII letter.
 func maskLower(c byte) byte {
 	if 'A' <= c && c <= 'Z' {
 		return c + 'a' - 'A'

@@ -275,7 +275,6 @@ func TestMaskClass(t *testing.T) {
 		assert.Equal(t, c == ' ' || '\t' <= c && c <= '\r', maskIsSpace(c), "space %#x", c)
 		assert.Equal(t, letter, maskIsLetter(c), "letter %#x", c)
 		assert.Equal(t, word, maskIsWord(c), "word %#x", c)
-		assert.Equal(t, canonIsHex(c), maskIsHex(c), "hex %#x", c)
 		assert.Equal(t, word || strings.IndexByte(`/\.-~:+@%=`, c) >= 0, maskIsPath(c), "path %#x", c)
 	}
 }

@@ -1,5 +1,10 @@
 package canon
 
+import (
+	"math"
+	"slices"
+)
+
 // EachScalar calls fn with each top-level member of the scanned object, in
 // key order, leaving out the keys in ignore: its raw key, and its value — a
 // string's raw content (escapes not decoded; str is true), or a number's or
@@ -13,14 +18,14 @@ func (c *Args) EachScalar(ignore []string, fn func(name, value []byte, str bool)
 	}
 	in := c.in
 	for _, k := range keys {
-		if keyIn(in, int(k), ignore) {
+		if slices.ContainsFunc(ignore, func(name string) bool { return c.keyIs(k, name) }) {
 			continue
 		}
-		i := SkipWS(in, SkipWS(in, ScanString(in, int(k)))+1)
+		i := c.valueOf(k)
 		var v []byte
 		switch {
 		case in[i] == '"':
-			v, _ = c.rawString(k)
+			v = c.rawStr(int32(i))
 		case in[i] == 't' || in[i] == 'f' || in[i] == 'n':
 			v = in[i:canonScanLiteral(in, i)]
 		case in[i] == '-' || canonIsDigit(in[i]):
@@ -28,22 +33,13 @@ func (c *Args) EachScalar(ignore []string, fn func(name, value []byte, str bool)
 		default:
 			return false // an object or an array
 		}
-		if !fn(c.rawKey(k), v, in[i] == '"') {
+		if !fn(c.rawStr(k), v, in[i] == '"') {
 			return false
 		}
 	}
 	return true
 }
 
-// Decode writes at most len(dst) bytes of the raw JSON string content raw,
-// decoded, into dst and returns how many it wrote.
-func Decode(dst, raw []byte) int { return canonRawPrefix(dst, raw) }
-
-func keyIn(in []byte, k int, names []string) bool {
-	for _, name := range names {
-		if canonKeyIs(in, k, name) {
-			return true
-		}
-	}
-	return false
-}
+// Decode appends the decoded raw JSON string content raw to dst (a lone
+// surrogate as U+FFFD); the result is never longer than raw.
+func Decode(dst, raw []byte) []byte { return unescape(dst, raw, false, math.MaxInt) }

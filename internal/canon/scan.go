@@ -13,9 +13,11 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"hash"
+	"math"
 	"math/big"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -35,39 +37,23 @@ const (
 	canonChunk    = 8192     // the canonical form is hashed in pieces of this size
 )
 
-// Args is one scan of a call's arguments: Scan validates them and lists
-// what the rest reads, in one pass; Hash then writes the canonical form to
-// the hasher, and the top-level object's listed members give the query,
-// the URL, the argument names and the words a failed call is compared by
-// (args.go).
-//
-// The canonical form is never held whole: scan lists, for each object whose
-// members are not written in canonical order, and for the top-level object
-// (whose ignored keys hash drops), its members' key positions in key order;
-// canonTrim returns the bounds of b without leading and trailing JSON
-// whitespace.
-func canonTrim(b []byte) (lo, hi int) {
-	lo, hi = SkipWS(b, 0), len(b)
-	for hi > lo && (b[hi-1] == ' ' || b[hi-1] == '\t' || b[hi-1] == '\n' || b[hi-1] == '\r') {
-		hi--
-	}
-	return lo, hi
-}
-
-// form writes the members of those objects in that order and everything
-// else as it is written, in chunks of canonChunk bytes. Members with
-// duplicate keys are ordered by their canonical values, written to vals
-// first.
+// Args is one scan of a call's arguments. Scan validates them and lists
+// the objects whose members must be reordered; Hash then streams the
+// canonical form into SHA-256, and the methods of args.go read the
+// top-level members. The canonical form is never held whole: an object is
+// listed (its key positions sorted) only if its members are not already in
+// key order, or if it is the top-level object, whose ignored keys Hash
+// drops; every other value is written as it is read.
 type Args struct {
 	in       []byte
-	ok       bool        // valid JSON within canonMaxBytes and canonMaxDepth
-	topStart int32       // position of the top-level '{', -1 if not an object
-	objs     []canonObj  // the listed objects, by position once scan is done
-	keys     []int32     // their members' key positions, each object's in key order
-	open     []int32     // key positions of the members of the open objects
-	stack    []canonOpen // the open arrays and objects
+	ok       bool       // valid JSON within canonMaxBytes and canonMaxDepth
+	topStart int32      // position of the top-level '{', -1 if not an object
+	objs     []canonObj // the listed objects, by position once Scan is done
+	keys     []int32    // their members' key positions, each object's in key order
+	open     []int32    // key positions of the members of the objects being scanned
+	ka, kb   []byte     // escaped keys decoded to be compared
 
-	ignore []string // top-level keys form drops
+	ignore []string // top-level keys Hash drops
 	h      hash.Hash
 	sum    [sha256.Size]byte
 	buf    []byte  // canonical bytes not hashed yet
@@ -77,38 +63,33 @@ type Args struct {
 	offs   []int32 // their offsets in vals, while they are ordered
 }
 
-// canonObj is an object whose members scan listed: the position of its
-// '{', and its members' key positions, keys[off:off+n].
+// canonObj is a listed object: the position of its '{', and its members'
+// key positions, keys[off:off+n].
 type canonObj struct{ start, off, n int32 }
-
-// canonOpen is an array or object that scan has not closed yet.
-type canonOpen struct {
-	obj     bool
-	reorder bool  // members are not in increasing key order, or it is the top level
-	start   int32 // position of the '{' or '['
-	base    int32 // open[base:] are its members
-	n       int32 // its members so far
-	prev    int32 // key position of its last member, -1 if none
-}
 
 // Clear drops the references c holds to a payload and returns the bytes of
 // scratch space it keeps for the next.
 func (c *Args) Clear() int {
 	c.in, c.ignore = nil, nil
-	return cap(c.buf) + cap(c.num) + cap(c.vals) + 4*cap(c.offs) +
-		12*cap(c.objs) + 4*cap(c.keys) + 4*cap(c.open) + 20*cap(c.stack)
+	return cap(c.buf) + cap(c.num) + cap(c.vals) + cap(c.ka) + cap(c.kb) + 4*cap(c.offs) +
+		12*cap(c.objs) + 4*cap(c.keys) + 4*cap(c.open)
 }
 
-// Scan validates the payload in and lists the objects to reorder: those
-// whose members are not in strictly increasing key order (duplicate keys
-// included), and the top-level object. c.ok reports whether in is valid
-// JSON within the bounds (white space only is valid: no arguments).
+// Scan validates the payload in and lists its objects to reorder. c.ok
+// reports whether in is valid JSON within the bounds (white space only is
+// valid: no arguments).
 func (c *Args) Scan(in []byte) {
 	c.in, c.ok, c.topStart = in, false, -1
-	c.open, c.keys, c.objs, c.stack = c.open[:0], c.keys[:0], c.objs[:0], c.stack[:0]
-	if len(in) > canonMaxBytes || !c.pass() {
+	c.open, c.keys, c.objs = c.open[:0], c.keys[:0], c.objs[:0]
+	if len(in) > canonMaxBytes {
 		return
 	}
+	if i := SkipWS(in, 0); i < len(in) {
+		if i = c.scanValue(i, 0); i < 0 || SkipWS(in, i) < len(in) {
+			return
+		}
+	}
+	// Objects are listed as they close; form looks them up by position.
 	slices.SortFunc(c.objs, func(a, b canonObj) int { return cmp.Compare(a.start, b.start) })
 	c.ok = true
 }
@@ -132,141 +113,128 @@ func (c *Args) Hash(ignore []string) [16]byte {
 	return [16]byte(c.h.Sum(c.sum[:0]))
 }
 
-// pass validates c.in and lists its objects, value by value.
-func (c *Args) pass() bool {
-	i := SkipWS(c.in, 0)
-	if i == len(c.in) {
-		return true
-	}
-	for i >= 0 {
-		var more bool
-		if i, more = c.item(i); i < 0 || more {
-			continue
-		}
-		if i, more = c.after(i); !more && i >= 0 {
-			return i == len(c.in)
-		}
-	}
-	return false
-}
-
-// item scans the value at in[i] (after white space). If it opens a
-// non-empty array or object, it returns the index of its first value and
-// true; else the index after the value; -1 if it is not valid.
-func (c *Args) item(i int) (int, bool) {
+// scanValue validates the value at in[i:] (after white space), inside
+// depth arrays and objects, and returns the index after it, or -1.
+func (c *Args) scanValue(i, depth int) int {
 	in := c.in
 	if i = SkipWS(in, i); i >= len(in) {
-		return -1, false
+		return -1
 	}
 	switch in[i] {
-	case '{', '[':
-		return c.openItem(i)
-	case '"':
-		return ScanString(in, i), false
-	case 't', 'f', 'n':
-		return canonScanLiteral(in, i), false
-	}
-	return canonScanNumber(in, i), false
-}
-
-// openItem opens the array or object at in[i] for item.
-func (c *Args) openItem(i int) (int, bool) {
-	in := c.in
-	if len(c.stack) == canonMaxDepth {
-		return -1, false
-	}
-	obj, closer := in[i] == '{', byte(']')
-	if obj {
-		closer = '}'
-		if len(c.stack) == 0 {
+	case '{':
+		if depth == 0 {
 			c.topStart = int32(i)
 		}
+		return c.scanObject(i, depth+1)
+	case '[':
+		return c.scanArray(i, depth+1)
+	case '"':
+		return ScanString(in, i)
+	case 't', 'f', 'n':
+		return canonScanLiteral(in, i)
 	}
-	start := i
-	if i = SkipWS(in, i+1); i < len(in) && in[i] == closer {
-		return i + 1, false
-	}
-	c.stack = append(c.stack, canonOpen{obj: obj, start: int32(start), base: int32(len(c.open)), prev: -1})
-	if obj {
-		i = c.key(i)
-	}
-	return i, i >= 0
+	return canonScanNumber(in, i)
 }
 
-// after closes the arrays and objects that end after a value at in[i:].
-// It returns the index of the next value and true, or the index after the
-// payload's value and false, or -1.
-func (c *Args) after(i int) (int, bool) {
+// scanArray is scanValue of the array at in[i], the depth-th container.
+func (c *Args) scanArray(i, depth int) int {
 	in := c.in
-	for ; ; i++ {
-		i = SkipWS(in, i)
-		if len(c.stack) == 0 {
-			return i, false
+	if depth > canonMaxDepth {
+		return -1
+	}
+	if i = SkipWS(in, i+1); i < len(in) && in[i] == ']' {
+		return i + 1
+	}
+	for {
+		if i = c.scanValue(i, depth); i < 0 {
+			return -1
 		}
-		if i >= len(in) {
-			return -1, false
+		if i = SkipWS(in, i); i < len(in) && in[i] == ']' {
+			return i + 1
 		}
-		f := &c.stack[len(c.stack)-1]
-		switch {
-		case in[i] == ',' && f.obj:
-			i = c.key(i + 1)
-			return i, i >= 0
-		case in[i] == ',':
-			return i + 1, true
-		case in[i] == '}' && f.obj:
-			c.closeObject()
-		case in[i] == ']' && !f.obj:
-			c.stack = c.stack[:len(c.stack)-1]
-		default:
-			return -1, false
+		if i >= len(in) || in[i] != ',' {
+			return -1
 		}
+		i++
 	}
 }
 
-// key scans an object key and its colon at in[i:] (after optional white
-// space). It returns the index after the colon, or -1.
-func (c *Args) key(i int) int {
+// scanObject is scanValue of the object at in[i], the depth-th container.
+// Its key positions are kept in open while its members are scanned.
+func (c *Args) scanObject(i, depth int) int {
+	in := c.in
+	if depth > canonMaxDepth {
+		return -1
+	}
+	start, base := i, len(c.open)
+	if i = SkipWS(in, i+1); i < len(in) && in[i] == '}' {
+		return i + 1
+	}
+	for {
+		if i = c.scanMember(i, depth); i < 0 {
+			return -1
+		}
+		if i = SkipWS(in, i); i < len(in) && in[i] == '}' {
+			break
+		}
+		if i >= len(in) || in[i] != ',' {
+			return -1
+		}
+		i++
+	}
+	if depth == 1 || !c.increasing(c.open[base:]) {
+		c.list(start, base)
+	}
+	c.open = c.open[:base]
+	return i + 1
+}
+
+// scanMember validates the member at in[i:] (after white space) of an
+// object, the depth-th container, adds its key position to open and
+// returns the index after its value, or -1.
+func (c *Args) scanMember(i, depth int) int {
 	in := c.in
 	if i = SkipWS(in, i); i >= len(in) || in[i] != '"' {
 		return -1
 	}
-	e := ScanString(in, i)
-	if e < 0 {
+	k := i
+	if i = ScanString(in, i); i < 0 {
 		return -1
 	}
-	f := &c.stack[len(c.stack)-1]
-	if len(c.stack) == 1 || f.prev >= 0 && canonCmpKeys(in, int(f.prev), i) >= 0 {
-		f.reorder = true
-	}
-	f.prev = int32(i)
-	f.n++
-	c.open = append(canonGrow(c.open, 1), int32(i))
-	if i = SkipWS(in, e); i >= len(in) || in[i] != ':' {
+	c.open = append(canonGrow(c.open, 1), int32(k))
+	if i = SkipWS(in, i); i >= len(in) || in[i] != ':' {
 		return -1
 	}
-	return i + 1
+	return c.scanValue(i+1, depth)
 }
 
-// closeObject closes the innermost object, listing it if its members are
-// to be reordered.
-func (c *Args) closeObject() {
-	f := c.stack[len(c.stack)-1]
-	c.stack = c.stack[:len(c.stack)-1]
-	if f.reorder {
-		if len(c.stack) == 0 && len(c.keys) == 0 {
-			c.keys, c.open = c.open, c.keys // the payload's members, listed where they are
-		} else {
-			c.keys = append(canonGrow(c.keys, int(f.n)), c.open[f.base:]...)
+// increasing reports whether the keys at ks are in strictly increasing
+// order: the object is canonical as written.
+func (c *Args) increasing(ks []int32) bool {
+	for k := 1; k < len(ks); k++ {
+		if c.cmpKeys(ks[k-1], ks[k]) >= 0 {
+			return false
 		}
-		off := len(c.keys) - int(f.n)
-		in := c.in
-		slices.SortFunc(c.keys[off:], func(a, b int32) int { return canonCmpKeys(in, int(a), int(b)) })
-		c.objs = append(canonGrow(c.objs, 1), canonObj{f.start, int32(off), f.n})
 	}
-	c.open = c.open[:f.base]
+	return true
 }
 
-// form writes the canonical form of the payload index accepted.
+// list lists the object at in[start] whose key positions are open[base:].
+func (c *Args) list(start, base int) {
+	n := len(c.open) - base
+	if base == 0 && len(c.keys) == 0 {
+		// The top-level object, nothing else listed: its keys stay where
+		// they are, which saves copying the longest list.
+		c.keys, c.open = c.open, c.keys
+	} else {
+		c.keys = append(canonGrow(c.keys, n), c.open[base:]...)
+	}
+	off := len(c.keys) - n
+	slices.SortFunc(c.keys[off:], c.cmpKeys)
+	c.objs = append(canonGrow(c.objs, 1), canonObj{int32(start), int32(off), int32(n)})
+}
+
+// form writes the canonical form of the payload Scan accepted.
 func (c *Args) form() {
 	lo, hi := canonTrim(c.in)
 	if lo == hi || string(c.in[lo:hi]) == "null" {
@@ -307,14 +275,14 @@ func (c *Args) value(i int) int {
 }
 
 // object writes the canonical form of the object at in[i] and returns the
-// index after it. (For a top-level object whose last member is ignored,
-// the index returned is wrong; it is not used.)
+// index after it: an unlisted object's members as they are, a listed one's
+// in key order, without the ignored keys at the top level (the index
+// returned is then wrong if the last member is ignored; it is not used).
 func (c *Args) object(i int) int {
 	in := c.in
-	o, listed := c.listed(i)
 	c.byte('{')
+	o, listed := c.listed(i)
 	if !listed {
-		// The members are in canonical order as written.
 		for i = SkipWS(in, i+1); in[i] != '}'; {
 			if i = SkipWS(in, c.member(i)); in[i] == ',' {
 				c.byte(',')
@@ -326,14 +294,10 @@ func (c *Args) object(i int) int {
 	}
 	ks := c.keys[o.off : o.off+o.n]
 	drop := i == int(c.topStart) && len(c.ignore) > 0
-	end, wrote := i+1, false // end: of the last member's value in the payload
-	for a := 0; a < len(ks); {
-		b := a + 1
-		for b < len(ks) && canonCmpKeys(in, int(ks[a]), int(ks[b])) == 0 {
-			b++
-		}
-		if drop && slices.ContainsFunc(c.ignore, func(s string) bool { return canonKeyIs(in, int(ks[a]), s) }) {
-			a = b
+	end, wrote := i+1, false // end: of the last value in the payload
+	for a, b := 0, 0; a < len(ks); a = b {
+		b = c.keyRun(ks, a)
+		if drop && slices.ContainsFunc(c.ignore, func(s string) bool { return c.keyIs(ks[a], s) }) {
 			continue
 		}
 		if wrote {
@@ -345,19 +309,27 @@ func (c *Args) object(i int) int {
 		} else {
 			end = max(end, c.duplicates(ks[a:b]))
 		}
-		a = b
 	}
 	c.byte('}')
 	return SkipWS(in, end) + 1
 }
 
-// listed returns the listing of the object at in[i], if scan listed it.
+// listed returns the listing of the object at in[i], if Scan listed it.
 func (c *Args) listed(i int) (canonObj, bool) {
 	k, ok := slices.BinarySearchFunc(c.objs, int32(i), func(o canonObj, start int32) int { return cmp.Compare(o.start, start) })
 	if !ok {
 		return canonObj{}, false
 	}
 	return c.objs[k], true
+}
+
+// keyRun returns the end of the run of equal keys ks[a:] starts.
+func (c *Args) keyRun(ks []int32, a int) int {
+	b := a + 1
+	for b < len(ks) && c.cmpKeys(ks[a], ks[b]) == 0 {
+		b++
+	}
+	return b
 }
 
 // member writes the member whose key is at in[i], `"key":value`, and
@@ -368,20 +340,23 @@ func (c *Args) member(i int) int {
 	return c.value(SkipWS(c.in, i+1))
 }
 
+// valueOf returns the position of the value of the key at in[k].
+func (c *Args) valueOf(k int32) int {
+	return SkipWS(c.in, SkipWS(c.in, ScanString(c.in, int(k)))+1)
+}
+
 // duplicates writes the members whose keys, at the positions ks, are equal,
-// ordered by their canonical values, and returns the index after the value
-// that ends last in the payload. The values are written to vals first, each
-// after its length, to be compared, their offsets to offs; both are
-// truncated back when done, so nested duplicates share them.
+// ordered by their canonical values. The values are written to vals first,
+// each after its length, to be compared, their offsets to offs; both are
+// truncated back when done, so nested duplicates share them. It returns
+// the index after the value that ends last in the payload.
 func (c *Args) duplicates(ks []int32) int {
-	in := c.in
-	key, v0, o0, end := int(ks[0]), len(c.vals), len(c.offs), 0
+	v0, o0, end := len(c.vals), len(c.offs), 0
 	c.mat++
 	for _, k := range ks {
-		i := SkipWS(in, SkipWS(in, ScanString(in, int(k)))+1)
 		lo := len(c.vals)
 		c.vals = append(canonGrow(c.vals, 4), 0, 0, 0, 0)
-		end = max(end, c.value(i))
+		end = max(end, c.value(c.valueOf(k)))
 		binary.LittleEndian.PutUint32(c.vals[lo:], uint32(len(c.vals)-lo-4))
 		c.offs = append(canonGrow(c.offs, 1), int32(lo))
 	}
@@ -396,7 +371,7 @@ func (c *Args) duplicates(ks []int32) int {
 		if n > 0 {
 			c.byte(',')
 		}
-		c.str(key)
+		c.str(int(ks[0]))
 		c.byte(':')
 		c.write(val(lo))
 	}
@@ -455,7 +430,6 @@ func (c *Args) write(b []byte) {
 	}
 }
 
-// byte writes b.
 func (c *Args) byte(b byte) { c.write([]byte{b}) }
 
 // canonGrow makes room for n more elements in s, at least doubling its
@@ -470,62 +444,70 @@ func canonGrow[T any](s []T, n int) []T {
 	return t
 }
 
-// canonCmpKeys compares the valid JSON strings at in[a] and in[b] by their
-// decoded bytes, lone surrogates as generalized UTF-8 (see canonAppendRune).
-func canonCmpKeys(in []byte, a, b int) int {
-	x, y := canonKeyReader{in: in, i: a + 1}, canonKeyReader{in: in, i: b + 1}
-	for {
-		p, more := x.next()
-		q, moreQ := y.next()
-		if !more || !moreQ || p != q {
-			return cmp.Or(cmp.Compare(b2i(more), b2i(moreQ)), cmp.Compare(p, q))
+// cmpKeys compares the keys at in[a] and in[b] by their decoded bytes,
+// lone surrogates as generalized UTF-8 (see canonAppendRune).
+func (c *Args) cmpKeys(a, b int32) int {
+	x, y := c.rawStr(a), c.rawStr(b)
+	if bytes.IndexByte(x, '\\') >= 0 || bytes.IndexByte(y, '\\') >= 0 {
+		c.ka = unescape(c.ka[:0], x, true, math.MaxInt)
+		c.kb = unescape(c.kb[:0], y, true, math.MaxInt)
+		x, y = c.ka, c.kb
+	}
+	return bytes.Compare(x, y)
+}
+
+// keyIs reports whether the key at in[k] decodes to s.
+func (c *Args) keyIs(k int32, s string) bool {
+	x := c.rawStr(k)
+	if bytes.IndexByte(x, '\\') >= 0 {
+		c.ka = unescape(c.ka[:0], x, true, math.MaxInt)
+		x = c.ka
+	}
+	return string(x) == s
+}
+
+// rawStr returns the content, escapes not decoded, of the valid string at
+// in[k].
+func (c *Args) rawStr(k int32) []byte {
+	return c.in[k+1 : ScanString(c.in, int(k))-1]
+}
+
+// unescape appends the decoded content raw of a valid JSON string to dst,
+// until dst holds at least limit bytes. Lone surrogates are written as
+// generalized UTF-8 if exact (canonAppendRune), else as U+FFFD, as
+// encoding/json decodes them.
+func unescape(dst, raw []byte, exact bool, limit int) []byte {
+	for len(raw) > 0 && len(dst) < limit {
+		k := bytes.IndexByte(raw, '\\')
+		if k != 0 {
+			if k < 0 {
+				k = len(raw)
+			}
+			dst = append(dst, raw[:min(k, limit-len(dst))]...)
+			raw = raw[k:]
+			continue
 		}
-	}
-}
-
-// canonKeyIs reports whether the valid JSON string at in[i] decodes to s.
-func canonKeyIs(in []byte, i int, s string) bool {
-	r := canonKeyReader{in: in, i: i + 1}
-	for j := 0; ; j++ {
-		b, more := r.next()
-		if !more || j == len(s) || b != s[j] {
-			return !more && j == len(s)
+		r, n := canonDecodeEscape(raw, 0)
+		if exact {
+			dst = canonAppendRune(dst, r)
+		} else {
+			dst = utf8.AppendRune(dst, r)
 		}
+		raw = raw[n:]
 	}
+	return dst
 }
 
-// canonKeyReader reads the decoded bytes of a valid JSON string.
-type canonKeyReader struct {
-	in   []byte
-	i    int // the next byte of in
-	buf  [utf8.UTFMax]byte
-	k, n int // buf[k:n] are decoded and not read yet
+// canonTrim returns the bounds of b without leading and trailing JSON
+// whitespace.
+func canonTrim(b []byte) (lo, hi int) {
+	lo, hi = SkipWS(b, 0), len(b)
+	for hi > lo && (b[hi-1] == ' ' || b[hi-1] == '\t' || b[hi-1] == '\n' || b[hi-1] == '\r') {
+		hi--
+	}
+	return lo, hi
 }
 
-// next returns the next decoded byte, or false at the closing quote.
-func (r *canonKeyReader) next() (byte, bool) {
-	if r.k < r.n {
-		r.k++
-		return r.buf[r.k-1], true
-	}
-	switch c := r.in[r.i]; c {
-	case '"':
-		return 0, false
-	case '\\':
-	default:
-		r.i++
-		return c, true
-	}
-	var ru rune
-	ru, r.i = canonDecodeEscape(r.in, r.i)
-	if ru < utf8.RuneSelf {
-		return byte(ru), true
-	}
-	r.k, r.n = 1, len(canonAppendRune(r.buf[:0], ru))
-	return r.buf[0], true
-}
-
-// b2i is 1 if b, else 0.
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -533,21 +515,11 @@ func b2i(b bool) int {
 	return 0
 }
 
-// canonAppendByte appends the canonical string encoding of the byte b.
+// canonAppendByte appends the canonical string encoding of the byte b:
+// the short escapes where JSON has them, \u00XX for other control bytes.
 func canonAppendByte(dst []byte, b byte) []byte {
-	switch b {
-	case '"', '\\':
-		return append(dst, '\\', b)
-	case '\b':
-		return append(dst, '\\', 'b')
-	case '\f':
-		return append(dst, '\\', 'f')
-	case '\n':
-		return append(dst, '\\', 'n')
-	case '\r':
-		return append(dst, '\\', 'r')
-	case '\t':
-		return append(dst, '\\', 't')
+	if k := strings.IndexByte("\"\\\b\f\n\r\t", b); k >= 0 {
+		return append(dst, '\\', "\"\\bfnrt"[k])
 	}
 	if b < 0x20 {
 		const hexDigits = "0123456789abcdef"
@@ -587,17 +559,8 @@ func canonDecodeEscape(raw []byte, j int) (rune, int) {
 // canonSimpleEscape returns the byte a one-letter escape \c stands for
 // (c itself for \" \\ and \/).
 func canonSimpleEscape(c byte) byte {
-	switch c {
-	case 'b':
-		return '\b'
-	case 'f':
-		return '\f'
-	case 'n':
-		return '\n'
-	case 'r':
-		return '\r'
-	case 't':
-		return '\t'
+	if k := strings.IndexByte("bfnrt", c); k >= 0 {
+		return "\b\f\n\r\t"[k]
 	}
 	return c
 }
@@ -606,15 +569,7 @@ func canonSimpleEscape(c byte) byte {
 func canonHex4(b []byte) rune {
 	var r rune
 	for _, c := range b[:4] {
-		r <<= 4
-		switch {
-		case c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a':
-			r |= rune(c - 'a' + 10)
-		default:
-			r |= rune(c - 'A' + 10)
-		}
+		r = r<<4 | rune(strings.IndexByte("0123456789abcdef", c|0x20))
 	}
 	return r
 }
@@ -632,10 +587,8 @@ func SkipWS(in []byte, i int) int {
 	return i
 }
 
-// canonIsDigit reports whether c is a decimal digit.
 func canonIsDigit(c byte) bool { return '0' <= c && c <= '9' }
 
-// canonIsHex reports whether c is a hexadecimal digit.
 func canonIsHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'f'
 }
@@ -651,132 +604,84 @@ func canonScanLiteral(in []byte, i int) int {
 	return -1
 }
 
-// canonNum is a valid JSON number read as 0.D × 10^n: D, its significant
-// digits (no leading or trailing zeros), are digits fz to fz+k-1 of the
-// integer digits followed by the fraction digits; n is adj plus the
-// exponent exp.
-type canonNum struct {
-	num        []byte
-	neg        bool
-	ia, li, fa int // integer digits num[ia:ia+li], fraction digits from num[fa:]
-	fz         int
-	k, adj     int64
-	exp        []byte // the exponent's digits without leading zeros
-	expNeg     bool
-}
-
-// readNumber reads the valid JSON number num; false if it is zero.
-func readNumber(num []byte) (canonNum, bool) {
-	d := canonNum{num: num, neg: num[0] == '-'}
-	p := b2i(d.neg)
-	d.ia, p = p, canonDigitsEnd(num, p)
-	d.li, d.fa = p-d.ia, p
-	if p < len(num) && num[p] == '.' {
-		d.fa, p = p+1, canonDigitsEnd(num, p+1)
-	}
-	lf := p - d.fa
-	if p < len(num) { // 'e' or 'E'
-		p++
-		d.expNeg = num[p] == '-'
-		if num[p] == '-' || num[p] == '+' {
-			p++
-		}
-		for d.exp = num[p:]; len(d.exp) > 1 && d.exp[0] == '0'; {
-			d.exp = d.exp[1:]
-		}
-	}
-	last := d.li + lf - 1
-	for d.fz = 0; d.fz <= last && d.digit(d.fz) == '0'; d.fz++ {
-	}
-	if d.fz > last {
-		return d, false
-	}
-	for d.digit(last) == '0' {
-		last--
-	}
-	d.k, d.adj = int64(last-d.fz+1), int64(d.li-d.fz)
-	return d, true
-}
-
-// digit returns the integer and fraction digit k.
-func (d *canonNum) digit(k int) byte {
-	if k < d.li {
-		return d.num[d.ia+k]
-	}
-	return d.num[d.fa+k-d.li]
-}
-
-// appendDigits appends the significant digits from to to.
-func (d *canonNum) appendDigits(dst []byte, from, to int64) []byte {
-	for m := from; m < to; m++ {
-		dst = append(dst, d.digit(d.fz+int(m)))
-	}
-	return dst
-}
-
-// appendMantissa appends D[0].D[1:] and the 'e' of the exponent form.
-func (d *canonNum) appendMantissa(dst []byte) []byte {
-	dst = d.appendDigits(dst, 0, 1)
-	if d.k > 1 {
-		dst = append(dst, '.')
-		dst = d.appendDigits(dst, 1, d.k)
-	}
-	return append(dst, 'e')
-}
-
 // canonAppendNumber appends the canonical form of the valid JSON number num:
 // "0", or an optional '-' and the significant digits D placed by the
 // decimal exponent n (value = 0.D × 10^n): D followed by zeros when
 // len(D) <= n <= 21, a decimal fraction when -6 < n <= 21, otherwise
-// D[0].D[1:] "e" n-1 (exponent without '+').
+// D[0].D[1:] "e" n-1 (exponent without '+'). D is gathered in dst, after
+// which the form is written and then moved over it.
 func canonAppendNumber(dst, num []byte) []byte {
-	d, nonzero := readNumber(num)
-	if !nonzero {
-		return append(dst, '0')
+	neg := num[0] == '-'
+	mant, exp := num[b2i(neg):], []byte(nil)
+	if k := bytes.IndexAny(mant, "eE"); k >= 0 {
+		mant, exp = mant[:k], mant[k+1:]
 	}
-	if d.neg {
+	whole, frac := mant, []byte(nil)
+	if k := bytes.IndexByte(mant, '.'); k >= 0 {
+		whole, frac = mant[:k], mant[k+1:]
+	}
+	p0 := len(dst)
+	dst = append(append(dst, whole...), frac...)
+	lead := len(dst) - p0 - len(bytes.TrimLeft(dst[p0:], "0"))
+	d := bytes.Trim(dst[p0:], "0")
+	if len(d) == 0 {
+		return append(dst[:p0], '0')
+	}
+	p1 := len(dst)
+	if neg {
 		dst = append(dst, '-')
 	}
-	if len(d.exp) > 15 {
-		// The exponent is astronomically large; n is far outside the
-		// range of the plain forms. Compute n-1 exactly.
+	dst = canonPlace(dst, d, int64(len(whole)-lead), exp)
+	return append(dst[:p0], dst[p1:]...)
+}
+
+// canonPlace appends the significant digits d of a number placed by n, adj
+// plus the exponent exp (its digits after the 'e').
+func canonPlace(dst, d []byte, adj int64, exp []byte) []byte {
+	expNeg := len(exp) > 0 && exp[0] == '-'
+	if len(exp) > 0 && (exp[0] == '-' || exp[0] == '+') {
+		exp = exp[1:]
+	}
+	if exp = bytes.TrimLeft(exp, "0"); len(exp) > 15 {
+		// An astronomical exponent: n is far outside the plain forms.
+		// Compute n-1 exactly.
 		var e big.Int
-		e.SetString(string(d.exp), 10)
-		if d.expNeg {
+		e.SetString(string(exp), 10)
+		if expNeg {
 			e.Neg(&e)
 		}
-		e.Add(&e, big.NewInt(d.adj-1))
-		return e.Append(d.appendMantissa(dst), 10)
+		e.Add(&e, big.NewInt(adj-1))
+		return e.Append(canonAppendMantissa(dst, d), 10)
 	}
 	var e int64
-	for _, c := range d.exp {
+	for _, c := range exp {
 		e = e*10 + int64(c-'0')
 	}
-	if d.expNeg {
+	if expNeg {
 		e = -e
 	}
-	switch n, k := d.adj+e, d.k; {
+	n, k := adj+e, int64(len(d))
+	switch {
 	case k <= n && n <= canonNumMax:
-		return canonZeros(d.appendDigits(dst, 0, k), n-k)
+		return append(append(dst, d...), "000000000000000000000"[:n-k]...)
 	case 0 < n && n <= canonNumMax:
-		dst = append(d.appendDigits(dst, 0, n), '.')
-		return d.appendDigits(dst, n, k)
+		return append(append(append(dst, d[:n]...), '.'), d[n:]...)
 	case -6 < n && n <= 0:
-		return d.appendDigits(canonZeros(append(dst, "0."...), -n), 0, k)
+		return append(append(dst, "0."+"00000"[:-n]...), d...)
 	default:
-		return strconv.AppendInt(d.appendMantissa(dst), n-1, 10)
+		return strconv.AppendInt(canonAppendMantissa(dst, d), n-1, 10)
 	}
 }
 
-// canonZeros appends n zeros.
-func canonZeros(dst []byte, n int64) []byte {
-	for ; n > 0; n-- {
-		dst = append(dst, '0')
+// canonAppendMantissa appends d[0].d[1:] and the 'e' of the exponent form.
+func canonAppendMantissa(dst, d []byte) []byte {
+	dst = append(dst, d[0])
+	if len(d) > 1 {
+		dst = append(append(dst, '.'), d[1:]...)
 	}
-	return dst
+	return append(dst, 'e')
 }
 
-// canonDigitsEnd returns the end of the run of decimal digits at in[i:].
 func canonDigitsEnd[T string | []byte](in T, i int) int {
 	for i < len(in) && canonIsDigit(in[i]) {
 		i++
