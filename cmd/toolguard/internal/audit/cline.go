@@ -1,7 +1,10 @@
 package audit
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"path"
 	"regexp"
 	"strconv"
@@ -25,6 +28,10 @@ type clineMessage struct {
 			Prompt     int `json:"prompt"`
 			Completion int `json:"completion"`
 		} `json:"tokens"`
+		// The CLI's sessions: the prompt's tokens (cache reads
+		// included) and the response's.
+		InputTokens  int `json:"inputTokens"`
+		OutputTokens int `json:"outputTokens"`
 	} `json:"metrics"`
 }
 
@@ -84,6 +91,11 @@ func (r *clineReader) record(line int, data []byte) error {
 		switch {
 		case b.Type == "tool_result":
 			out, _ := contentText(b.Content, "")
+			if out == "" && jsonKind(b.Content) == "array" {
+				// The CLI writes a tool's results as a list of
+				// {query, result} objects: the list is the result.
+				out = string(b.Content)
+			}
 			r.done(b.ToolUseID)
 			s.result(b.ToolUseID, out, b.IsError != nil && *b.IsError)
 			results++
@@ -115,6 +127,8 @@ func (r *clineReader) assistant(m *clineMessage, blocks []block) error {
 	prompt, output := 0, 0
 	if m.Metrics != nil && m.Metrics.Tokens != nil {
 		prompt, output = m.Metrics.Tokens.Prompt, m.Metrics.Tokens.Completion
+	} else if m.Metrics != nil {
+		prompt, output = m.Metrics.InputTokens, m.Metrics.OutputTokens
 	}
 	var calls []Call
 	for i := range blocks {
@@ -160,6 +174,64 @@ func (r *clineReader) finish() ([]Episode, map[string]int, error) {
 		return nil, r.s.seen, nil
 	}
 	return []Episode{r.s.finish()}, r.s.seen, nil
+}
+
+// The Cline CLI keeps a session in
+// ~/.cline/data/sessions/ID/ID.messages.json: one object with the
+// sessionId and the messages, which are the messages of a task history
+// (tool_use and tool_result blocks, usage in metrics).
+
+// clineSessionReader reads a CLI session: its messages in order, each with
+// its line, through the task history's reader; the episode is named by
+// the sessionId.
+type clineSessionReader struct {
+	clineReader
+}
+
+func newClineSessionReader(name string) *clineSessionReader {
+	return &clineSessionReader{clineReader: *newClineReader(name)}
+}
+
+func (r *clineSessionReader) record(line int, data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return errors.New("a Cline session is a JSON object")
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return describeErr(err)
+		}
+		switch key {
+		case "sessionId":
+			var id string
+			if err := dec.Decode(&id); err != nil {
+				return fmt.Errorf("sessionId: %w", describeErr(err))
+			}
+			r.s.ep.Name = id
+		case "messages":
+			off := int(dec.InputOffset())
+			for off < len(data) && strings.IndexByte(" \t\r\n:", data[off]) >= 0 {
+				off++
+			}
+			msgs, err := arrayRecords(record{line: line + bytes.Count(data[:off], []byte("\n")), data: data[off:]})
+			if err != nil {
+				return fmt.Errorf("messages: %w", err)
+			}
+			for _, m := range msgs {
+				if err := r.clineReader.record(m.line, m.data); err != nil {
+					return err
+				}
+			}
+			return nil
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return describeErr(err)
+			}
+		}
+	}
+	return errors.New("a Cline session without messages")
 }
 
 // clineXMLCall reads the first classic tool call of an assistant text: the

@@ -219,6 +219,22 @@ func TestRealFixtures(t *testing.T) {
 			failed: []string{"edit-1-10 edit", "edit-1-11 edit", "edit-1-13 edit", "edit-1-17 edit", "edit-1-5 edit", "edit-1-6 edit"},
 			paired: 12, rounds: 14, turns: 9,
 		}}},
+		// Cline CLI session (cline/cline, a session the CLI wrote, kept as
+		// its SDK's test fixture): {version, agent, sessionId, messages}
+		// with Anthropic-style tool_use / tool_result blocks, usage in each
+		// assistant message's metrics; no result has is_error.
+		//   names: jq -r '.messages[] | select(.role=="assistant") | .content[]
+		//     | select(.type=="tool_use") | .name' F | sort | uniq -c
+		//   paired: jq '[.messages[].content[] | select(.type=="tool_result")] | length' F
+		//   rounds and turns: jq -r '[.messages[] | if .role=="user" then (if
+		//     any(.content[]; .type=="tool_result") then "r" else "U" end) else (if
+		//     any(.content[]; .type=="tool_use") then "c" else "t" end) end] | join("")' F
+		//     gives UcrcrtUcrtUcrcrcrcrcrtUcrcrcrtUt: 11 responses with calls,
+		//     the last in the 4th of 5 user turns
+		{"cline/data/sessions/1784094124598_rruoq/1784094124598_rruoq.messages.json", FormatCline, []tally{{
+			name: "1784094124598_rruoq", calls: 11, names: map[string]int{"editor": 4, "read_files": 6, "run_commands": 1},
+			paired: 11, rounds: 11, turns: 4,
+		}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
