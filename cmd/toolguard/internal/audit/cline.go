@@ -41,6 +41,12 @@ var (
 	// clineToolRe finds a classic XML tool call: a known tool's element.
 	clineToolRe  = regexp.MustCompile(`(?s)<(` + strings.Join(clineTools, "|") + `)>(.*?)</(?:` + strings.Join(clineTools, "|") + `)>`)
 	clineParamRe = regexp.MustCompile(`(?s)<([a-z_]+)>(.*?)</([a-z_]+)>`)
+	// clineOpenToolRe finds the opening tags of calls, for a call the
+	// extension cut off: the message then ends with "[Response interrupted
+	// by a tool use result. …]" and the call has no closing tags.
+	clineOpenToolRe = regexp.MustCompile(`<(` + strings.Join(clineTools, "|") + `)>`)
+	// clineOpenParamRe is the parameter a cut-off call ends in.
+	clineOpenParamRe = regexp.MustCompile(`(?s)<([a-z_]+)>([^<]*)\z`)
 )
 
 // clineTools are the tools of Cline and Roo Code that the classic form
@@ -86,10 +92,22 @@ func (r *clineReader) record(line int, data []byte) error {
 		return r.assistant(&m, blocks)
 	}
 	results, said := 0, ""
+	// A "[TOOL for '…'] Result:" block's body goes on in the text blocks
+	// after it, up to the next result or the environment details.
+	var bodyID string
+	var body []string
+	flush := func() {
+		if bodyID != "" {
+			t := strings.TrimSpace(strings.Join(body, "\n"))
+			s.result(bodyID, t, clineFailed(t))
+		}
+		bodyID, body = "", nil
+	}
 	for i := range blocks {
 		b := &blocks[i]
 		switch {
 		case b.Type == "tool_result":
+			flush()
 			out, _ := contentText(b.Content, "")
 			if out == "" && jsonKind(b.Content) == "array" {
 				// The CLI writes a tool's results as a list of
@@ -100,20 +118,25 @@ func (r *clineReader) record(line int, data []byte) error {
 			s.result(b.ToolUseID, out, b.IsError != nil && *b.IsError)
 			results++
 		case b.Text != nil && clineResultRe.MatchString(string(*b.Text)):
+			flush()
 			results++
 			if len(r.waiting) == 0 {
 				s.orphans++
 				continue
 			}
-			id := r.waiting[0]
+			bodyID = r.waiting[0]
 			r.waiting = r.waiting[1:]
-			_, body, _ := strings.Cut(string(*b.Text), "] Result:")
-			body = strings.TrimSpace(body)
-			s.result(id, body, clineFailed(body))
-		case b.Text != nil && said == "" && !strings.HasPrefix(strings.TrimSpace(string(*b.Text)), "<environment_details>"):
+			_, first, _ := strings.Cut(string(*b.Text), "] Result:")
+			body = []string{first}
+		case b.Text != nil && strings.HasPrefix(strings.TrimSpace(string(*b.Text)), "<environment_details>"):
+			flush()
+		case b.Text != nil && bodyID != "":
+			body = append(body, string(*b.Text))
+		case b.Text != nil && said == "" && !clineReminder(string(*b.Text)):
 			said = string(*b.Text)
 		}
 	}
+	flush()
 	if results == 0 && said != "" {
 		s.note("user messages")
 		s.userTurn(clineTask(said))
@@ -238,12 +261,24 @@ func (r *clineSessionReader) record(line int, data []byte) error {
 // tool's element, its parameters as a JSON object of strings.
 func clineXMLCall(t string) (Call, bool) {
 	m := clineToolRe.FindStringSubmatch(t)
+	if before, _, cut := strings.Cut(t, "[Response interrupted by"); m == nil && cut {
+		// The last call opened runs to the interruption.
+		if all := clineOpenToolRe.FindAllStringSubmatchIndex(before, -1); len(all) > 0 {
+			last := all[len(all)-1]
+			m = []string{before[last[0]:], before[last[2]:last[3]], before[last[1]:]}
+		}
+	}
 	if m == nil {
 		return Call{}, false
 	}
 	args := map[string]string{}
 	for _, p := range clineParamRe.FindAllStringSubmatch(m[2], -1) {
 		if p[1] == p[3] {
+			args[p[1]] = strings.TrimSpace(p[2])
+		}
+	}
+	if p := clineOpenParamRe.FindStringSubmatch(m[2]); p != nil {
+		if _, ok := args[p[1]]; !ok {
 			args[p[1]] = strings.TrimSpace(p[2])
 		}
 	}
@@ -259,6 +294,13 @@ func clineFailed(body string) bool {
 		}
 	}
 	return false
+}
+
+// clineReminder reports a message the extension writes as the user's
+// when the model answered without a tool ("[ERROR] You did not use a
+// tool in your previous response! …"): it is not a user turn.
+func clineReminder(t string) bool {
+	return strings.HasPrefix(strings.TrimSpace(t), "[ERROR] You did not use a tool")
 }
 
 // clineTask returns what the user asked: the text inside <task>, or the

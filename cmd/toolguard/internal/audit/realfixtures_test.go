@@ -235,6 +235,27 @@ func TestRealFixtures(t *testing.T) {
 			name: "1784094124598_rruoq", calls: 11, names: map[string]int{"editor": 4, "read_files": 6, "run_commands": 1},
 			paired: 11, rounds: 11, turns: 4,
 		}}},
+		// Roo Code task history (RooCodeInc/Roo-Code, pull request 8743):
+		// classic XML calls, one per assistant message; the first is cut
+		// off ("<execute_command><command>git log …" then "[Response
+		// interrupted by a tool use result…]", no closing tags) and failed
+		// ("Tool \"execute_command\" is not allowed in ask mode."); each
+		// result is a "[TOOL for '…'] Result:" block followed by its body in
+		// the next text blocks; the last user message is Roo's own "[ERROR]
+		// You did not use a tool" reminder, not the user's.
+		//   calls, one per assistant message, by its first line-start tag:
+		//     jq -r '.[] | select(.role=="assistant") | .content | map(select(.type=="text").text)
+		//       | join("\n") | [scan("(?m)^<([a-z_]+)>")[0]] | .[0] // "none"' F | uniq -c
+		//     gives 1 execute_command, 7 read_file, 1 none, 1 attempt_completion
+		//   results and turns: jq -r '.[] | select(.role=="user") | [.content[] | .text[:40]]' F
+		//     gives the <task>, 8 results (the first "The tool execution
+		//     failed …"), then the [ERROR] reminder: one user turn
+		{"roo/tasks/natural-mini-uncondensed/api_conversation_history.json", FormatCline, []tally{{
+			name: "natural-mini-uncondensed", calls: 9,
+			names:  map[string]int{"execute_command": 1, "read_file": 7, "attempt_completion": 1},
+			failed: []string{"xml-1 execute_command"},
+			paired: 8, rounds: 9, turns: 1,
+		}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -247,4 +268,21 @@ func TestRealFixtures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRooRealResults checks what the reader takes from the real Roo Code
+// history beyond the counts: the cut-off call's arguments (its unclosed
+// <command>) and a result whose body is in the text blocks after its
+// "[TOOL for '…'] Result:" header.
+func TestRooRealResults(t *testing.T) {
+	_, eps, err := Parse("api_conversation_history.json",
+		readFixture(t, filepath.Join("sessions", "roo/tasks/natural-mini-uncondensed/api_conversation_history.json")))
+	require.NoError(t, err)
+	require.Len(t, eps, 1)
+	calls := eps[0].Calls
+	require.Len(t, calls, 9)
+	assert.JSONEq(t, `{"command":"git log --oneline -10"}`, string(calls[0].Args))
+	assert.Equal(t, "The tool execution failed with the following error:\n<error>\nTool \"execute_command\" is not allowed in ask mode.\n</error>", calls[0].Result)
+	assert.Contains(t, calls[1].Result, "<files>\n<file><path>webview-ui/src/hooks/useAutosaveDraft.ts</path>")
+	assert.NotContains(t, calls[1].Result, "<environment_details>")
 }
