@@ -91,17 +91,19 @@ func (r *clineReader) record(line int, data []byte) error {
 	if m.Role == "assistant" {
 		return r.assistant(&m, blocks)
 	}
-	results, said := 0, ""
+	said := ""
 	// A "[TOOL for '…'] Result:" block's body goes on in the text blocks
-	// after it, up to the next result or the environment details.
+	// after it, up to the next result or the environment details; the
+	// body of a result that answers no call is skipped.
 	var bodyID string
 	var body []string
+	inBody := false
 	flush := func() {
 		if bodyID != "" {
 			t := strings.TrimSpace(strings.Join(body, "\n"))
 			s.result(bodyID, t, clineFailed(t))
 		}
-		bodyID, body = "", nil
+		bodyID, body, inBody = "", nil, false
 	}
 	for i := range blocks {
 		b := &blocks[i]
@@ -116,10 +118,9 @@ func (r *clineReader) record(line int, data []byte) error {
 			}
 			r.done(b.ToolUseID)
 			s.result(b.ToolUseID, out, b.IsError != nil && *b.IsError)
-			results++
 		case b.Text != nil && clineResultRe.MatchString(string(*b.Text)):
 			flush()
-			results++
+			inBody = true
 			if len(r.waiting) == 0 {
 				s.orphans++
 				continue
@@ -130,14 +131,16 @@ func (r *clineReader) record(line int, data []byte) error {
 			body = []string{first}
 		case b.Text != nil && strings.HasPrefix(strings.TrimSpace(string(*b.Text)), "<environment_details>"):
 			flush()
-		case b.Text != nil && bodyID != "":
+		case b.Text != nil && inBody:
 			body = append(body, string(*b.Text))
 		case b.Text != nil && said == "" && !clineReminder(string(*b.Text)):
 			said = string(*b.Text)
 		}
 	}
 	flush()
-	if results == 0 && said != "" {
+	// Text outside the results is the user's: the <task>, a <feedback>,
+	// or the new instructions of a resumed task after a result.
+	if said != "" {
 		s.note("user messages")
 		s.userTurn(clineTask(said))
 	}
@@ -147,6 +150,9 @@ func (r *clineReader) record(line int, data []byte) error {
 // assistant books the calls of an assistant message: its tool_use blocks,
 // or else the classic XML tool call in its text.
 func (r *clineReader) assistant(m *clineMessage, blocks []block) error {
+	// Results answer the message before them: a call still waiting (a
+	// task resumed, or condensed, before its result) has none.
+	r.waiting = r.waiting[:0]
 	prompt, output := 0, 0
 	if m.Metrics != nil && m.Metrics.Tokens != nil {
 		prompt, output = m.Metrics.Tokens.Prompt, m.Metrics.Tokens.Completion

@@ -256,6 +256,38 @@ func TestRealFixtures(t *testing.T) {
 			failed: []string{"xml-1 execute_command"},
 			paired: 8, rounds: 9, turns: 1,
 		}}},
+		// Roo Code task history, condensed then resumed (same pull
+		// request): the first assistant message is the condensed summary
+		// (a string, no call), so the update_todo_list result after it
+		// answers nothing; the attempt_completion after it gets no result
+		// (the task was resumed: "New instructions for task continuation");
+		// one read_file gets two results, the first "The tool execution
+		// failed"; three results come with the user's new instructions after
+		// the <environment_details> block.
+		//   calls, the first tool element of each assistant message:
+		//     jq -r '.[] | select(.role=="assistant") | .content | if type=="string"
+		//       then . else map(select(.type=="text").text) | join("\n") end
+		//       | [scan("<(attempt_completion|list_files|read_file|update_todo_list
+		//       |use_mcp_tool|write_to_file)>")[0]] | join(",")' F
+		//     gives none, attempt_completion, list_files, read_file, list_files,
+		//     write_to_file, update_todo_list, 4 use_mcp_tool, update_todo_list,
+		//     none, attempt_completion, attempt_completion
+		//   results: jq -r '.[] | select(.role=="user") | .content | map(.text[:40])' F
+		//     gives the orphan result, then 11 results for the calls after it
+		//     (one message holding two for the read_file), none after the
+		//     first and the last attempt_completion
+		//   turns: jq -r 'to_entries[] | select(.value.role=="user") | .key as $k
+		//     | .value.content[] | .text // "" | select(test("^\\s*(<task>|New
+		//     instructions for task continuation)")) | $k' F
+		//     gives messages 0, 4, 6, 8, 14: five user turns, the last calls in
+		//     the fifth (the [ERROR] reminder is not one)
+		{"roo/tasks/natural-already-condensed/api_conversation_history.json", FormatCline, []tally{{
+			name: "natural-already-condensed", calls: 13,
+			names: map[string]int{"attempt_completion": 3, "list_files": 2, "read_file": 1, "write_to_file": 1,
+				"update_todo_list": 2, "use_mcp_tool": 4},
+			failed: []string{"xml-3 read_file"},
+			paired: 11, rounds: 13, turns: 5,
+		}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
