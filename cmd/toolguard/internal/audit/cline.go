@@ -1,7 +1,10 @@
 package audit
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"path"
 	"regexp"
 	"strconv"
@@ -25,6 +28,10 @@ type clineMessage struct {
 			Prompt     int `json:"prompt"`
 			Completion int `json:"completion"`
 		} `json:"tokens"`
+		// The CLI's sessions: the prompt's tokens (cache reads
+		// included) and the response's.
+		InputTokens  int `json:"inputTokens"`
+		OutputTokens int `json:"outputTokens"`
 	} `json:"metrics"`
 }
 
@@ -34,6 +41,12 @@ var (
 	// clineToolRe finds a classic XML tool call: a known tool's element.
 	clineToolRe  = regexp.MustCompile(`(?s)<(` + strings.Join(clineTools, "|") + `)>(.*?)</(?:` + strings.Join(clineTools, "|") + `)>`)
 	clineParamRe = regexp.MustCompile(`(?s)<([a-z_]+)>(.*?)</([a-z_]+)>`)
+	// clineOpenToolRe finds the opening tags of calls, for a call the
+	// extension cut off: the message then ends with "[Response interrupted
+	// by a tool use result. …]" and the call has no closing tags.
+	clineOpenToolRe = regexp.MustCompile(`<(` + strings.Join(clineTools, "|") + `)>`)
+	// clineOpenParamRe is the parameter a cut-off call ends in.
+	clineOpenParamRe = regexp.MustCompile(`(?s)<([a-z_]+)>([^<]*)\z`)
 )
 
 // clineTools are the tools of Cline and Roo Code that the classic form
@@ -78,31 +91,56 @@ func (r *clineReader) record(line int, data []byte) error {
 	if m.Role == "assistant" {
 		return r.assistant(&m, blocks)
 	}
-	results, said := 0, ""
+	said := ""
+	// A "[TOOL for '…'] Result:" block's body goes on in the text blocks
+	// after it, up to the next result or the environment details; the
+	// body of a result that answers no call is skipped.
+	var bodyID string
+	var body []string
+	inBody := false
+	flush := func() {
+		if bodyID != "" {
+			t := strings.TrimSpace(strings.Join(body, "\n"))
+			s.result(bodyID, t, clineFailed(t))
+		}
+		bodyID, body, inBody = "", nil, false
+	}
 	for i := range blocks {
 		b := &blocks[i]
 		switch {
 		case b.Type == "tool_result":
+			flush()
 			out, _ := contentText(b.Content, "")
+			if out == "" && jsonKind(b.Content) == "array" {
+				// The CLI writes a tool's results as a list of
+				// {query, result} objects: the list is the result.
+				out = string(b.Content)
+			}
 			r.done(b.ToolUseID)
 			s.result(b.ToolUseID, out, b.IsError != nil && *b.IsError)
-			results++
 		case b.Text != nil && clineResultRe.MatchString(string(*b.Text)):
-			results++
+			flush()
+			inBody = true
 			if len(r.waiting) == 0 {
 				s.orphans++
 				continue
 			}
-			id := r.waiting[0]
+			bodyID = r.waiting[0]
 			r.waiting = r.waiting[1:]
-			_, body, _ := strings.Cut(string(*b.Text), "] Result:")
-			body = strings.TrimSpace(body)
-			s.result(id, body, clineFailed(body))
-		case b.Text != nil && said == "" && !strings.HasPrefix(strings.TrimSpace(string(*b.Text)), "<environment_details>"):
+			_, first, _ := strings.Cut(string(*b.Text), "] Result:")
+			body = []string{first}
+		case b.Text != nil && strings.HasPrefix(strings.TrimSpace(string(*b.Text)), "<environment_details>"):
+			flush()
+		case b.Text != nil && inBody:
+			body = append(body, string(*b.Text))
+		case b.Text != nil && said == "" && !clineReminder(string(*b.Text)):
 			said = string(*b.Text)
 		}
 	}
-	if results == 0 && said != "" {
+	flush()
+	// Text outside the results is the user's: the <task>, a <feedback>,
+	// or the new instructions of a resumed task after a result.
+	if said != "" {
 		s.note("user messages")
 		s.userTurn(clineTask(said))
 	}
@@ -112,9 +150,14 @@ func (r *clineReader) record(line int, data []byte) error {
 // assistant books the calls of an assistant message: its tool_use blocks,
 // or else the classic XML tool call in its text.
 func (r *clineReader) assistant(m *clineMessage, blocks []block) error {
+	// Results answer the message before them: a call still waiting (a
+	// task resumed, or condensed, before its result) has none.
+	r.waiting = r.waiting[:0]
 	prompt, output := 0, 0
 	if m.Metrics != nil && m.Metrics.Tokens != nil {
 		prompt, output = m.Metrics.Tokens.Prompt, m.Metrics.Tokens.Completion
+	} else if m.Metrics != nil {
+		prompt, output = m.Metrics.InputTokens, m.Metrics.OutputTokens
 	}
 	var calls []Call
 	for i := range blocks {
@@ -162,16 +205,86 @@ func (r *clineReader) finish() ([]Episode, map[string]int, error) {
 	return []Episode{r.s.finish()}, r.s.seen, nil
 }
 
+// The Cline CLI keeps a session in
+// ~/.cline/data/sessions/ID/ID.messages.json: one object with the
+// sessionId and the messages, which are the messages of a task history
+// (tool_use and tool_result blocks, usage in metrics).
+
+// clineSessionReader reads a CLI session: its messages in order, each with
+// its line, through the task history's reader; the episode is named by
+// the sessionId.
+type clineSessionReader struct {
+	clineReader
+}
+
+func newClineSessionReader(name string) *clineSessionReader {
+	return &clineSessionReader{clineReader: *newClineReader(name)}
+}
+
+func (r *clineSessionReader) record(line int, data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return errors.New("a Cline session is a JSON object")
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return describeErr(err)
+		}
+		switch key {
+		case "sessionId":
+			var id string
+			if err := dec.Decode(&id); err != nil {
+				return fmt.Errorf("sessionId: %w", describeErr(err))
+			}
+			r.s.ep.Name = id
+		case "messages":
+			off := int(dec.InputOffset())
+			for off < len(data) && strings.IndexByte(" \t\r\n:", data[off]) >= 0 {
+				off++
+			}
+			msgs, err := arrayRecords(record{line: line + bytes.Count(data[:off], []byte("\n")), data: data[off:]})
+			if err != nil {
+				return fmt.Errorf("messages: %w", err)
+			}
+			for _, m := range msgs {
+				if err := r.clineReader.record(m.line, m.data); err != nil {
+					return err
+				}
+			}
+			return nil
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return describeErr(err)
+			}
+		}
+	}
+	return errors.New("a Cline session without messages")
+}
+
 // clineXMLCall reads the first classic tool call of an assistant text: the
 // tool's element, its parameters as a JSON object of strings.
 func clineXMLCall(t string) (Call, bool) {
 	m := clineToolRe.FindStringSubmatch(t)
+	if before, _, cut := strings.Cut(t, "[Response interrupted by"); m == nil && cut {
+		// The last call opened runs to the interruption.
+		if all := clineOpenToolRe.FindAllStringSubmatchIndex(before, -1); len(all) > 0 {
+			last := all[len(all)-1]
+			m = []string{before[last[0]:], before[last[2]:last[3]], before[last[1]:]}
+		}
+	}
 	if m == nil {
 		return Call{}, false
 	}
 	args := map[string]string{}
 	for _, p := range clineParamRe.FindAllStringSubmatch(m[2], -1) {
 		if p[1] == p[3] {
+			args[p[1]] = strings.TrimSpace(p[2])
+		}
+	}
+	if p := clineOpenParamRe.FindStringSubmatch(m[2]); p != nil {
+		if _, ok := args[p[1]]; !ok {
 			args[p[1]] = strings.TrimSpace(p[2])
 		}
 	}
@@ -187,6 +300,13 @@ func clineFailed(body string) bool {
 		}
 	}
 	return false
+}
+
+// clineReminder reports a message the extension writes as the user's
+// when the model answered without a tool ("[ERROR] You did not use a
+// tool in your previous response! …"): it is not a user turn.
+func clineReminder(t string) bool {
+	return strings.HasPrefix(strings.TrimSpace(t), "[ERROR] You did not use a tool")
 }
 
 // clineTask returns what the user asked: the text inside <task>, or the

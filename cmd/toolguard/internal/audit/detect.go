@@ -43,6 +43,8 @@ type probe struct {
 	WorkingDir    json.RawMessage `json:"working_dir"`
 	MessageCount  json.RawMessage `json:"message_count"`
 	Info          json.RawMessage `json:"info"`
+	Agent         json.RawMessage `json:"agent"`
+	Version       json.RawMessage `json:"version"`
 }
 
 var (
@@ -102,6 +104,10 @@ func detect(first []byte) (detection, error) {
 		return detection{format: FormatGoose, newReader: func(n string) fileReader { return newGooseReader(n) }}, nil
 	case has(p.Info) && has(p.Messages) && opencodeStart(p.Messages):
 		return detection{format: FormatOpencode, newReader: func(n string) fileReader { return newOpencodeReader(n) }}, nil
+	case has(p.SessionID) && has(p.Messages) && has(p.Agent) && has(p.Version):
+		// A Cline CLI session (ID.messages.json): version, agent,
+		// sessionId, messages.
+		return detection{format: FormatCline, newReader: func(n string) fileReader { return newClineSessionReader(n) }}, nil
 	case copilotTypes[p.Type] && has(p.Data):
 		return detection{format: FormatCopilot, newReader: func(n string) fileReader { return newCopilotReader(n) }}, nil
 	case has(p.ResourceSpans):

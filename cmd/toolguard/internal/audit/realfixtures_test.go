@@ -219,6 +219,75 @@ func TestRealFixtures(t *testing.T) {
 			failed: []string{"edit-1-10 edit", "edit-1-11 edit", "edit-1-13 edit", "edit-1-17 edit", "edit-1-5 edit", "edit-1-6 edit"},
 			paired: 12, rounds: 14, turns: 9,
 		}}},
+		// Cline CLI session (cline/cline, a session the CLI wrote, kept as
+		// its SDK's test fixture): {version, agent, sessionId, messages}
+		// with Anthropic-style tool_use / tool_result blocks, usage in each
+		// assistant message's metrics; no result has is_error.
+		//   names: jq -r '.messages[] | select(.role=="assistant") | .content[]
+		//     | select(.type=="tool_use") | .name' F | sort | uniq -c
+		//   paired: jq '[.messages[].content[] | select(.type=="tool_result")] | length' F
+		//   rounds and turns: jq -r '[.messages[] | if .role=="user" then (if
+		//     any(.content[]; .type=="tool_result") then "r" else "U" end) else (if
+		//     any(.content[]; .type=="tool_use") then "c" else "t" end) end] | join("")' F
+		//     gives UcrcrtUcrtUcrcrcrcrcrtUcrcrcrtUt: 11 responses with calls,
+		//     the last in the 4th of 5 user turns
+		{"cline/data/sessions/1784094124598_rruoq/1784094124598_rruoq.messages.json", FormatCline, []tally{{
+			name: "1784094124598_rruoq", calls: 11, names: map[string]int{"editor": 4, "read_files": 6, "run_commands": 1},
+			paired: 11, rounds: 11, turns: 4,
+		}}},
+		// Roo Code task history (RooCodeInc/Roo-Code, pull request 8743):
+		// classic XML calls, one per assistant message; the first is cut
+		// off ("<execute_command><command>git log …" then "[Response
+		// interrupted by a tool use result…]", no closing tags) and failed
+		// ("Tool \"execute_command\" is not allowed in ask mode."); each
+		// result is a "[TOOL for '…'] Result:" block followed by its body in
+		// the next text blocks; the last user message is Roo's own "[ERROR]
+		// You did not use a tool" reminder, not the user's.
+		//   calls, one per assistant message, by its first line-start tag:
+		//     jq -r '.[] | select(.role=="assistant") | .content | map(select(.type=="text").text)
+		//       | join("\n") | [scan("(?m)^<([a-z_]+)>")[0]] | .[0] // "none"' F | uniq -c
+		//     gives 1 execute_command, 7 read_file, 1 none, 1 attempt_completion
+		//   results and turns: jq -r '.[] | select(.role=="user") | [.content[] | .text[:40]]' F
+		//     gives the <task>, 8 results (the first "The tool execution
+		//     failed …"), then the [ERROR] reminder: one user turn
+		{"roo/tasks/natural-mini-uncondensed/api_conversation_history.json", FormatCline, []tally{{
+			name: "natural-mini-uncondensed", calls: 9,
+			names:  map[string]int{"execute_command": 1, "read_file": 7, "attempt_completion": 1},
+			failed: []string{"xml-1 execute_command"},
+			paired: 8, rounds: 9, turns: 1,
+		}}},
+		// Roo Code task history, condensed then resumed (same pull
+		// request): the first assistant message is the condensed summary
+		// (a string, no call), so the update_todo_list result after it
+		// answers nothing; the attempt_completion after it gets no result
+		// (the task was resumed: "New instructions for task continuation");
+		// one read_file gets two results, the first "The tool execution
+		// failed"; three results come with the user's new instructions after
+		// the <environment_details> block.
+		//   calls, the first tool element of each assistant message:
+		//     jq -r '.[] | select(.role=="assistant") | .content | if type=="string"
+		//       then . else map(select(.type=="text").text) | join("\n") end
+		//       | [scan("<(attempt_completion|list_files|read_file|update_todo_list
+		//       |use_mcp_tool|write_to_file)>")[0]] | join(",")' F
+		//     gives none, attempt_completion, list_files, read_file, list_files,
+		//     write_to_file, update_todo_list, 4 use_mcp_tool, update_todo_list,
+		//     none, attempt_completion, attempt_completion
+		//   results: jq -r '.[] | select(.role=="user") | .content | map(.text[:40])' F
+		//     gives the orphan result, then 11 results for the calls after it
+		//     (one message holding two for the read_file), none after the
+		//     first and the last attempt_completion
+		//   turns: jq -r 'to_entries[] | select(.value.role=="user") | .key as $k
+		//     | .value.content[] | .text // "" | select(test("^\\s*(<task>|New
+		//     instructions for task continuation)")) | $k' F
+		//     gives messages 0, 4, 6, 8, 14: five user turns, the last calls in
+		//     the fifth (the [ERROR] reminder is not one)
+		{"roo/tasks/natural-already-condensed/api_conversation_history.json", FormatCline, []tally{{
+			name: "natural-already-condensed", calls: 13,
+			names: map[string]int{"attempt_completion": 3, "list_files": 2, "read_file": 1, "write_to_file": 1,
+				"update_todo_list": 2, "use_mcp_tool": 4},
+			failed: []string{"xml-3 read_file"},
+			paired: 11, rounds: 13, turns: 5,
+		}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -231,4 +300,21 @@ func TestRealFixtures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRooRealResults checks what the reader takes from the real Roo Code
+// history beyond the counts: the cut-off call's arguments (its unclosed
+// <command>) and a result whose body is in the text blocks after its
+// "[TOOL for '…'] Result:" header.
+func TestRooRealResults(t *testing.T) {
+	_, eps, err := Parse("api_conversation_history.json",
+		readFixture(t, filepath.Join("sessions", "roo/tasks/natural-mini-uncondensed/api_conversation_history.json")))
+	require.NoError(t, err)
+	require.Len(t, eps, 1)
+	calls := eps[0].Calls
+	require.Len(t, calls, 9)
+	assert.JSONEq(t, `{"command":"git log --oneline -10"}`, string(calls[0].Args))
+	assert.Equal(t, "The tool execution failed with the following error:\n<error>\nTool \"execute_command\" is not allowed in ask mode.\n</error>", calls[0].Result)
+	assert.Contains(t, calls[1].Result, "<files>\n<file><path>webview-ui/src/hooks/useAutosaveDraft.ts</path>")
+	assert.NotContains(t, calls[1].Result, "<environment_details>")
 }
