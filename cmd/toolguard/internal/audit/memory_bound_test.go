@@ -208,3 +208,39 @@ func TestTextDetailsFirstSessions(t *testing.T) {
 	assert.Equal(t, 2*maxFiringEpisodes, strings.Count(text, "      setting  MaxRepeats"), "calls 3 and 4 fired")
 	assert.Contains(t, text, "episode-24  failure  4      call 3 search: duplicate, hint")
 }
+
+// TestTextDetailsAfterFailedFile: once the collector holds the sessions
+// the text report details, later episodes are replayed without details;
+// when the file that held them fails, its episodes are taken back out and
+// the next file's sessions are detailed all the same (replayed again).
+func TestTextDetailsAfterFailedFile(t *testing.T) {
+	dir := t.TempDir()
+	var a, b bytes.Buffer
+	for i := 0; i < maxFiringEpisodes+5; i++ {
+		a.WriteString(firingEpisodeLine(fmt.Sprintf("a-%02d", i), 4, "r"))
+		b.WriteString(firingEpisodeLine(fmt.Sprintf("b-%02d", i), 4, "r"))
+	}
+	// Past the first chunk, so that the fired episodes are collected
+	// before the file fails.
+	pad := `{"episode":"pad","calls":[{"tool":"t","result":"` + strings.Repeat("x", 64<<10) + `"}]}` + "\n"
+	for a.Len() < 3*chunkSize {
+		a.WriteString(pad)
+	}
+	a.WriteString("{broken\n")
+	a.WriteString(firingEpisodeLine("a-last", 4, "r"))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.jsonl"), a.Bytes(), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.jsonl"), b.Bytes(), 0o600))
+	for range 5 {
+		r := &Report{Lines: "all"}
+		ins, errs := expandInputs([]string{dir})
+		require.Empty(t, errs)
+		opts := runOptions{policy: toolguard.Policy{}, maxEpisode: DefaultMaxEpisode, workers: 2}
+		require.False(t, run(ins, opts, Env{Stdout: io.Discard, Stderr: io.Discard}, r))
+		require.Len(t, r.Episodes, maxFiringEpisodes+5)
+		for i := range r.Episodes {
+			e := &r.Episodes[i]
+			require.Equal(t, fmt.Sprintf("b-%02d", i), e.Episode)
+			require.Equal(t, i < maxFiringEpisodes, e.Firings != nil, "episode %d", i)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/toolguard/toolguard"
 )
@@ -96,6 +97,10 @@ type runOptions struct {
 	compare    []namedPolicy // --compare: the policies replayed beside it
 	maxEpisode int
 	workers    int
+	// detailed is set while the collector holds all the sessions the text
+	// report details: the episodes still to come need not describe their
+	// firings (see collect).
+	detailed *atomic.Bool
 }
 
 type unitKind int
@@ -175,6 +180,7 @@ type unitResult struct {
 	seen   map[string]int
 	warn   string // a truncated last line read around
 	err    error
+	brief  bool // replayed without the text report's details
 }
 
 // run audits the inputs into r: a reading goroutine (this one) cuts the
@@ -186,6 +192,7 @@ type unitResult struct {
 // be read or parsed.
 func run(ins []input, opts runOptions, env Env, r *Report) bool {
 	workers := max(opts.workers, 1)
+	opts.detailed = new(atomic.Bool)
 	units := make(chan unit, workers)
 	results := make(chan unitResult, workers)
 	slots := newFlight(2*workers+2, opts.maxEpisode)
@@ -197,7 +204,7 @@ func run(ins []input, opts runOptions, env Env, r *Report) bool {
 		go func() {
 			defer wg.Done()
 			for u := range units {
-				results <- process(u, opts)
+				results <- process(u, opts, !opts.detailed.Load())
 			}
 		}()
 	}
@@ -397,9 +404,10 @@ func readLine(br *bufio.Reader, limit int) ([]byte, error) {
 	}
 }
 
-// process decodes and replays one unit.
-func process(u unit, opts runOptions) unitResult {
-	res := unitResult{unit: u}
+// process decodes and replays one unit; without detail its episodes keep
+// no title nor firings for the text report.
+func process(u unit, opts runOptions, detail bool) unitResult {
+	res := unitResult{unit: u, brief: !detail && !opts.keep}
 	var eps []Episode
 	switch u.kind {
 	case unitEnd, unitFail:
@@ -454,7 +462,7 @@ func process(u unit, opts runOptions) unitResult {
 		ep := &eps[i]
 		ep.File = u.file.in.display
 		res.calls += len(ep.Calls)
-		er := replayEpisode(opts.policy, ep, opts.keep)
+		er := replayDetailed(opts.policy, ep, opts.keep, detail)
 		if er.Project == "" {
 			// The folder's project, shared by its episodes.
 			er.Project = u.file.in.project
@@ -587,6 +595,7 @@ func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env,
 	drop := func() {
 		clear(r.Episodes[start:])
 		r.Episodes, r.detailed = r.Episodes[:start], startDetailed
+		opts.detailed.Store(r.detailed >= maxFiringEpisodes)
 	}
 	finish := func() {
 		switch {
@@ -633,6 +642,11 @@ func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env,
 			}
 			if failed {
 				continue
+			}
+			if u.brief && r.detailed < maxFiringEpisodes {
+				// Replayed without details while the sessions to detail
+				// were held, and a file that failed since took some back.
+				u = process(u.unit, opts, true)
 			}
 			if u.err != nil {
 				var pe *ParseError
@@ -682,6 +696,7 @@ func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env,
 				}
 			}
 			r.Episodes = append(r.Episodes, u.eps...)
+			opts.detailed.Store(!opts.keep && r.detailed >= maxFiringEpisodes)
 			if u.seen != nil {
 				seen = u.seen
 			}

@@ -403,6 +403,13 @@ func (r *Report) Add(p toolguard.Policy, file string, format Format, eps []Episo
 // replayEpisode replays ep and aggregates it, keeping the decisions when
 // keep is set.
 func replayEpisode(p toolguard.Policy, ep *Episode, keep bool) EpisodeResult {
+	return replayDetailed(p, ep, keep, true)
+}
+
+// replayDetailed is replayEpisode; without detail, an episode that fired
+// keeps no title nor firings for the text report (which details only the
+// first sessions that fired).
+func replayDetailed(p toolguard.Policy, ep *Episode, keep, detail bool) EpisodeResult {
 	var ds []Decision
 	if keep {
 		ds = Replay(p, ep)
@@ -421,7 +428,7 @@ func replayEpisode(p toolguard.Policy, ep *Episode, keep bool) EpisodeResult {
 	// The text report details an episode that fired: its title and first
 	// firings, without their message (the model's text, which it does not
 	// print). The collector drops them past the episodes it details.
-	if res.Stats.First.Index == 0 {
+	if res.Stats.First.Index == 0 || !detail {
 		return res
 	}
 	res.title = preview(ep.Title, titleRunes)
