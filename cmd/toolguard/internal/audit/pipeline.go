@@ -193,6 +193,10 @@ type unitResult struct {
 func run(ins []input, opts runOptions, env Env, r *Report) bool {
 	workers := max(opts.workers, 1)
 	opts.detailed = new(atomic.Bool)
+	if !opts.keep && r.agg == nil {
+		// The text report: episodes are gathered, not kept.
+		r.agg = newAggregate(r.Lines, len(r.Compare))
+	}
 	units := make(chan unit, workers)
 	results := make(chan unitResult, workers)
 	slots := newFlight(2*workers+2, opts.maxEpisode)
@@ -577,8 +581,8 @@ func charCosts(ep *Episode) {
 
 // collect puts the results back in input order, reports each file's
 // problem on standard error as its turn comes, and fills r. A file's
-// episodes go to r.Episodes as they come, and are taken back out if the
-// file fails.
+// episodes go to r's aggregate (or r.Episodes when the report keeps them)
+// as they come, and are taken back out if the file fails.
 func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env, r *Report) bool {
 	ok := true
 	pending := map[int]unitResult{}
@@ -588,14 +592,19 @@ func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env,
 		fr     FileResult
 		seen   map[string]int
 		failed bool
-		// start and startDetailed are len(r.Episodes) and r.detailed
-		// before the file's episodes.
-		start, startDetailed int
+		// start is len(r.Episodes) before the file's episodes; snap the
+		// aggregate before them, taken before a file read record by
+		// record adds its first (a file read whole fails before).
+		start int
+		snap  *aggregate
 	)
 	drop := func() {
+		if snap != nil {
+			r.agg.restore(snap)
+			opts.detailed.Store(r.agg.detailedFull())
+		}
 		clear(r.Episodes[start:])
-		r.Episodes, r.detailed = r.Episodes[:start], startDetailed
-		opts.detailed.Store(r.detailed >= maxFiringEpisodes)
+		r.Episodes = r.Episodes[:start]
 	}
 	finish := func() {
 		switch {
@@ -638,12 +647,12 @@ func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env,
 			slots.release(u.size)
 			if u.file != cur {
 				cur, fr, seen, failed = u.file, FileResult{File: u.file.in.display}, nil, false
-				start, startDetailed = len(r.Episodes), r.detailed
+				start, snap = len(r.Episodes), nil
 			}
 			if failed {
 				continue
 			}
-			if u.brief && r.detailed < maxFiringEpisodes {
+			if u.brief && !r.agg.detailedFull() {
 				// Replayed without details while the sessions to detail
 				// were held, and a file that failed since took some back.
 				u = process(u.unit, opts, true)
@@ -681,22 +690,17 @@ func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env,
 			fr.Format = merged
 			fr.Episodes += len(u.eps)
 			fr.Calls += u.calls
-			if !opts.keep {
-				// The text report details the first maxFiringEpisodes
-				// episodes that fired: the others need not keep their
-				// title and firings.
-				for i := range u.eps {
-					if e := &u.eps[i]; e.Firings != nil {
-						if r.detailed < maxFiringEpisodes {
-							r.detailed++
-						} else {
-							e.Firings, e.title = nil, ""
-						}
-					}
+			if r.agg == nil {
+				r.Episodes = append(r.Episodes, u.eps...)
+			} else {
+				if snap == nil && u.kind == unitRecord {
+					snap = r.agg.snapshot()
 				}
+				for i := range u.eps {
+					r.agg.add(&u.eps[i])
+				}
+				opts.detailed.Store(r.agg.detailedFull())
 			}
-			r.Episodes = append(r.Episodes, u.eps...)
-			opts.detailed.Store(!opts.keep && r.detailed >= maxFiringEpisodes)
 			if u.seen != nil {
 				seen = u.seen
 			}
