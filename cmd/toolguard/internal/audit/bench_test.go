@@ -1,7 +1,9 @@
 package audit
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -279,7 +281,9 @@ func cpuTime() time.Duration {
 
 // TestGenerateCorpus writes a corpus of TOOLGUARD_CORPUS_MB megabytes
 // (default 1100) into the folder TOOLGUARD_CORPUS names; without it the
-// test is skipped.
+// test is skipped. With TOOLGUARD_CORPUS_EPISODES=N it writes instead
+// many.jsonl, N small episodes that each fire (those of
+// TestAuditMemoryPerEpisode).
 func TestGenerateCorpus(t *testing.T) {
 	dir := os.Getenv("TOOLGUARD_CORPUS")
 	if dir == "" {
@@ -293,6 +297,24 @@ func TestGenerateCorpus(t *testing.T) {
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	if s := os.Getenv("TOOLGUARD_CORPUS_EPISODES"); s != "" {
+		var episodes int
+		if _, err := fmt.Sscan(s, &episodes); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Create(filepath.Join(dir, "many.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := bufio.NewWriter(f)
+		for i := 0; i < episodes; i++ {
+			w.WriteString(firingEpisodeLine(fmt.Sprintf("episode-%07d", i), 4, "r"))
+		}
+		if err := errors.Join(w.Flush(), f.Close()); err != nil {
+			t.Fatal(err)
+		}
+		return
 	}
 	n := writeCorpus(t, dir, mb<<20)
 	t.Logf("wrote %d bytes in %d files", n, len(corpusFiles(t, dir)))
