@@ -3,8 +3,8 @@ package audit
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
