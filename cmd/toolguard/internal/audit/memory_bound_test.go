@@ -284,3 +284,28 @@ func TestTextLinesWithoutTempDir(t *testing.T) {
 	assert.Equal(t, want, report())
 	assert.Contains(t, want, "episode-29  failure  4      call 3 search: duplicate, hint")
 }
+
+// TestAuditMemoryPerFile: what grows with the number of files is one
+// result per file (its name, format, counts and warnings, for the summary
+// and the JSON report): 230 bytes with a 75-byte path, measured.
+func TestAuditMemoryPerFile(t *testing.T) {
+	const files = 4000
+	dir := t.TempDir()
+	for i := 0; i < files; i++ {
+		sub := filepath.Join(dir, fmt.Sprintf("project-%02d", i%50))
+		require.NoError(t, os.MkdirAll(sub, 0o755))
+		name := filepath.Join(sub, fmt.Sprintf("%08d-session.jsonl", i))
+		require.NoError(t, os.WriteFile(name, []byte(firingEpisodeLine(fmt.Sprint("e", i), 4, "r")), 0o600))
+	}
+	runtime.GC()
+	before := heapBytes()
+	r := auditFile(t, dir, DefaultMaxEpisode)
+	defer r.release()
+	runtime.GC()
+	per := (float64(heapBytes()) - float64(before)) / files
+	require.Len(t, r.Files, files)
+	require.Equal(t, files, r.Summary().Episodes)
+	runtime.KeepAlive(r)
+	t.Logf("%.0f bytes kept per file (%d files, paths of %d bytes)", per, files, len(r.Files[0].File))
+	assert.Less(t, per, 400.0)
+}
