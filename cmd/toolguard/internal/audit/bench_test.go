@@ -1,8 +1,10 @@
 package audit
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -107,7 +109,12 @@ func writeCorpus(t testing.TB, dir string, size int64) int64 {
 
 // decodeFloor decodes every record of the corpus once into its format's
 // record type, on the calling goroutine: the least any reader must do.
-func decodeFloor(t testing.TB, files []string) (records int) {
+func decodeFloor(t testing.TB, files []string) (records int) { return floorDecode(t, files, false) }
+
+// floorDecode is decodeFloor, or with generic the floor: every
+// record decoded into a map[string]any (an array into a []any) with
+// encoding/json, which a reader that knows no format would do.
+func floorDecode(t testing.TB, files []string, generic bool) (records int) {
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -127,6 +134,17 @@ func decodeFloor(t testing.TB, files []string) (records int) {
 			}
 		}
 		for _, rec := range recs {
+			if generic {
+				var v any = &map[string]any{}
+				if rec.data[0] == '[' {
+					v = &[]any{}
+				}
+				if err := json.Unmarshal(rec.data, v); err != nil {
+					t.Fatalf("%s:%d: %v", f, rec.line, err)
+				}
+				records++
+				continue
+			}
 			var v any
 			switch det.format {
 			case FormatEpisodes:
@@ -187,36 +205,49 @@ func corpusFiles(t testing.TB, dir string) []string {
 }
 
 func BenchmarkThroughput(b *testing.B) {
-	// The command's collector target, for the floor as for the audit.
+	// The command's collector target, for the floors as for the audit.
 	if os.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(auditGCPercent))
 	}
 	dir := b.TempDir()
 	size := writeCorpus(b, dir, 64<<20)
 	files := corpusFiles(b, dir)
-	// The floor's time per run, wall and CPU, for the audit's ratios.
-	var floorWall, floorCPU float64
-	b.Run("decode-floor-1-core", func(b *testing.B) {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-		b.SetBytes(size)
-		start, cpu := time.Now(), cpuTime()
-		for b.Loop() {
-			decodeFloor(b, files)
-		}
-		floorWall = float64(time.Since(start)) / float64(b.N)
-		floorCPU = float64(cpuTime()-cpu) / float64(b.N)
-	})
+	// Each floor's time per run, wall and CPU, for the audit's ratios.
+	type floor struct {
+		name      string
+		generic   bool
+		wall, cpu float64
+	}
+	floors := []*floor{{name: "any", generic: true}, {name: "typed"}}
+	for _, fl := range floors {
+		b.Run("floor-"+fl.name+"-1-core", func(b *testing.B) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+			b.SetBytes(size)
+			start, cpu := time.Now(), cpuTime()
+			for b.Loop() {
+				floorDecode(b, files, fl.generic)
+			}
+			fl.wall = float64(time.Since(start)) / float64(b.N)
+			fl.cpu = float64(cpuTime()-cpu) / float64(b.N)
+		})
+	}
 	audit := func(b *testing.B) {
 		b.SetBytes(size)
 		start, cpu := time.Now(), cpuTime()
 		defer func() {
-			// Side by side with the floor: its time over the audit's, so
-			// that 1.5 means the audit reads 1.5 times as fast as a one-core
-			// decode ("x-floor", wall clock; "cpu-x-floor", CPU time, which
-			// a busy machine does not skew).
-			if floorWall > 0 && b.N > 0 {
-				b.ReportMetric(floorWall/(float64(time.Since(start))/float64(b.N)), "x-floor")
-				b.ReportMetric(floorCPU/(float64(cpuTime()-cpu)/float64(b.N)), "cpu-x-floor")
+			// Side by side with each floor: its time over the audit's, so
+			// that 1.5 means the audit reads 1.5 times as fast as the
+			// one-core decode ("x-any", "x-typed": wall clock; "cpu-x-any",
+			// "cpu-x-typed": CPU time, which a busy machine does not skew).
+			if b.N == 0 {
+				return
+			}
+			wall, used := float64(time.Since(start))/float64(b.N), float64(cpuTime()-cpu)/float64(b.N)
+			for _, fl := range floors {
+				if fl.wall > 0 {
+					b.ReportMetric(fl.wall/wall, "x-"+fl.name)
+					b.ReportMetric(fl.cpu/used, "cpu-x-"+fl.name)
+				}
 			}
 		}()
 		for b.Loop() {
@@ -250,7 +281,9 @@ func cpuTime() time.Duration {
 
 // TestGenerateCorpus writes a corpus of TOOLGUARD_CORPUS_MB megabytes
 // (default 1100) into the folder TOOLGUARD_CORPUS names; without it the
-// test is skipped.
+// test is skipped. With TOOLGUARD_CORPUS_EPISODES=N it writes instead
+// many.jsonl, N small episodes that each fire (those of
+// TestAuditMemoryPerEpisode).
 func TestGenerateCorpus(t *testing.T) {
 	dir := os.Getenv("TOOLGUARD_CORPUS")
 	if dir == "" {
@@ -264,6 +297,24 @@ func TestGenerateCorpus(t *testing.T) {
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	if s := os.Getenv("TOOLGUARD_CORPUS_EPISODES"); s != "" {
+		var episodes int
+		if _, err := fmt.Sscan(s, &episodes); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Create(filepath.Join(dir, "many.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := bufio.NewWriter(f)
+		for i := 0; i < episodes; i++ {
+			w.WriteString(firingEpisodeLine(fmt.Sprintf("episode-%07d", i), 4, "r"))
+		}
+		if err := errors.Join(w.Flush(), f.Close()); err != nil {
+			t.Fatal(err)
+		}
+		return
 	}
 	n := writeCorpus(t, dir, mb<<20)
 	t.Logf("wrote %d bytes in %d files", n, len(corpusFiles(t, dir)))

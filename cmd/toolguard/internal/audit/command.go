@@ -114,16 +114,13 @@ func Main(args []string, env Env) int {
 	if !run(found, opts.run, env, r) {
 		status = ExitBadInput
 	}
+	defer r.release()
 	if err := opts.write(env.Stdout, r); err != nil {
 		fmt.Fprintf(env.Stderr, "toolguard audit: writing the report: %v\n", err)
 		return ExitBadInput
 	}
-	if status == ExitOK && opts.failOn != toolguard.Allow {
-		for i := range r.Episodes {
-			if r.Episodes[i].Reached(opts.failOn) {
-				return ExitFailOn
-			}
-		}
+	if status == ExitOK && opts.failOn != toolguard.Allow && r.reached(opts.failOn) {
+		return ExitFailOn
 	}
 	return status
 }

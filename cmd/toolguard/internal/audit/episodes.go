@@ -69,8 +69,11 @@ type episodeLine struct {
 // precise one.
 func parseEpisodeLine(data []byte) (Episode, error) {
 	var l episodeLine
-	if err := decode(data, &l); err != nil {
-		return Episode{}, err
+	if !scanEpisodeLine(data, &l) {
+		l = episodeLine{}
+		if err := decode(data, &l); err != nil {
+			return Episode{}, err
+		}
 	}
 	if l.Calls == nil {
 		return Episode{}, errors.New(`no "calls" array`)
@@ -165,6 +168,9 @@ func checkUserTurn(u *int, withUser bool, prev int, path string) (bool, error) {
 func idString(raw json.RawMessage, path string) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil
+	}
+	if s, ok := unquote(raw); ok {
+		return s, nil
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {

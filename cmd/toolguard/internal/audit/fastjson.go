@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math/bits"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -49,24 +50,28 @@ func unquote(b []byte) (string, bool) {
 		return "", false
 	}
 	s := b[1 : len(b)-1]
-	if bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s) && !hasControl(s) {
+	if bytes.IndexByte(s, '\\') < 0 && (asciiText(s) || utf8.Valid(s) && !hasControl(s)) {
 		return string(s), true
 	}
-	out := make([]byte, 0, len(s))
+	// A builder's String does not copy what it built.
+	var out strings.Builder
+	out.Grow(len(s))
 	for len(s) > 0 {
 		i := bytes.IndexByte(s, '\\')
 		run := s
 		if i >= 0 {
 			run = s[:i]
 		}
-		if hasControl(run) {
+		switch {
+		case asciiText(run):
+			out.Write(run)
+		case hasControl(run):
 			return "", false
-		}
-		if utf8.Valid(run) {
-			out = append(out, run...)
-		} else {
+		case utf8.Valid(run):
+			out.Write(run)
+		default:
 			for _, r := range string(run) {
-				out = utf8.AppendRune(out, r)
+				out.WriteRune(r)
 			}
 		}
 		if i < 0 {
@@ -80,17 +85,17 @@ func unquote(b []byte) (string, bool) {
 		s = s[1:]
 		switch c {
 		case '"', '\\', '/':
-			out = append(out, c)
+			out.WriteByte(c)
 		case 'b':
-			out = append(out, '\b')
+			out.WriteByte('\b')
 		case 'f':
-			out = append(out, '\f')
+			out.WriteByte('\f')
 		case 'n':
-			out = append(out, '\n')
+			out.WriteByte('\n')
 		case 'r':
-			out = append(out, '\r')
+			out.WriteByte('\r')
 		case 't':
-			out = append(out, '\t')
+			out.WriteByte('\t')
 		case 'u':
 			r, ok := hex4(s)
 			if !ok {
@@ -111,12 +116,33 @@ func unquote(b []byte) (string, bool) {
 					r = utf8.RuneError
 				}
 			}
-			out = utf8.AppendRune(out, r)
+			out.WriteRune(r)
 		default:
 			return "", false
 		}
 	}
-	return string(out), true
+	return out.String(), true
+}
+
+// asciiText reports whether s is ASCII without a control character or a
+// quote: what a JSON string holds as it is and decodes to itself. Eight
+// bytes at a time.
+func asciiText(s []byte) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := binary.LittleEndian.Uint64(s[i : i+8])
+		q := w ^ (ones * '"')
+		// A high bit, a byte below 0x20, or a zero byte of q (a quote).
+		if (w|(w-ones*0x20)&^w|(q-ones)&^q)&highs != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // hex4 reads the four hex digits of a \u escape.

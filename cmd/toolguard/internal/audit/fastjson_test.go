@@ -49,3 +49,17 @@ func FuzzCountChars(f *testing.F) {
 		}
 	})
 }
+
+// FuzzASCIIText: asciiText accepts exactly ASCII without control
+// characters and quotes.
+func FuzzASCIIText(f *testing.F) {
+	for _, s := range []string{"", "plain ascii text of some length", "é", "tab\there", `quote"d`, "0123456789abcdef\x7f", "\x1f"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == '"' || r >= utf8.RuneSelf }) < 0
+		if got := asciiText([]byte(s)); got != want {
+			t.Fatalf("%q: asciiText %v, want %v", s, got, want)
+		}
+	})
+}

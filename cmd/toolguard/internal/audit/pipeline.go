@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/toolguard/toolguard"
 )
@@ -96,6 +97,10 @@ type runOptions struct {
 	compare    []namedPolicy // --compare: the policies replayed beside it
 	maxEpisode int
 	workers    int
+	// detailed is set while the collector holds all the sessions the text
+	// report details: the episodes still to come need not describe their
+	// firings (see collect).
+	detailed *atomic.Bool
 }
 
 type unitKind int
@@ -175,6 +180,7 @@ type unitResult struct {
 	seen   map[string]int
 	warn   string // a truncated last line read around
 	err    error
+	brief  bool // replayed without the text report's details
 }
 
 // run audits the inputs into r: a reading goroutine (this one) cuts the
@@ -186,6 +192,11 @@ type unitResult struct {
 // be read or parsed.
 func run(ins []input, opts runOptions, env Env, r *Report) bool {
 	workers := max(opts.workers, 1)
+	opts.detailed = new(atomic.Bool)
+	if !opts.keep && r.agg == nil {
+		// The text report: episodes are gathered, not kept.
+		r.agg = newAggregate(r.Lines, len(r.Compare))
+	}
 	units := make(chan unit, workers)
 	results := make(chan unitResult, workers)
 	slots := newFlight(2*workers+2, opts.maxEpisode)
@@ -197,7 +208,7 @@ func run(ins []input, opts runOptions, env Env, r *Report) bool {
 		go func() {
 			defer wg.Done()
 			for u := range units {
-				results <- process(u, opts)
+				results <- process(u, opts, !opts.detailed.Load())
 			}
 		}()
 	}
@@ -397,9 +408,10 @@ func readLine(br *bufio.Reader, limit int) ([]byte, error) {
 	}
 }
 
-// process decodes and replays one unit.
-func process(u unit, opts runOptions) unitResult {
-	res := unitResult{unit: u}
+// process decodes and replays one unit; without detail its episodes keep
+// no title nor firings for the text report.
+func process(u unit, opts runOptions, detail bool) unitResult {
+	res := unitResult{unit: u, brief: !detail && !opts.keep}
 	var eps []Episode
 	switch u.kind {
 	case unitEnd, unitFail:
@@ -454,7 +466,7 @@ func process(u unit, opts runOptions) unitResult {
 		ep := &eps[i]
 		ep.File = u.file.in.display
 		res.calls += len(ep.Calls)
-		er := replayEpisode(opts.policy, ep, opts.keep)
+		er := replayDetailed(opts.policy, ep, opts.keep, detail)
 		if er.Project == "" {
 			// The folder's project, shared by its episodes.
 			er.Project = u.file.in.project
@@ -569,8 +581,8 @@ func charCosts(ep *Episode) {
 
 // collect puts the results back in input order, reports each file's
 // problem on standard error as its turn comes, and fills r. A file's
-// episodes go to r.Episodes as they come, and are taken back out if the
-// file fails.
+// episodes go to r's aggregate (or r.Episodes when the report keeps them)
+// as they come, and are taken back out if the file fails.
 func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env, r *Report) bool {
 	ok := true
 	pending := map[int]unitResult{}
@@ -580,13 +592,19 @@ func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env,
 		fr     FileResult
 		seen   map[string]int
 		failed bool
-		// start and startDetailed are len(r.Episodes) and r.detailed
-		// before the file's episodes.
-		start, startDetailed int
+		// start is len(r.Episodes) before the file's episodes; snap the
+		// aggregate before them, taken before a file read record by
+		// record adds its first (a file read whole fails before).
+		start int
+		snap  *aggregate
 	)
 	drop := func() {
+		if snap != nil {
+			r.agg.restore(snap)
+			opts.detailed.Store(r.agg.detailedFull())
+		}
 		clear(r.Episodes[start:])
-		r.Episodes, r.detailed = r.Episodes[:start], startDetailed
+		r.Episodes = r.Episodes[:start]
 	}
 	finish := func() {
 		switch {
@@ -629,10 +647,15 @@ func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env,
 			slots.release(u.size)
 			if u.file != cur {
 				cur, fr, seen, failed = u.file, FileResult{File: u.file.in.display}, nil, false
-				start, startDetailed = len(r.Episodes), r.detailed
+				start, snap = len(r.Episodes), nil
 			}
 			if failed {
 				continue
+			}
+			if u.brief && !r.agg.detailedFull() {
+				// Replayed without details while the sessions to detail
+				// were held, and a file that failed since took some back.
+				u = process(u.unit, opts, true)
 			}
 			if u.err != nil {
 				var pe *ParseError
@@ -667,21 +690,17 @@ func collect(results <-chan unitResult, slots *flight, opts runOptions, env Env,
 			fr.Format = merged
 			fr.Episodes += len(u.eps)
 			fr.Calls += u.calls
-			if !opts.keep {
-				// The text report details the first maxFiringEpisodes
-				// episodes that fired: the others need not keep their
-				// title and firings.
-				for i := range u.eps {
-					if e := &u.eps[i]; e.Firings != nil {
-						if r.detailed < maxFiringEpisodes {
-							r.detailed++
-						} else {
-							e.Firings, e.title = nil, ""
-						}
-					}
+			if r.agg == nil {
+				r.Episodes = append(r.Episodes, u.eps...)
+			} else {
+				if snap == nil && u.kind == unitRecord {
+					snap = r.agg.snapshot()
 				}
+				for i := range u.eps {
+					r.agg.add(&u.eps[i])
+				}
+				opts.detailed.Store(r.agg.detailedFull())
 			}
-			r.Episodes = append(r.Episodes, u.eps...)
 			if u.seen != nil {
 				seen = u.seen
 			}

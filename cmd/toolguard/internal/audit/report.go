@@ -20,9 +20,9 @@ type Report struct {
 	// Compare names the policies of --compare, in the order of each
 	// EpisodeResult.Compare.
 	Compare []string
-	// detailed counts the episodes of Episodes that keep their Firings
-	// and title (the text report details the first maxFiringEpisodes).
-	detailed int
+	// agg, for the text report's run, gathers the episodes instead of
+	// Episodes (which it leaves empty): what the report needs of them.
+	agg *aggregate
 }
 
 // PolicyRow is what one policy amounts to over every episode.
@@ -54,19 +54,11 @@ func (pr *PolicyRow) add(t Tally) {
 // Policies returns one row for the report's policy and one for each
 // policy of --compare.
 func (r *Report) Policies() []PolicyRow {
-	rows := make([]PolicyRow, 1+len(r.Compare))
+	a := r.aggregate(false)
+	rows := slices.Clone(a.rows)
 	rows[0].Policy = r.Policy
 	for i, name := range r.Compare {
 		rows[i+1].Policy = name
-	}
-	for i := range r.Episodes {
-		e := &r.Episodes[i]
-		rows[0].add(e.stats().Tally)
-		for j, t := range e.Compare {
-			if j+1 < len(rows) {
-				rows[j+1].add(t)
-			}
-		}
 	}
 	// A compared policy that is the report's own is its row already.
 	out := rows[:1]
@@ -403,6 +395,13 @@ func (r *Report) Add(p toolguard.Policy, file string, format Format, eps []Episo
 // replayEpisode replays ep and aggregates it, keeping the decisions when
 // keep is set.
 func replayEpisode(p toolguard.Policy, ep *Episode, keep bool) EpisodeResult {
+	return replayDetailed(p, ep, keep, true)
+}
+
+// replayDetailed is replayEpisode; without detail, an episode that fired
+// keeps no title nor firings for the text report (which details only the
+// first sessions that fired).
+func replayDetailed(p toolguard.Policy, ep *Episode, keep, detail bool) EpisodeResult {
 	var ds []Decision
 	if keep {
 		ds = Replay(p, ep)
@@ -421,7 +420,7 @@ func replayEpisode(p toolguard.Policy, ep *Episode, keep bool) EpisodeResult {
 	// The text report details an episode that fired: its title and first
 	// firings, without their message (the model's text, which it does not
 	// print). The collector drops them past the episodes it details.
-	if res.Stats.First.Index == 0 {
+	if res.Stats.First.Index == 0 || !detail {
 		return res
 	}
 	res.title = preview(ep.Title, titleRunes)
@@ -564,7 +563,8 @@ type LabelCount struct {
 
 // Summary aggregates the report.
 func (r *Report) Summary() Summary {
-	s := Summary{Files: len(r.Files), Episodes: len(r.Episodes)}
+	s := r.aggregate(false).summary()
+	s.Files = len(r.Files)
 	for _, f := range r.Files {
 		switch {
 		case f.Skipped != "":
@@ -575,130 +575,26 @@ func (r *Report) Summary() Summary {
 			s.FailedFiles++
 		}
 	}
-	reasons := map[toolguard.Reason]*ReasonCount{}
-	labels := map[string]*LabelCount{}
-	tools := map[string]*ToolCount{}
-	projects := map[string]*ProjectCount{}
-	for i := range r.Episodes {
-		e := &r.Episodes[i]
-		st := e.stats()
-		s.Calls += st.Calls
-		fired := st.First.Index > 0
-		aborted := st.Aborts > 0
-		s.Refused += st.Hints + st.Aborts
-		if fired {
-			s.WithFiring++
-			s.Worst = addWorst(s.Worst, e)
-		}
-		if st.Hints > 0 {
-			s.WithHint++
-		}
-		if aborted {
-			s.WithAbort++
-		}
-		for ph := toolguard.PhaseNudge; ph <= toolguard.PhaseExhausted; ph++ {
-			if st.Phase >= ph {
-				s.ReachedPhase[ph]++
-			}
-		}
-		for _, x := range st.ByReason {
-			rc := reasons[x.Reason]
-			if rc == nil {
-				rc = &ReasonCount{Reason: x.Reason}
-				reasons[x.Reason] = rc
-			}
-			rc.Hints += x.Hints
-			rc.Aborts += x.Aborts
-			rc.Episodes++
-		}
-		for _, x := range st.ByTool {
-			tc := tools[x.Tool]
-			if tc == nil {
-				tc = &ToolCount{Tool: x.Tool}
-				tools[x.Tool] = tc
-			}
-			tc.Hints += x.Hints
-			tc.Aborts += x.Aborts
-		}
-		if st.Tokens {
-			s.Tokens.add(st)
-		} else {
-			s.Chars.add(st)
-		}
-		if e.Project != "" {
-			pc := projects[e.Project]
-			if pc == nil {
-				pc = &ProjectCount{Project: e.Project}
-				projects[e.Project] = pc
-			}
-			pc.Episodes++
-			pc.Calls += st.Calls
-			pc.Refused += st.Hints + st.Aborts
-			if fired {
-				pc.WithFiring++
-			}
-			if aborted {
-				pc.WithAbort++
-			}
-			if st.Tokens {
-				pc.Tokens.add(st)
-			} else {
-				pc.Chars.add(st)
-			}
-		}
-		if e.Label != "" {
-			lc := labels[e.Label]
-			if lc == nil {
-				lc = &LabelCount{Label: e.Label}
-				labels[e.Label] = lc
-			}
-			lc.Episodes++
-			lc.Calls += st.Calls
-			if fired {
-				lc.WithFiring++
-			}
-			if aborted {
-				lc.WithAbort++
-			}
-			lc.FromFirstFiring += e.FromFirstFiring()
-			if st.FirstNew {
-				lc.FirstNew++
-			}
-		}
-	}
-	for _, tc := range tools {
-		s.ByTool = append(s.ByTool, *tc)
-	}
-	sort.Slice(s.ByTool, func(i, j int) bool {
-		a, b := s.ByTool[i], s.ByTool[j]
-		if a.Hints+a.Aborts != b.Hints+b.Aborts {
-			return a.Hints+a.Aborts > b.Hints+b.Aborts
-		}
-		return a.Tool < b.Tool
-	})
-	for _, pc := range projects {
-		s.ByProject = append(s.ByProject, *pc)
-	}
-	sort.Slice(s.ByProject, func(i, j int) bool { return s.ByProject[i].Project < s.ByProject[j].Project })
-	for _, rc := range reasons {
-		s.ByReason = append(s.ByReason, *rc)
-	}
-	sort.Slice(s.ByReason, func(i, j int) bool { return s.ByReason[i].Reason < s.ByReason[j].Reason })
-	for _, lc := range labels {
-		s.ByLabel = append(s.ByLabel, *lc)
-	}
-	sort.Slice(s.ByLabel, func(i, j int) bool { return s.ByLabel[i].Label < s.ByLabel[j].Label })
-	succ, fail := labels["success"], labels["failure"]
-	if succ != nil || fail != nil {
-		s.Outcomes = &Outcomes{}
-	}
-	if succ != nil {
-		s.Outcomes.Successes, s.Outcomes.FalseAlarms = succ.Episodes, succ.WithFiring
-		s.Outcomes.LossyFalseAlarms = succ.FirstNew
-	}
-	if fail != nil {
-		s.Outcomes.Failures, s.Outcomes.Stopped = fail.Episodes, fail.WithFiring
-		s.Outcomes.FailureCalls, s.Outcomes.SavedCalls = fail.Calls, fail.FromFirstFiring
-	}
 	return s
+}
+
+// reached reports whether some episode has a decision with verdict v or,
+// for Hint, a stronger one (Abort).
+func (r *Report) reached(v toolguard.Verdict) bool {
+	s := &r.aggregate(false).s
+	switch v {
+	case toolguard.Hint:
+		return s.WithFiring > 0
+	case toolguard.Abort:
+		return s.WithAbort > 0
+	}
+	return s.Episodes > 0
+}
+
+// release removes what the report keeps on disk (the text report's
+// episode lines wait in a temporary file).
+func (r *Report) release() {
+	if r.agg != nil {
+		r.agg.close()
+	}
 }

@@ -1,14 +1,12 @@
 package audit
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/toolguard/toolguard"
 )
@@ -16,8 +14,12 @@ import (
 // WriteText writes one line per episode (its first firing, or "clean")
 // and a summary table.
 func WriteText(w io.Writer, r *Report) error {
+	a := r.aggregate(true)
+	if a != r.agg {
+		defer a.close()
+	}
 	if r.Lines != "none" {
-		if err := writeLines(w, r); err != nil {
+		if err := a.writeLines(w); err != nil {
 			return err
 		}
 	}
@@ -75,7 +77,7 @@ func WriteText(w io.Writer, r *Report) error {
 		return err
 	}
 	if r.Lines != "none" {
-		writeFirings(w, r)
+		writeFirings(w, a)
 	}
 	writeFileBlocks(tw, r)
 	if o := s.Outcomes; o != nil {
@@ -88,47 +90,6 @@ func WriteText(w io.Writer, r *Report) error {
 	return tw.Flush()
 }
 
-// writeLines writes the header and one line per episode listed, its
-// columns aligned as a tabwriter aligns them (two spaces past the widest
-// cell). A first pass measures the columns, so that the lines are written
-// as they are made, not held: the report's memory stays what its episodes
-// keep.
-func writeLines(w io.Writer, r *Report) error {
-	head := [4]string{"FILE", "EPISODE", "LABEL", "CALLS"}
-	cells := func(e *EpisodeResult) [4]string {
-		return [4]string{printable(e.File), printable(clipMiddle(e.Episode, 48)), printable(orDash(e.Label)), strconv.Itoa(e.Calls())}
-	}
-	listed := func(e *EpisodeResult) bool { return r.Lines != "fired" || e.Reached(toolguard.Hint) }
-	var width [4]int
-	measure := func(c [4]string) {
-		for i, s := range c {
-			width[i] = max(width[i], utf8.RuneCountInString(s))
-		}
-	}
-	measure(head)
-	for i := range r.Episodes {
-		if e := &r.Episodes[i]; listed(e) {
-			measure(cells(e))
-		}
-	}
-	bw := bufio.NewWriter(w)
-	line := func(c [4]string, last string) {
-		for i, s := range c {
-			bw.WriteString(s)
-			bw.WriteString(strings.Repeat(" ", width[i]+2-utf8.RuneCountInString(s)))
-		}
-		bw.WriteString(last)
-		bw.WriteByte('\n')
-	}
-	line(head, "FIRST FIRING")
-	for i := range r.Episodes {
-		if e := &r.Episodes[i]; listed(e) {
-			line(cells(e), firstFiring(e))
-		}
-	}
-	return bw.Flush()
-}
-
 // Bounds of the firings the text report details.
 const (
 	maxFiringEpisodes = 20 // sessions
@@ -138,28 +99,14 @@ const (
 // verdict, and their first firings with the call's id and line, previews
 // of its arguments and of what it got, and the setting that governs the
 // rule.
-func writeFirings(w io.Writer, r *Report) {
-	fired := 0
-	for i := range r.Episodes {
-		if r.Episodes[i].Reached(toolguard.Hint) {
-			fired++
-		}
-	}
+func writeFirings(w io.Writer, a *aggregate) {
+	fired := a.fired
 	if fired == 0 {
 		return
 	}
 	fmt.Fprintf(w, "\nFirings, by session (%d)\n", fired)
-	n := 0
-	for i := range r.Episodes {
-		e := &r.Episodes[i]
-		if !e.Reached(toolguard.Hint) {
-			continue
-		}
-		if n == maxFiringEpisodes {
-			fmt.Fprintf(w, "  … %d more sessions (the JSON and HTML reports list them all)\n", fired-n)
-			break
-		}
-		n++
+	for n := range a.detailed {
+		e := &a.detailed[n]
 		st := e.stats()
 		fmt.Fprintf(w, "  %s: %s (%d refused; when the agent ran them, %d got nothing new, %d something new)\n",
 			printable(e.Episode), e.Looks(), st.Hints+st.Aborts, st.NothingNew, st.NewResults)
@@ -179,6 +126,9 @@ func writeFirings(w io.Writer, r *Report) {
 			fmt.Fprintf(w, "      got      %s (%s)\n", orDash(printable(d.Result)), d.New)
 			fmt.Fprintf(w, "      setting  %s\n", printable(d.Setting))
 		}
+	}
+	if n := len(a.detailed); fired > n {
+		fmt.Fprintf(w, "  … %d more sessions (the JSON and HTML reports list them all)\n", fired-n)
 	}
 }
 
