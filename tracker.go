@@ -1,7 +1,6 @@
 package toolguard
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -378,7 +377,7 @@ func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
 			buf = strconv.AppendInt(append(buf, "arguments of "...), int64(len(c.Args)), 10)
 			return p, append(buf, " bytes"...)
 		}
-		if t.cfg.window > 0 && !p.rule.exempt && mayHoldURL(c.Args) {
+		if t.cfg.window > 0 && !p.rule.exempt {
 			if host, path, ok := s.URL(); ok {
 				p.url = host + path
 			}
@@ -386,22 +385,6 @@ func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
 		buf = s.AppendNames(buf)
 	}
 	return p, buf
-}
-
-// mayHoldURL rules out, in one quick look, arguments without a URL: every
-// absolute URL holds "//" (written "\/\/" when escaped).
-func mayHoldURL(args []byte) bool {
-	for i := 0; ; i++ {
-		k := bytes.IndexByte(args[i:], '/')
-		if k < 0 {
-			return false
-		}
-		i += k
-		if i+1 < len(args) && args[i+1] == '/' ||
-			i > 0 && i+2 < len(args) && args[i-1] == '\\' && args[i+1] == '\\' && args[i+2] == '/' {
-			return true
-		}
-	}
 }
 
 // maxInspect is the size above which arguments are hashed but not read for
