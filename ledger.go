@@ -77,7 +77,8 @@ type ledgerEntry struct {
 	verdict   uint8
 	reason    uint8
 	phase     uint8
-	status    uint8
+	done      bool // the outcome was recorded
+	failed    bool
 	newResult bool
 }
 
@@ -159,13 +160,13 @@ func (l *ledger) add(e ledgerEntry, turn int, round uint64, at time.Time, raw ra
 
 // finish books the outcome of the call seq and returns its turn, or 0 if
 // its entry was dropped.
-func (l *ledger) finish(seq uint64, st status, isNew bool, d time.Duration, result string, keepRaw bool) int {
+func (l *ledger) finish(seq uint64, failed, isNew bool, d time.Duration, result string, keepRaw bool) int {
 	if seq < l.first || seq-l.first >= uint64(len(l.entries)) {
 		return 0
 	}
 	i := seq - l.first
 	e := &l.entries[i]
-	e.status, e.duration, e.newResult = uint8(st), d, isNew
+	e.done, e.failed, e.duration, e.newResult = true, failed, d, isNew
 	if keepRaw && l.raw != nil && i < uint64(len(*l.raw)) {
 		(*l.raw)[i].result = result
 	}
@@ -211,8 +212,8 @@ func (l *ledger) snapshot(size int) []Entry {
 			Verdict:   Verdict(e.verdict),
 			Reason:    Reason(e.reason),
 			Phase:     Phase(e.phase),
-			Done:      status(e.status) == statusOK || status(e.status) == statusFailed,
-			Failed:    status(e.status) == statusFailed,
+			Done:      e.done,
+			Failed:    e.failed,
 			NewResult: e.newResult,
 			At:        l.base.Add(e.at),
 			Duration:  e.duration,
@@ -242,6 +243,11 @@ func (e *ledgerEntry) purpose() string {
 // is reports whether the entry is a call of key.
 func (e *ledgerEntry) is(key callKey) bool {
 	return e.desc != nil && keyOf(e.desc.rule.name, e.argsHash) == key
+}
+
+// same reports whether e and f are calls of one key.
+func (e *ledgerEntry) same(f *ledgerEntry) bool {
+	return f.desc != nil && e.is(keyOf(f.desc.rule.name, f.argsHash))
 }
 
 // turnStart returns the Seq of the first entry of turn, the last turn the
@@ -284,7 +290,7 @@ func (l *ledger) isCycle(p, n int) bool {
 			return false
 		}
 		if i+p < n {
-			if f := l.recent(i + p); f.desc == nil || !e.is(keyOf(f.desc.rule.name, f.argsHash)) || e.newResult {
+			if !e.same(l.recent(i+p)) || e.newResult {
 				return false
 			}
 		}
@@ -292,7 +298,7 @@ func (l *ledger) isCycle(p, n int) bool {
 	// The calls of one period are distinct.
 	for i := 0; i < p; i++ {
 		for j := i + 1; j < p; j++ {
-			if f := l.recent(j); l.recent(i).is(keyOf(f.desc.rule.name, f.argsHash)) {
+			if l.recent(i).same(l.recent(j)) {
 				return false
 			}
 		}

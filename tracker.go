@@ -942,28 +942,14 @@ func (t *Tracker) spendLocked(round uint64) {
 		}
 	}
 	ts.used++
-	if max := t.cfg.maxCalls; max > 0 {
+	if limit := t.cfg.maxCalls; limit > 0 {
 		switch {
-		case ts.used >= max:
-			ts.phase = max2(ts.phase, PhaseWindDown)
+		case ts.used >= limit:
+			ts.phase = max(ts.phase, PhaseWindDown)
 		case t.cfg.nudgeAt > 0 && ts.used >= t.cfg.nudgeAt:
-			ts.phase = max2(ts.phase, PhaseNudge)
+			ts.phase = max(ts.phase, PhaseNudge)
 		}
 	}
-}
-
-func max2(a, b Phase) Phase {
-	if a > b {
-		return a
-	}
-	return b
-}
-
-func statusOf(failed bool) status {
-	if failed {
-		return statusFailed
-	}
-	return statusOK
 }
 
 // finishEntry books the outcome of the call seq, checked at at, in its
@@ -976,7 +962,7 @@ func (t *Tracker) finishEntry(seq uint64, at time.Time, o Outcome, failed, progr
 			result = o.Err.Error()
 		}
 	}
-	return t.ledger.finish(seq, statusOf(failed), progress, now.Sub(at), result, t.cfg.keepRaw)
+	return t.ledger.finish(seq, failed, progress, now.Sub(at), result, t.cfg.keepRaw)
 }
 
 // appendLocked adds the ledger entry of a checked call and returns its Seq.
@@ -988,10 +974,6 @@ func (t *Tracker) appendLocked(c Call, args Hash, desc *callDesc, round uint64, 
 		verdict:  uint8(d.Verdict),
 		reason:   uint8(d.Reason),
 		phase:    uint8(d.Phase),
-		status:   uint8(statusPending),
-	}
-	if d.Verdict != Allow {
-		e.status = uint8(statusSkipped)
 	}
 	var raw rawEntry
 	if t.cfg.keepRaw && len(c.Args) > 0 {
