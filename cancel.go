@@ -13,29 +13,18 @@ import "context"
 // pending (Entry.Done false): the call was asked for and never answered. A call never
 // checked, or already recorded, is ignored.
 func (t *Tracker) cancel(ctx context.Context, c Call) Phase {
+	sc := getScratch()
+	defer sc.release()
 	t.mu.Lock()
-	ts := &t.turn
-	key, ok := ts.keyOf(c)
-	if !ok {
-		t.mu.Unlock()
-		sc := getScratch()
-		r := t.tool(c.Tool).rule
-		sc.scan.Scan(c.Args)
-		key = keyOf(r.name, Hash(sc.scan.Hash(r.ignore)))
-		sc.release()
-		t.mu.Lock()
-	}
-	pc, ok := ts.takePending(c.ID, c.Tool, key, false)
-	if !ok && (c.ID == "" || findPending(t.stale, c.ID, c.Tool, key, false) < 0) {
-		pc, ok = ts.takePending(c.ID, c.Tool, key, true)
-	}
-	if ok {
-		t.unreserveLocked(pc)
-	} else if pc, ok = t.takeStale(c.ID, c.Tool, key); ok {
+	pc, stale, ok := t.takeLocked(c, t.keyLocked(c, sc, false))
+	switch {
+	case stale:
 		// A call of an earlier turn: only its session count is still held.
 		pc.tool.session.reserved = max(pc.tool.session.reserved-1, 0)
+	case ok:
+		t.unreserveLocked(pc)
 	}
-	phase := ts.phase
+	phase := t.turn.phase
 	t.mu.Unlock()
 	if ok && pc.resID != "" {
 		evs := events{on: t.cfg.hooked}

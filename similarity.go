@@ -339,11 +339,7 @@ func simSpaceAt(s string, i int) bool {
 // in both with a chance of 1 in 4096, so the exact word check
 // (simWordsAgree) rarely runs for them.
 func simWordBits(w []byte) (uint64, uint64) {
-	h := uint64(14695981039346656037)
-	for _, c := range w {
-		h ^= uint64(c)
-		h *= 1099511628211
-	}
+	h := fnv64(w)
 	h ^= h >> 33
 	h *= 0xff51afd7ed558ccd
 	h ^= h >> 33

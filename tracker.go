@@ -808,21 +808,8 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 
 	evs := events{on: t.cfg.hooked}
 	t.mu.Lock()
-	// The key was computed in ShouldSkip: reuse it when a pending call of
-	// the tool (with the call's id, if it has one) has the same arguments,
-	// instead of hashing them again.
-	key, ok := t.turn.keyOf(c)
-	if !ok {
-		t.mu.Unlock()
-		r := t.tool(c.Tool).rule
-		if !scanned {
-			sc.scan.Scan(c.Args)
-		}
-		key = keyOf(r.name, Hash(sc.scan.Hash(r.ignore)))
-		t.mu.Lock()
-	}
 	sc.out = outcome{failed: failed, digest: digest, sig: sig, shape: shape}
-	phase, pc := t.recordLocked(c, o, key, sc, now, &evs)
+	phase, pc := t.recordLocked(c, o, t.keyLocked(c, sc, scanned), sc, now, &evs)
 	t.mu.Unlock()
 	if pc.resID != "" {
 		t.settle(ctx, c, []held{pc.held()}, true, &evs)
@@ -831,25 +818,54 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	return phase
 }
 
+// keyLocked returns the key of c. The key was computed in ShouldSkip: it
+// is reused when a pending call of the tool (with the call's id, if it has
+// one) has the same arguments. Otherwise the arguments are hashed (scanned
+// into sc first unless scanned), with t.mu released meanwhile.
+func (t *Tracker) keyLocked(c Call, sc *scratch, scanned bool) callKey {
+	if key, ok := t.turn.keyOf(c); ok {
+		return key
+	}
+	t.mu.Unlock()
+	defer t.mu.Lock()
+	r := t.tool(c.Tool).rule
+	if !scanned {
+		sc.scan.Scan(c.Args)
+	}
+	return keyOf(r.name, Hash(sc.scan.Hash(r.ignore)))
+}
+
+// takeLocked takes the pending call that a Record (or cancel) of c with
+// key completes; stale says it was allowed in an earlier turn. A call id
+// names one call: the call of this turn with that id, else the call of an
+// earlier turn with it, and only then an id-less call of this turn with
+// the same key. A late Record never completes a call of the new turn that
+// is not its own.
+func (t *Tracker) takeLocked(c Call, key callKey) (pc pendingCall, stale, ok bool) {
+	ts := &t.turn
+	pc, ok = ts.takePending(c.ID, c.Tool, key, false)
+	if !ok && (c.ID == "" || findPending(t.stale, c.ID, c.Tool, key, false) < 0) {
+		pc, ok = ts.takePending(c.ID, c.Tool, key, true)
+	}
+	if ok {
+		return pc, false, true
+	}
+	pc, ok = takeFrom(&t.stale, c.ID, c.Tool, key, true)
+	return pc, ok, ok
+}
+
 // recordLocked books the outcome sc.out of the call c, whose key is key.
 func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now time.Time, evs *events) (Phase, pendingCall) {
 	ts := &t.turn
 	failed := sc.out.failed
-	// A call id names one call: the call of this turn with that id, else
-	// the call of an earlier turn with it, and only then an id-less call of
-	// this turn with the same key. A late Record never completes a call of
-	// the new turn that is not its own.
-	pc, ok := ts.takePending(c.ID, c.Tool, key, false)
-	if !ok && (c.ID == "" || findPending(t.stale, c.ID, c.Tool, key, false) < 0) {
-		pc, ok = ts.takePending(c.ID, c.Tool, key, true)
+	pc, stale, ok := t.takeLocked(c, key)
+	if stale {
+		turn := t.finishEntry(pc.seq, pc.at, o, failed, false, now)
+		evs.add(Event{Kind: EventRecord, Seq: pc.seq, Turn: turn, CallID: c.ID, Tool: c.Tool,
+			Failed: failed, Duration: now.Sub(pc.at), Phase: ts.phase})
+		return ts.phase, pc
 	}
 	if !ok {
-		if old, ok := t.takeStale(c.ID, c.Tool, key); ok {
-			turn := t.finishEntry(old.seq, old.at, o, failed, false, now)
-			evs.add(Event{Kind: EventRecord, Seq: old.seq, Turn: turn, CallID: c.ID, Tool: c.Tool,
-				Failed: failed, Duration: now.Sub(old.at), Phase: ts.phase})
-			return ts.phase, old
-		}
 		pc = t.allowUncheckedLocked(c, key, now)
 	}
 
@@ -982,17 +998,6 @@ func (t *Tracker) appendLocked(c Call, args Hash, desc *callDesc, round uint64, 
 	return t.ledger.add(e, t.turnNo, round, now, raw, t.cfg.ledgerKeep, t.cfg.keepRaw)
 }
 
-// takeStale finds a call allowed in an earlier turn.
-func (t *Tracker) takeStale(id, tool string, key callKey) (pendingCall, bool) {
-	i := findPending(t.stale, id, tool, key, true)
-	if i < 0 {
-		return pendingCall{}, false
-	}
-	pc := t.stale[i]
-	t.stale = append(t.stale[:i], t.stale[i+1:]...)
-	return pc, true
-}
-
 // Reset starts a new turn (new user input): per-turn counters, the budget,
 // the phase and the loop state clear; session-wide tool totals and the
 // ledger stay. Calls still running belong to the old turn: their Record
@@ -1015,6 +1020,12 @@ func (t *Tracker) Reset() {
 	t.turn.reset()
 	orphans := t.takeOrphansLocked()
 	t.mu.Unlock()
+	t.settleOrphansAlone(orphans)
+}
+
+// settleOrphansAlone settles orphans outside a call (Reset, Release), with
+// their own events.
+func (t *Tracker) settleOrphansAlone(orphans []pendingCall) {
 	if len(orphans) > 0 {
 		evs := events{on: t.cfg.hooked}
 		ctx := context.Background()

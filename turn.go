@@ -398,17 +398,23 @@ func (ts *turnState) keyOf(c Call) (callKey, bool) {
 	return callKey{}, false
 }
 
-func (ts *turnState) takePending(id, tool string, key callKey, byKey bool) (pendingCall, bool) {
-	i := findPending(ts.pending, id, tool, key, byKey)
+// takeFrom removes from ps the pending call that findPending finds.
+func takeFrom(ps *[]pendingCall, id, tool string, key callKey, byKey bool) (pendingCall, bool) {
+	i := findPending(*ps, id, tool, key, byKey)
 	if i < 0 {
 		return pendingCall{}, false
 	}
-	pc := ts.pending[i]
-	ts.pending = append(ts.pending[:i], ts.pending[i+1:]...)
+	pc := (*ps)[i]
+	*ps = append((*ps)[:i], (*ps)[i+1:]...)
+	return pc, true
+}
+
+func (ts *turnState) takePending(id, tool string, key callKey, byKey bool) (pendingCall, bool) {
+	pc, ok := takeFrom(&ts.pending, id, tool, key, byKey)
 	if len(ts.pending) == 0 {
 		ts.pending = nil // an idle session holds no buffer for its calls
 	}
-	return pc, true
+	return pc, ok
 }
 
 // appendBounded appends it to s, growing s to at most size elements.
