@@ -1,6 +1,9 @@
 package toolguard
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // cancel releases the pending call c that its caller gave up on
 // (Outcome.Cancelled) and returns the turn's phase. The call has no
@@ -67,18 +70,5 @@ func (t *Tracker) unreserveLocked(pc pendingCall) {
 // forget drops the call seq from the window: it brought nothing, not even
 // nothing new.
 func (w *window) forget(seq uint64) {
-	for i := range w.items {
-		if w.at(i).seq != seq {
-			continue
-		}
-		kept := make([]windowItem, 0, len(w.items)-1)
-		for j := range w.items {
-			if j != i {
-				kept = append(kept, *w.at(j))
-			}
-		}
-		clear(w.items)
-		w.items, w.start = append(w.items[:0], kept...), 0
-		return
-	}
+	w.items = slices.DeleteFunc(w.items, func(it windowItem) bool { return it.seq == seq })
 }

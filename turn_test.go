@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// TestWindowGrows checks that the window's ring, grown as it fills, holds
+// TestWindowGrows checks that the window, grown as it fills, holds
 // the most recent calls in order at every size and after a clear.
 func TestWindowGrows(t *testing.T) {
 	for _, size := range []int{1, 2, 3, 5, 10, 17} {
@@ -21,7 +21,7 @@ func TestWindowGrows(t *testing.T) {
 				assert.Equal(t, n, len(w.items), "size %d after %d", size, i+1)
 				assert.LessOrEqual(t, cap(w.items), size)
 				for k := range n {
-					assert.Equal(t, uint64(i+2-n+k), w.at(k).seq, "size %d after %d, item %d", size, i+1, k)
+					assert.Equal(t, uint64(i+2-n+k), w.items[k].seq, "size %d after %d, item %d", size, i+1, k)
 				}
 			}
 			w.clear()
