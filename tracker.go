@@ -411,26 +411,12 @@ func (t *Tracker) check(ctx context.Context, c Call, round uint64) Decision {
 	evs := events{on: t.cfg.hooked}
 	now := t.cfg.now()
 	var g *grant
-	t.mu.Lock()
-	// Sessions.Release sets released under the lock: a call tested
-	// before the lock or waiting for the Store may find it set here.
-	if t.released.Load() {
-		t.mu.Unlock()
-		return releasedDecision()
-	}
-	d, ask := t.decideLocked(c, p, names, now, g, &evs)
+	var orphans []pendingCall
+	d, ask := t.decide(c, p, names, now, nil, &evs, &orphans)
 	if ask {
-		t.mu.Unlock()
 		g = t.reserve(ctx, []Call{c}, []*toolRule{p.rule}, &evs)[0]
-		t.mu.Lock()
-		if t.released.Load() {
-			d = releasedDecision()
-		} else {
-			d, _ = t.decideLocked(c, p, names, now, g, &evs)
-		}
+		d, _ = t.decide(c, p, names, now, g, &evs, &orphans)
 	}
-	orphans := t.takeOrphansLocked()
-	t.mu.Unlock()
 	tool := p.tool
 	p.done()
 	if g != nil && g.id != "" && d.Verdict != Allow {
@@ -462,15 +448,7 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64) []
 		}
 		p, names := t.inspect(c, nil)
 		p.round = round
-		t.mu.Lock()
-		if t.released.Load() { // see check
-			t.mu.Unlock()
-			ds[i] = releasedDecision()
-			continue
-		}
-		d, ask := t.decideLocked(c, p, names, now, nil, &evs)
-		orphans = append(orphans, t.takeOrphansLocked()...)
-		t.mu.Unlock()
+		d, ask := t.decide(c, p, names, now, nil, &evs, &orphans)
 		if ask {
 			wait = append(wait, asking{i, p, names})
 		} else {
@@ -495,14 +473,7 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64) []
 				refused = nil
 				g = t.reserve(ctx, asked[k:k+1], rules[k:k+1], &evs)[0]
 			}
-			t.mu.Lock()
-			if t.released.Load() {
-				ds[w.i] = releasedDecision()
-			} else {
-				ds[w.i], _ = t.decideLocked(calls[w.i], w.p, w.names, now, g, &evs)
-			}
-			orphans = append(orphans, t.takeOrphansLocked()...)
-			t.mu.Unlock()
+			ds[w.i], _ = t.decide(calls[w.i], w.p, w.names, now, g, &evs, &orphans)
 			tool := w.p.tool
 			w.p.done()
 			if g.id != "" && ds[w.i].Verdict != Allow {
@@ -516,6 +487,20 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64) []
 	t.settleOrphans(ctx, orphans, &evs)
 	t.emit(ctx, &evs)
 	return ds
+}
+
+// decide runs decideLocked under the lock and adds the orphans it leaves
+// to orphans. Sessions.Release sets released under the lock: a call
+// tested before the lock or waiting for the Store may find it set here.
+func (t *Tracker) decide(c Call, p *probe, names []byte, now time.Time, g *grant, evs *events, orphans *[]pendingCall) (Decision, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.released.Load() {
+		return releasedDecision(), false
+	}
+	d, ask := t.decideLocked(c, p, names, now, g, evs)
+	*orphans = append(*orphans, t.takeOrphansLocked()...)
+	return d, ask
 }
 
 func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
