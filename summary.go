@@ -137,7 +137,7 @@ func (t *Tracker) toolSummary(e *toolEntry, session bool) ToolSummary {
 		SessionLimit: r.quota,
 		QuotaFrom:    r.quotaFrom,
 	}
-	if f := e.turn.fail(); e.inTurn(t.turnNo) && f != nil && f.count > 1 {
+	if f := e.turn.fail; e.inTurn(t.turnNo) && f != nil && f.count > 1 {
 		ss.SameFailure = f.count
 	}
 	for reason, n := range e.skipsBy(session) {

@@ -34,12 +34,9 @@ type keyState struct {
 type toolState struct {
 	turn    int32       // the turn it is of (wraps past 2³¹ turns)
 	stats   toolStats   // stats.reserved: the calls allowed this turn
-	more    *failState  // allocated at the tool's first failure in the turn
+	fail    *failState  // allocated at the tool's first failure in the turn; nil before
 	queries *queryIndex // search tools only
 }
-
-// fail returns the tool's failures in the turn, or nil before its first.
-func (s *toolState) fail() *failState { return s.more }
 
 // failStage walks a tool through MaxFailures: count equivalent failures,
 // hint, let one evidence-backed attempt run, abort if it fails the same way.
@@ -128,13 +125,13 @@ func (f *failState) record(failed bool, sig Hash, shape string, key callKey, cha
 // recordFailure books an outcome of the tool in its failState (see
 // failState.record), which the first failure allocates.
 func (s *toolState) recordFailure(failed bool, sig Hash, shape string, key callKey, changes uint32) {
-	if s.more == nil && !failed {
+	if s.fail == nil && !failed {
 		return
 	}
-	if s.more == nil {
-		s.more = &failState{}
+	if s.fail == nil {
+		s.fail = &failState{}
 	}
-	s.more.record(failed, sig, shape, key, changes)
+	s.fail.record(failed, sig, shape, key, changes)
 }
 
 // toolStats are the counters behind the escalation summary.
