@@ -155,7 +155,7 @@ func (t *Tracker) toolSummary(e *toolEntry, session bool) ToolSummary {
 // sorted by name. t.mu must be held.
 func (t *Tracker) summaryTools(session bool) []*toolEntry {
 	if !session {
-		return t.turnTools()
+		return t.toolsWhere(func(e *toolEntry) bool { return e.inTurn(t.turnNo) })
 	}
 	return t.toolsWhere(func(e *toolEntry) bool { return e.session != (toolStats{}) })
 }

@@ -232,12 +232,6 @@ func (t *Tracker) turnTool(e *toolEntry) *toolState {
 	return &e.turn
 }
 
-// turnTools returns the tools called in the current turn, sorted by name.
-// t.mu must be held.
-func (t *Tracker) turnTools() []*toolEntry {
-	return t.toolsWhere(func(e *toolEntry) bool { return e.inTurn(t.turnNo) })
-}
-
 // toolsWhere returns the tools for which keep is true, sorted by name.
 func (t *Tracker) toolsWhere(keep func(*toolEntry) bool) []*toolEntry {
 	var es []*toolEntry
@@ -572,9 +566,7 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g 
 		return d, false
 	}
 	evs.add(Event{Kind: EventDecision, Seq: seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, Decision: d, Phase: d.Phase})
-	if ts.phase != from {
-		evs.add(Event{Kind: EventPhase, Seq: seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, From: from, Phase: ts.phase})
-	}
+	t.phaseEvent(evs, c, seq, from)
 	return d, false
 }
 
@@ -898,10 +890,16 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now 
 	}
 	evs.add(Event{Kind: EventRecord, Seq: pc.seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool,
 		Failed: failed, NewResult: progress, Duration: now.Sub(pc.at), Phase: ts.phase})
-	if ts.phase != from {
-		evs.add(Event{Kind: EventPhase, Seq: pc.seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, From: from, Phase: ts.phase})
-	}
+	t.phaseEvent(evs, c, pc.seq, from)
 	return ts.phase, pc
+}
+
+// phaseEvent adds the event of the phase change the call c (entry seq)
+// made, if it made one.
+func (t *Tracker) phaseEvent(evs *events, c Call, seq uint64, from Phase) {
+	if t.turn.phase != from {
+		evs.add(Event{Kind: EventPhase, Seq: seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, From: from, Phase: t.turn.phase})
+	}
 }
 
 // allowUncheckedLocked books a call recorded without being checked as
@@ -1019,11 +1017,13 @@ func (t *Tracker) settleOrphansAlone(orphans []pendingCall) {
 	}
 }
 
-// clearToolTurnsLocked drops the per-turn state of the tools called in
-// the turn that ends, so that a tool never called again does not keep it
-// (its search queries, up to a megabyte and more) for the session.
+// clearToolTurnsLocked drops the per-turn state of the tools, so that a
+// tool never called again does not keep it (its search queries, up to a
+// megabyte and more) for the session.
 func (t *Tracker) clearToolTurnsLocked() {
-	for _, e := range t.turnTools() {
+	t.toolMu.Lock()
+	defer t.toolMu.Unlock()
+	for _, e := range t.tools {
 		e.clearTurn(0)
 	}
 }
