@@ -232,12 +232,12 @@ func (e *ledgerEntry) purpose() string {
 
 // is reports whether the entry is a call of key.
 func (e *ledgerEntry) is(key callKey) bool {
-	return e.desc != nil && keyOf(e.desc.rule.name, e.argsHash) == key
+	return e.desc != nil && callKey{e.desc.rule.name, e.argsHash} == key
 }
 
 // same reports whether e and f are calls of one key.
 func (e *ledgerEntry) same(f *ledgerEntry) bool {
-	return f.desc != nil && e.is(keyOf(f.desc.rule.name, f.argsHash))
+	return f.desc != nil && e.is(callKey{f.desc.rule.name, f.argsHash})
 }
 
 // turnStart returns the Seq of the first entry of turn, the last turn the

@@ -350,7 +350,7 @@ func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
 	s := &sc.scan
 	s.Scan(c.Args)
 	p.args = Hash(s.Hash(p.rule.ignore))
-	p.key = keyOf(p.rule.name, p.args)
+	p.key = callKey{p.rule.name, p.args}
 	if p.rule.search {
 		// The query is read as far as redactSecrets and normalizeQuery
 		// read it, not copied whole.
@@ -809,7 +809,7 @@ func (t *Tracker) keyLocked(c Call, sc *scratch, scanned bool) callKey {
 	if !scanned {
 		sc.scan.Scan(c.Args)
 	}
-	return keyOf(r.name, Hash(sc.scan.Hash(r.ignore)))
+	return callKey{r.name, Hash(sc.scan.Hash(r.ignore))}
 }
 
 // takeLocked takes the pending call that a Record (or cancel) of c with

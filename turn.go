@@ -14,10 +14,6 @@ type callKey struct {
 	args Hash
 }
 
-// keyOf returns the key of the calls of tool with arguments that hash to
-// args.
-func keyOf(tool string, args Hash) callKey { return callKey{tool, args} }
-
 // keyState is the repeat counter of one callKey in the turn.
 type keyState struct {
 	key     callKey

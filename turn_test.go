@@ -40,7 +40,7 @@ func TestLedgerCycle(t *testing.T) {
 	a := &toolRule{name: "a"}
 	b := &toolRule{name: "b"}
 	x := &toolRule{name: "x", exempt: true}
-	key := func(r *toolRule) callKey { return keyOf(r.name, Hash{}) }
+	key := func(r *toolRule) callKey { return callKey{r.name, Hash{}} }
 	add := func(l *ledger, r *toolRule, turn, keep int) {
 		var d *callDesc
 		if r != nil {
@@ -98,7 +98,7 @@ func TestLedgerCycle(t *testing.T) {
 
 // testKey returns the key of the calls of tool with arguments hashing to
 // args.
-func testKey(tool string, args Hash) callKey { return keyOf(tool, args) }
+func testKey(tool string, args Hash) callKey { return callKey{tool, args} }
 
 // TestLedgerRounds checks that the ledger gives back each entry's round
 // (it keeps the round's difference from the entry's Seq): calls of one
