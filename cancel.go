@@ -1,6 +1,9 @@
 package toolguard
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // cancel releases the pending call c that its caller gave up on
 // (Outcome.Cancelled) and returns the turn's phase. The call has no
@@ -13,29 +16,18 @@ import "context"
 // pending (Entry.Done false): the call was asked for and never answered. A call never
 // checked, or already recorded, is ignored.
 func (t *Tracker) cancel(ctx context.Context, c Call) Phase {
+	sc := getScratch()
+	defer sc.release()
 	t.mu.Lock()
-	ts := &t.turn
-	key, ok := ts.keyOf(c)
-	if !ok {
-		t.mu.Unlock()
-		sc := getScratch()
-		r := t.tool(c.Tool).rule
-		sc.scan.Scan(c.Args)
-		key = keyOf(r.name, Hash(sc.scan.Hash(r.ignore)))
-		sc.release()
-		t.mu.Lock()
-	}
-	pc, ok := ts.takePending(c.ID, c.Tool, key, false)
-	if !ok && (c.ID == "" || findPending(t.stale, c.ID, c.Tool, key, false) < 0) {
-		pc, ok = ts.takePending(c.ID, c.Tool, key, true)
-	}
-	if ok {
-		t.unreserveLocked(pc)
-	} else if pc, ok = t.takeStale(c.ID, c.Tool, key); ok {
+	pc, stale, ok := t.takeLocked(c, t.keyLocked(c, sc, false))
+	switch {
+	case stale:
 		// A call of an earlier turn: only its session count is still held.
 		pc.tool.session.reserved = max(pc.tool.session.reserved-1, 0)
+	case ok:
+		t.unreserveLocked(pc)
 	}
-	phase := ts.phase
+	phase := t.turn.phase
 	t.mu.Unlock()
 	if ok && pc.resID != "" {
 		evs := events{on: t.cfg.hooked}
@@ -78,18 +70,5 @@ func (t *Tracker) unreserveLocked(pc pendingCall) {
 // forget drops the call seq from the window: it brought nothing, not even
 // nothing new.
 func (w *window) forget(seq uint64) {
-	for i := range w.items {
-		if w.at(i).seq != seq {
-			continue
-		}
-		kept := make([]windowItem, 0, len(w.items)-1)
-		for j := range w.items {
-			if j != i {
-				kept = append(kept, *w.at(j))
-			}
-		}
-		clear(w.items)
-		w.items, w.start = append(w.items[:0], kept...), 0
-		return
-	}
+	w.items = slices.DeleteFunc(w.items, func(it windowItem) bool { return it.seq == seq })
 }

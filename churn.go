@@ -37,12 +37,11 @@ func (c *churn) recorded(p *probe, r *outcome) {
 
 func (c *churn) endTurn(int) { c.window.clear() }
 
-// window is a ring of the turn's most recent searches (with a query) and
-// fetches (with a URL), for the rolling-window rule.
+// window holds the turn's most recent searches (with a query) and fetches
+// (with a URL), oldest first, for the rolling-window rule.
 type window struct {
-	items []windowItem // appended to until size, then a ring: most turns see few
+	items []windowItem // grown as the turn goes on: most turns see few
 	size  int32
-	start int32 // the oldest item, once the ring is full
 }
 
 type windowItem struct {
@@ -62,22 +61,18 @@ func (w *window) init(size int) { w.size = int32(min(size, math.MaxInt32)) }
 
 func (w *window) clear() {
 	clear(w.items)
-	w.items, w.start = w.items[:0], 0
+	w.items = w.items[:0]
 }
 
 func (w *window) push(it windowItem) {
 	if w.size == 0 {
 		return
 	}
-	if len(w.items) < int(w.size) {
-		w.items = appendBounded(w.items, it, int(w.size))
-		return
+	if len(w.items) == int(w.size) { // the oldest goes
+		w.items = w.items[:copy(w.items, w.items[1:])]
 	}
-	w.items[w.start] = it
-	w.start = (w.start + 1) % int32(len(w.items))
+	w.items = appendBounded(w.items, it, int(w.size))
 }
-
-func (w *window) at(i int) *windowItem { return &w.items[(int(w.start)+i)%len(w.items)] }
 
 // settle records the outcome of the call seq and whether it produced a new
 // fact: a result that differs from every earlier result of the tool in the
@@ -86,7 +81,7 @@ func (w *window) settle(seq uint64, tool string, failed bool, digest Hash) {
 	var self *windowItem
 	earlier, same := 0, false
 	for i := range w.items {
-		it := w.at(i)
+		it := &w.items[i]
 		if it.seq == seq {
 			self = it
 			break
@@ -115,7 +110,7 @@ func (w *window) count(p *probe, round uint64, threshold float64) int {
 	}
 	n := 0
 	for i := range w.items {
-		it := w.at(i)
+		it := &w.items[i]
 		if it.tool.name != p.rule.name || it.key == p.key || it.round == round || it.newFact {
 			continue
 		}

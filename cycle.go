@@ -6,6 +6,7 @@ package toolguard
 // calls in the ledger and keeps no state of its own; its settings are the
 // tool's (toolRule.cyclePeriod, cycleRepeats: off for exempt tools).
 type cycles struct {
+	stateless
 	ledger *ledger
 }
 
@@ -21,7 +22,3 @@ func (c *cycles) check(p *probe) (firing, bool) {
 	return firing{reason: ReasonCycle, scope: hintScope{rule: ruleCycle}, count: n, limit: n,
 		msg: cycleMessage(p.rule.name, period, n)}, true
 }
-
-func (c *cycles) allowed(*probe)            {}
-func (c *cycles) recorded(*probe, *outcome) {}
-func (c *cycles) endTurn(int)               {}

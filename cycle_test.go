@@ -24,9 +24,9 @@ func TestCyclesDetector(t *testing.T) {
 			c := cycles{ledger: &ledger{}}
 			for i, name := range tt.calls {
 				p := d.probe("read_file", `{"path":"`+name+`"}`, uint64(i+1), 0)
-				seq := c.ledger.add(ledgerEntry{desc: &callDesc{rule: p.rule}, argsHash: p.args, status: uint8(statusPending)},
+				seq := c.ledger.add(ledgerEntry{desc: &callDesc{rule: p.rule}, argsHash: p.args},
 					1, p.round, detTestNow, rawEntry{}, d.cfg.ledgerKeep, false)
-				c.ledger.finish(seq, statusOK, false, 0, "", false)
+				c.ledger.finish(seq, false, false, 0, "", false)
 			}
 			p := d.probe("read_file", `{"path":"`+tt.next+`"}`, uint64(len(tt.calls)+1), 0)
 			f, fired := c.check(p)

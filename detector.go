@@ -27,3 +27,35 @@ type outcome struct {
 	changed  bool   // the call may have changed the world: it moved turnState.changes
 	changes  uint32 // turnState.changes after the call
 }
+
+// stateless gives a rule that keeps no state of its own the methods it
+// does nothing in.
+type stateless struct{}
+
+func (stateless) allowed(*probe)            {}
+func (stateless) recorded(*probe, *outcome) {}
+func (stateless) endTurn(int)               {}
+
+// runLength is the state of a rule that counts a run of the turn's calls
+// (streak, revisits): its length and a number per run, the scope of a hint.
+type runLength struct {
+	n   int32  // calls in the run
+	run uint32 // counts the runs
+}
+
+// step lengthens the run (grow) or ends it.
+func (r *runLength) step(grow bool) {
+	switch {
+	case grow:
+		r.n++
+	case r.n > 0:
+		r.endTurn(0)
+	}
+}
+
+func (*runLength) allowed(*probe) {}
+
+func (r *runLength) endTurn(int) {
+	r.n = 0
+	r.run++
+}

@@ -28,7 +28,7 @@ func (d *detTest) probe(tool, args string, round uint64, changes uint32) *probe 
 	p := &sc.p
 	*p = probe{tool: e, rule: e.rule, round: round, turn: &e.turn, turnNo: 1, changes: changes, s: sc}
 	p.args = Hash(sc.scan.Hash(e.rule.ignore))
-	p.key = keyOf(e.rule.name, p.args)
+	p.key = callKey{e.rule.name, p.args}
 	if e.rule.search {
 		if k, q, ok := sc.scan.StringArg(queryKeys, redactMaxBytes); ok {
 			p.query = normalizeQuery(q)

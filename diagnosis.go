@@ -17,7 +17,7 @@ const maxChains = 16
 // failure's chain is watched, a diagnosis moves the counting chains of the
 // other tools to their attempt.
 func (d *failures) diagnosis(p *probe, r *outcome) {
-	own := p.turn.fail()
+	own := p.turn.fail
 	if r.failed {
 		if !containsChain(d.chains, own) && len(d.chains) < maxChains {
 			d.chains = append(d.chains, own)

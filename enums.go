@@ -104,17 +104,6 @@ func (r *Reason) UnmarshalText(b []byte) error {
 	return enumParse(reasonNames[:], b, "reason", (*int)(r))
 }
 
-// status is what became of a call in the ledger; Entry shows it as Done
-// and Failed.
-type status uint8
-
-const (
-	statusPending status = iota // allowed, not yet recorded
-	statusOK                    // executed and succeeded
-	statusFailed                // executed and failed
-	statusSkipped               // not executed (Hint or Abort)
-)
-
 // Status returns what became of the call in one word: "pending" (allowed,
 // not yet recorded), "ok", "failed" or "skipped" (Hint or Abort).
 func (e Entry) Status() string {

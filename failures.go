@@ -32,7 +32,7 @@ type failingCall struct {
 // first failure, and when another call may have changed the world since
 // its last (an edit or an install makes the next attempt new).
 func chainAt(s *toolState, changes uint32) *failState {
-	f := s.fail()
+	f := s.fail
 	if f == nil || f.count > 0 && f.changes != changes {
 		return nil
 	}
@@ -61,12 +61,12 @@ func (d *failures) check(p *probe) (firing, bool) {
 // hinted books the hint of the tool's chain: the next call runs, as the
 // attempt.
 func (d *failures) hinted(p *probe) {
-	f := p.turn.fail()
+	f := p.turn.fail
 	f.stage, f.diagnosed = failHinted, false
 }
 
 func (d *failures) allowed(p *probe) {
-	if f := p.turn.fail(); f != nil {
+	if f := p.turn.fail; f != nil {
 		f.refresh(p.changes)
 		f.allowed()
 	}

@@ -49,35 +49,33 @@ type Entry struct {
 // recent LedgerSize entries (the size add is given; 0: unbounded). It is
 // not synchronized.
 //
-// It holds its entries compactly (64 bytes each, against 200 for an
-// Entry): the Seq of an entry is its position, its Turn is kept once per
-// turn in turns, its tool and purpose in a callDesc that the calls of a
-// tool naming the same arguments share, its At as the wall-clock time
-// since base (read back in base's location), its enums in a byte each, and
-// the raw arguments and results (KeepRaw) apart.
+// The Seq of an entry is its position, its Turn is kept once per turn in
+// turns, its tool and purpose in a callDesc that the calls of a tool
+// naming the same arguments share, and the raw arguments and results
+// (KeepRaw) apart.
 //
 // The entries of the current turn are also the history the cycle rule
 // reads (see continues): the ledger keeps at least as many entries as a
 // cycle spans.
 type ledger struct {
 	entries []ledgerEntry
-	turns   []turnMark  // the turns of entries, oldest first
-	raw     *[]rawEntry // KeepRaw: one per entry
-	base    time.Time   // At of the first entry, without its monotonic reading
-	first   uint64      // Seq of entries[0]
+	turns   []turnMark // the turns of entries, oldest first
+	raw     []rawEntry // KeepRaw: one per entry
+	first   uint64     // Seq of entries[0]
 }
 
 type ledgerEntry struct {
 	callID    string
 	desc      *callDesc // nil for a call without a tool name
 	argsHash  Hash
-	at        time.Duration // At, as the wall-clock time since ledger.base (±292 years)
+	at        time.Time // without its monotonic reading
 	duration  time.Duration
 	round     uint64
 	verdict   uint8
 	reason    uint8
 	phase     uint8
-	status    uint8
+	done      bool // the outcome was recorded
+	failed    bool
 	newResult bool
 }
 
@@ -115,9 +113,6 @@ func (l *ledger) add(e ledgerEntry, turn int, round uint64, at time.Time, raw ra
 	if len(l.entries) == 0 {
 		l.first = seq
 	}
-	if len(l.turns) == 0 { // the first entry of the session
-		l.base = at.Round(0)
-	}
 	// len-size ≥ size, not len ≥ 2*size: a size near math.MaxInt must not
 	// overflow.
 	if size > 0 && len(l.entries)-size >= size {
@@ -126,10 +121,9 @@ func (l *ledger) add(e ledgerEntry, turn int, round uint64, at time.Time, raw ra
 		clear(l.entries[n:])
 		l.entries = l.entries[:n]
 		if l.raw != nil {
-			raw := *l.raw
-			n := copy(raw, raw[len(raw)-size:])
-			clear(raw[n:])
-			*l.raw = raw[:n]
+			n := copy(l.raw, l.raw[len(l.raw)-size:])
+			clear(l.raw[n:])
+			l.raw = l.raw[:n]
 		}
 		l.first += uint64(size)
 		// Forget the turns that ended before the first entry kept.
@@ -145,29 +139,26 @@ func (l *ledger) add(e ledgerEntry, turn int, round uint64, at time.Time, raw ra
 	if cap(l.entries) == 0 {
 		l.entries = make([]ledgerEntry, 0, 4) // grown as the session goes on
 	}
-	e.at = at.Round(0).Sub(l.base)
+	e.at = at.Round(0)
 	e.round = round
 	l.entries = append(l.entries, e)
 	if keepRaw {
-		if l.raw == nil {
-			l.raw = new([]rawEntry)
-		}
-		*l.raw = append(*l.raw, raw)
+		l.raw = append(l.raw, raw)
 	}
 	return seq
 }
 
 // finish books the outcome of the call seq and returns its turn, or 0 if
 // its entry was dropped.
-func (l *ledger) finish(seq uint64, st status, isNew bool, d time.Duration, result string, keepRaw bool) int {
+func (l *ledger) finish(seq uint64, failed, isNew bool, d time.Duration, result string, keepRaw bool) int {
 	if seq < l.first || seq-l.first >= uint64(len(l.entries)) {
 		return 0
 	}
 	i := seq - l.first
 	e := &l.entries[i]
-	e.status, e.duration, e.newResult = uint8(st), d, isNew
-	if keepRaw && l.raw != nil && i < uint64(len(*l.raw)) {
-		(*l.raw)[i].result = result
+	e.done, e.failed, e.duration, e.newResult = true, failed, d, isNew
+	if keepRaw && i < uint64(len(l.raw)) {
+		l.raw[i].result = result
 	}
 	return l.turnOf(seq)
 }
@@ -211,14 +202,14 @@ func (l *ledger) snapshot(size int) []Entry {
 			Verdict:   Verdict(e.verdict),
 			Reason:    Reason(e.reason),
 			Phase:     Phase(e.phase),
-			Done:      status(e.status) == statusOK || status(e.status) == statusFailed,
-			Failed:    status(e.status) == statusFailed,
+			Done:      e.done,
+			Failed:    e.failed,
 			NewResult: e.newResult,
-			At:        l.base.Add(e.at),
+			At:        e.at,
 			Duration:  e.duration,
 		})
-		if l.raw != nil && i < len(*l.raw) {
-			out[len(out)-1].Args, out[len(out)-1].Result = (*l.raw)[i].args, (*l.raw)[i].result
+		if i < len(l.raw) {
+			out[len(out)-1].Args, out[len(out)-1].Result = l.raw[i].args, l.raw[i].result
 		}
 	}
 	return out
@@ -241,7 +232,12 @@ func (e *ledgerEntry) purpose() string {
 
 // is reports whether the entry is a call of key.
 func (e *ledgerEntry) is(key callKey) bool {
-	return e.desc != nil && keyOf(e.desc.rule.name, e.argsHash) == key
+	return e.desc != nil && callKey{e.desc.rule.name, e.argsHash} == key
+}
+
+// same reports whether e and f are calls of one key.
+func (e *ledgerEntry) same(f *ledgerEntry) bool {
+	return f.desc != nil && e.is(callKey{f.desc.rule.name, f.argsHash})
 }
 
 // turnStart returns the Seq of the first entry of turn, the last turn the
@@ -284,7 +280,7 @@ func (l *ledger) isCycle(p, n int) bool {
 			return false
 		}
 		if i+p < n {
-			if f := l.recent(i + p); f.desc == nil || !e.is(keyOf(f.desc.rule.name, f.argsHash)) || e.newResult {
+			if !e.same(l.recent(i+p)) || e.newResult {
 				return false
 			}
 		}
@@ -292,7 +288,7 @@ func (l *ledger) isCycle(p, n int) bool {
 	// The calls of one period are distinct.
 	for i := 0; i < p; i++ {
 		for j := i + 1; j < p; j++ {
-			if f := l.recent(j); l.recent(i).is(keyOf(f.desc.rule.name, f.argsHash)) {
+			if l.recent(i).same(l.recent(j)) {
 				return false
 			}
 		}

@@ -4,7 +4,10 @@ package toolguard
 // session quota (Quota): a call past either is refused. It reads the
 // counts of calls allowed that the Tracker keeps per tool; it keeps no
 // state of its own.
-type limits struct{ cfg *config }
+type limits struct {
+	stateless
+	cfg *config
+}
 
 func (l *limits) check(p *probe) (firing, bool) {
 	r := p.rule
@@ -18,7 +21,3 @@ func (l *limits) check(p *probe) (firing, bool) {
 	}
 	return firing{}, false
 }
-
-func (l *limits) allowed(*probe)            {}
-func (l *limits) recorded(*probe, *outcome) {}
-func (l *limits) endTurn(int)               {}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"path"
 	"slices"
@@ -370,7 +371,7 @@ func (p Policy) validateNames() []error {
 	checkPatterns("SearchTools", p.SearchTools...)
 	checkPatterns("ThinkTools", p.ThinkTools...)
 	checkPatterns("HighCostTools", p.HighCostTools...)
-	for _, name := range sortedKeys(p.Tools) {
+	for _, name := range slices.Sorted(maps.Keys(p.Tools)) {
 		checkPatterns("Tools", name)
 		if tp := p.Tools[name]; tp.Limit < 0 {
 			errs = append(errs, fmt.Errorf("Tools[%q].Limit %d is negative (no per-turn limit)", name, tp.Limit))
@@ -381,7 +382,7 @@ func (p Policy) validateNames() []error {
 		if q == nil {
 			continue
 		}
-		for _, name := range sortedKeys(q.Tools) {
+		for _, name := range slices.Sorted(maps.Keys(q.Tools)) {
 			checkPatterns(field, name)
 			if n := q.Tools[name]; n < 0 {
 				errs = append(errs, fmt.Errorf("%s[%q] %d is negative (not set)", field, name, n))
@@ -649,15 +650,6 @@ type globs []string
 // patterns. Malformed patterns match nothing.
 func (gs globs) match(name string) bool {
 	return slices.ContainsFunc(gs, func(p string) bool { return p == name || match(p, name) })
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // toolRule is everything the Tracker needs to know about one tool name,

@@ -2,6 +2,7 @@ package toolguard
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -45,7 +46,7 @@ var quotaRuleHighCostTools = []string{
 }
 
 // PresetNames returns the names Preset accepts, sorted.
-func PresetNames() []string { return sortedKeys(presets) }
+func PresetNames() []string { return slices.Sorted(maps.Keys(presets)) }
 
 // Preset returns the named preset policy. Each call returns a fresh Policy
 // that the caller may change.

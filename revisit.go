@@ -14,10 +14,7 @@ package toolguard
 // work.
 // A call new to the turn runs: it is a new approach. Its state is the
 // length of the turn's run and a number per run, the hint's scope.
-type revisits struct {
-	n   int32  // recorded calls in a row, in the turn, that made no progress
-	run uint32 // counts the runs: the scope of a hint
-}
+type revisits struct{ runLength }
 
 // check fires for a call of a key the turn has seen after MaxRevisits calls
 // that brought nothing new (toolRule.revisits: off for exempt tools).
@@ -30,25 +27,12 @@ func (r *revisits) check(p *probe) (firing, bool) {
 		msg: revisitMessage(p.rule.name, int(r.n))}, true
 }
 
-func (r *revisits) allowed(*probe) {}
-
 // recorded lengthens the run with a success that made no progress and ends
 // it with any call that did. A failure that fails as before is the failure
 // rule's (MaxFailures): it does neither, nor does a call of an exempt
 // (polling) tool.
 func (r *revisits) recorded(p *probe, o *outcome) {
-	switch {
-	case p.rule.exempt:
-	case !o.progress && o.failed:
-	case !o.progress:
-		r.n++
-	case r.n > 0:
-		r.n = 0
-		r.run++
+	if !p.rule.exempt && (o.progress || !o.failed) {
+		r.step(!o.progress)
 	}
-}
-
-func (r *revisits) endTurn(int) {
-	r.n = 0
-	r.run++
 }

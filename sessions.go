@@ -1,9 +1,6 @@
 package toolguard
 
-import (
-	"context"
-	"sync"
-)
+import "sync"
 
 // Sessions opens the sessions of one Policy: a server that holds one
 // Tracker per conversation makes one Sessions at start-up and opens each
@@ -79,12 +76,7 @@ func (s *Sessions) Release(t *Tracker) {
 	t.tools, t.toolIndex = nil, nil
 	t.toolMu.Unlock()
 	s.free.Put(b)
-	if len(orphans) > 0 {
-		evs := events{on: t.cfg.hooked}
-		ctx := context.Background()
-		t.settleOrphans(ctx, orphans, &evs)
-		t.emit(ctx, &evs)
-	}
+	t.settleOrphansAlone(orphans)
 }
 
 // sessionBuffers are the buffers of a released session, cleared, for the

@@ -166,11 +166,10 @@ func simString(b []byte, s string) string {
 
 // simKey is the part of a query that querySimilarity compares.
 type simKey struct {
-	text    string    // content words, folded and marked, joined by single spaces
-	sorted  string    // the words of text, sorted
-	runes   int       // runes in text
-	agree   uint32    // simDestructive groups and simNegation: must match
-	numbers [2]uint64 // two bits, by hash, per word holding a digit (a Bloom filter)
+	text   string // content words, folded and marked, joined by single spaces
+	sorted string // the words of text, sorted
+	runes  int    // runes in text
+	agree  uint32 // simDestructive groups and simNegation: must match
 	// specific holds two bits, by hash, per word the raw query wrote as a
 	// name or quoted (specificBits), set by the caller that has the raw
 	// query: an added specific term makes a refinement (refines).
@@ -203,11 +202,6 @@ func simKeyOf(s string) simKey {
 		k.agree |= simDestructive[string(bare)]
 		if simNegations[string(bare)] {
 			k.agree |= simNegation
-		}
-		if bytes.ContainsFunc(word, unicode.IsDigit) {
-			b0, b1 := simWordBits(word)
-			k.numbers[0] |= b0
-			k.numbers[1] |= b1
 		}
 	}
 	slices.SortFunc(words, func(x, y [2]int) int {
@@ -334,16 +328,10 @@ func simSpaceAt(s string, i int) bool {
 
 // simWordBits returns two bits for w, one of 64 each, chosen by its FNV-1a
 // hash, mixed by the finalizer of MurmurHash3 so that every byte moves
-// every bit ("12" and "13" differ in their last byte only). Two equal sets
-// of words have equal unions of bits; two different single numbers collide
-// in both with a chance of 1 in 4096, so the exact word check
-// (simWordsAgree) rarely runs for them.
+// every bit ("12" and "13" differ in their last byte only): a Bloom filter
+// of words, for simKey.specific.
 func simWordBits(w []byte) (uint64, uint64) {
-	h := uint64(14695981039346656037)
-	for _, c := range w {
-		h ^= uint64(c)
-		h *= 1099511628211
-	}
+	h := fnv64(w)
 	h ^= h >> 33
 	h *= 0xff51afd7ed558ccd
 	h ^= h >> 33
@@ -355,7 +343,7 @@ func simWordBits(w []byte) (uint64, uint64) {
 // simScore returns the score of two keys as querySimilarity describes it,
 // or 0 when it can tell cheaply that the score is below floor.
 func simScore(a, b *simKey, floor float64) float64 {
-	if a.runes == 0 || b.runes == 0 || a.agree != b.agree || a.numbers != b.numbers {
+	if a.runes == 0 || b.runes == 0 || a.agree != b.agree {
 		return 0
 	}
 	if a.sorted == b.sorted {
@@ -390,7 +378,7 @@ func simHistBound(a, b *simKey) int {
 		d := int(a.hist[i]) - int(b.hist[i])
 		sum += max(d, -d)
 	}
-	return (sum + simAbs(a.runes-b.runes)) / 2
+	return (sum + max(a.runes-b.runes, b.runes-a.runes)) / 2
 }
 
 // simWordsAgree reports whether two key texts may be one question: no
@@ -499,18 +487,10 @@ func simClose(x, y string) bool {
 	}
 	nx, ny := utf8.RuneCountInString(x), utf8.RuneCountInString(y)
 	longer := max(nx, ny)
-	if longer < 5 || 4*simAbs(nx-ny) > longer {
+	if longer < 5 || 4*max(nx-ny, ny-nx) > longer {
 		return false
 	}
 	return 4*levenshtein.ComputeDistance(x, y) <= longer
-}
-
-// simAbs returns the absolute value of n.
-func simAbs(n int) int {
-	if n < 0 {
-		return -n
-	}
-	return n
 }
 
 // simStopWords are the English words a key leaves out: articles,

@@ -158,9 +158,6 @@ func TestSimKeyOf(t *testing.T) {
 	assert.Equal(t, simDelete, simKeyOf("deleting old logs").agree)
 	assert.Equal(t, simKill|simNegation, simKeyOf("dont kill it").agree)
 	assert.Equal(t, simDelete, simKeyOf("users to delete").agree, "a marked word is still a verb")
-	assert.NotZero(t, simKeyOf("error 404").numbers)
-	assert.Zero(t, simKeyOf("error four").numbers)
-	assert.NotEqual(t, simKeyOf("5 to 10").numbers, simKeyOf("10 to 5").numbers, "marked numbers")
 	// Numbers one digit apart, last or first, take different bits.
 	for _, p := range [][2]string{{"12", "13"}, {"404", "405"}, {"v1.2.3", "v1.2.4"}, {"2024", "3024"}} {
 		a0, a1 := simWordBits([]byte(p[0]))

@@ -10,36 +10,23 @@ package toolguard
 // state is the length of the turn's run and a number per run, the hint's
 // scope.
 type streak struct {
+	runLength
 	cfg *config
-	n   int    // recorded failures in a row in the turn
-	run uint32 // counts the runs: the scope of a hint
 }
 
 func (s *streak) check(p *probe) (firing, bool) {
-	max := s.cfg.maxStreak
-	if max <= 0 || s.n < max || p.rule.exempt {
+	max, n := s.cfg.maxStreak, int(s.n)
+	if max <= 0 || n < max || p.rule.exempt {
 		return firing{}, false
 	}
-	return firing{reason: ReasonRepeatedFailure, scope: hintScope{rule: ruleStreak, chain: s.run}, count: s.n,
-		limit: max, msg: streakMessage(s.n), once: true}, true
+	return firing{reason: ReasonRepeatedFailure, scope: hintScope{rule: ruleStreak, chain: s.run}, count: n,
+		limit: max, msg: streakMessage(n), once: true}, true
 }
-
-func (s *streak) allowed(*probe) {}
 
 // recorded counts a failure, and a success ends the run. Exempt (polling)
 // tools do neither.
 func (s *streak) recorded(p *probe, r *outcome) {
-	switch {
-	case p.rule.exempt:
-	case r.failed:
-		s.n++
-	case s.n > 0:
-		s.n = 0
-		s.run++
+	if !p.rule.exempt {
+		s.step(r.failed)
 	}
-}
-
-func (s *streak) endTurn(int) {
-	s.n = 0
-	s.run++
 }

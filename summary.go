@@ -137,7 +137,7 @@ func (t *Tracker) toolSummary(e *toolEntry, session bool) ToolSummary {
 		SessionLimit: r.quota,
 		QuotaFrom:    r.quotaFrom,
 	}
-	if f := e.turn.fail(); e.inTurn(t.turnNo) && f != nil && f.count > 1 {
+	if f := e.turn.fail; e.inTurn(t.turnNo) && f != nil && f.count > 1 {
 		ss.SameFailure = f.count
 	}
 	for reason, n := range e.skipsBy(session) {
@@ -155,7 +155,7 @@ func (t *Tracker) toolSummary(e *toolEntry, session bool) ToolSummary {
 // sorted by name. t.mu must be held.
 func (t *Tracker) summaryTools(session bool) []*toolEntry {
 	if !session {
-		return t.turnTools()
+		return t.toolsWhere(func(e *toolEntry) bool { return e.inTurn(t.turnNo) })
 	}
 	return t.toolsWhere(func(e *toolEntry) bool { return e.session != (toolStats{}) })
 }

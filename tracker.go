@@ -1,7 +1,6 @@
 package toolguard
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -233,12 +232,6 @@ func (t *Tracker) turnTool(e *toolEntry) *toolState {
 	return &e.turn
 }
 
-// turnTools returns the tools called in the current turn, sorted by name.
-// t.mu must be held.
-func (t *Tracker) turnTools() []*toolEntry {
-	return t.toolsWhere(func(e *toolEntry) bool { return e.inTurn(t.turnNo) })
-}
-
 // toolsWhere returns the tools for which keep is true, sorted by name.
 func (t *Tracker) toolsWhere(keep func(*toolEntry) bool) []*toolEntry {
 	var es []*toolEntry
@@ -357,7 +350,7 @@ func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
 	s := &sc.scan
 	s.Scan(c.Args)
 	p.args = Hash(s.Hash(p.rule.ignore))
-	p.key = keyOf(p.rule.name, p.args)
+	p.key = callKey{p.rule.name, p.args}
 	if p.rule.search {
 		// The query is read as far as redactSecrets and normalizeQuery
 		// read it, not copied whole.
@@ -378,7 +371,7 @@ func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
 			buf = strconv.AppendInt(append(buf, "arguments of "...), int64(len(c.Args)), 10)
 			return p, append(buf, " bytes"...)
 		}
-		if t.cfg.window > 0 && !p.rule.exempt && mayHoldURL(c.Args) {
+		if t.cfg.window > 0 && !p.rule.exempt {
 			if host, path, ok := s.URL(); ok {
 				p.url = host + path
 			}
@@ -386,22 +379,6 @@ func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
 		buf = s.AppendNames(buf)
 	}
 	return p, buf
-}
-
-// mayHoldURL rules out, in one quick look, arguments without a URL: every
-// absolute URL holds "//" (written "\/\/" when escaped).
-func mayHoldURL(args []byte) bool {
-	for i := 0; ; i++ {
-		k := bytes.IndexByte(args[i:], '/')
-		if k < 0 {
-			return false
-		}
-		i += k
-		if i+1 < len(args) && args[i+1] == '/' ||
-			i > 0 && i+2 < len(args) && args[i-1] == '\\' && args[i+1] == '\\' && args[i+2] == '/' {
-			return true
-		}
-	}
 }
 
 // maxInspect is the size above which arguments are hashed but not read for
@@ -428,26 +405,12 @@ func (t *Tracker) check(ctx context.Context, c Call, round uint64) Decision {
 	evs := events{on: t.cfg.hooked}
 	now := t.cfg.now()
 	var g *grant
-	t.mu.Lock()
-	// Sessions.Release sets released under the lock: a call tested
-	// before the lock or waiting for the Store may find it set here.
-	if t.released.Load() {
-		t.mu.Unlock()
-		return releasedDecision()
-	}
-	d, ask := t.decideLocked(c, p, names, now, g, &evs)
+	var orphans []pendingCall
+	d, ask := t.decide(c, p, names, now, nil, &evs, &orphans)
 	if ask {
-		t.mu.Unlock()
 		g = t.reserve(ctx, []Call{c}, []*toolRule{p.rule}, &evs)[0]
-		t.mu.Lock()
-		if t.released.Load() {
-			d = releasedDecision()
-		} else {
-			d, _ = t.decideLocked(c, p, names, now, g, &evs)
-		}
+		d, _ = t.decide(c, p, names, now, g, &evs, &orphans)
 	}
-	orphans := t.takeOrphansLocked()
-	t.mu.Unlock()
 	tool := p.tool
 	p.done()
 	if g != nil && g.id != "" && d.Verdict != Allow {
@@ -479,15 +442,7 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64) []
 		}
 		p, names := t.inspect(c, nil)
 		p.round = round
-		t.mu.Lock()
-		if t.released.Load() { // see check
-			t.mu.Unlock()
-			ds[i] = releasedDecision()
-			continue
-		}
-		d, ask := t.decideLocked(c, p, names, now, nil, &evs)
-		orphans = append(orphans, t.takeOrphansLocked()...)
-		t.mu.Unlock()
+		d, ask := t.decide(c, p, names, now, nil, &evs, &orphans)
 		if ask {
 			wait = append(wait, asking{i, p, names})
 		} else {
@@ -512,14 +467,7 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64) []
 				refused = nil
 				g = t.reserve(ctx, asked[k:k+1], rules[k:k+1], &evs)[0]
 			}
-			t.mu.Lock()
-			if t.released.Load() {
-				ds[w.i] = releasedDecision()
-			} else {
-				ds[w.i], _ = t.decideLocked(calls[w.i], w.p, w.names, now, g, &evs)
-			}
-			orphans = append(orphans, t.takeOrphansLocked()...)
-			t.mu.Unlock()
+			ds[w.i], _ = t.decide(calls[w.i], w.p, w.names, now, g, &evs, &orphans)
 			tool := w.p.tool
 			w.p.done()
 			if g.id != "" && ds[w.i].Verdict != Allow {
@@ -533,6 +481,20 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64) []
 	t.settleOrphans(ctx, orphans, &evs)
 	t.emit(ctx, &evs)
 	return ds
+}
+
+// decide runs decideLocked under the lock and adds the orphans it leaves
+// to orphans. Sessions.Release sets released under the lock: a call
+// tested before the lock or waiting for the Store may find it set here.
+func (t *Tracker) decide(c Call, p *probe, names []byte, now time.Time, g *grant, evs *events, orphans *[]pendingCall) (Decision, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.released.Load() {
+		return releasedDecision(), false
+	}
+	d, ask := t.decideLocked(c, p, names, now, g, evs)
+	*orphans = append(*orphans, t.takeOrphansLocked()...)
+	return d, ask
 }
 
 func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
@@ -604,9 +566,7 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g 
 		return d, false
 	}
 	evs.add(Event{Kind: EventDecision, Seq: seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, Decision: d, Phase: d.Phase})
-	if ts.phase != from {
-		evs.add(Event{Kind: EventPhase, Seq: seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, From: from, Phase: ts.phase})
-	}
+	t.phaseEvent(evs, c, seq, from)
 	return d, false
 }
 
@@ -825,21 +785,8 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 
 	evs := events{on: t.cfg.hooked}
 	t.mu.Lock()
-	// The key was computed in ShouldSkip: reuse it when a pending call of
-	// the tool (with the call's id, if it has one) has the same arguments,
-	// instead of hashing them again.
-	key, ok := t.turn.keyOf(c)
-	if !ok {
-		t.mu.Unlock()
-		r := t.tool(c.Tool).rule
-		if !scanned {
-			sc.scan.Scan(c.Args)
-		}
-		key = keyOf(r.name, Hash(sc.scan.Hash(r.ignore)))
-		t.mu.Lock()
-	}
 	sc.out = outcome{failed: failed, digest: digest, sig: sig, shape: shape}
-	phase, pc := t.recordLocked(c, o, key, sc, now, &evs)
+	phase, pc := t.recordLocked(c, o, t.keyLocked(c, sc, scanned), sc, now, &evs)
 	t.mu.Unlock()
 	if pc.resID != "" {
 		t.settle(ctx, c, []held{pc.held()}, true, &evs)
@@ -848,25 +795,54 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	return phase
 }
 
+// keyLocked returns the key of c. The key was computed in ShouldSkip: it
+// is reused when a pending call of the tool (with the call's id, if it has
+// one) has the same arguments. Otherwise the arguments are hashed (scanned
+// into sc first unless scanned), with t.mu released meanwhile.
+func (t *Tracker) keyLocked(c Call, sc *scratch, scanned bool) callKey {
+	if key, ok := t.turn.keyOf(c); ok {
+		return key
+	}
+	t.mu.Unlock()
+	defer t.mu.Lock()
+	r := t.tool(c.Tool).rule
+	if !scanned {
+		sc.scan.Scan(c.Args)
+	}
+	return callKey{r.name, Hash(sc.scan.Hash(r.ignore))}
+}
+
+// takeLocked takes the pending call that a Record (or cancel) of c with
+// key completes; stale says it was allowed in an earlier turn. A call id
+// names one call: the call of this turn with that id, else the call of an
+// earlier turn with it, and only then an id-less call of this turn with
+// the same key. A late Record never completes a call of the new turn that
+// is not its own.
+func (t *Tracker) takeLocked(c Call, key callKey) (pc pendingCall, stale, ok bool) {
+	ts := &t.turn
+	pc, ok = ts.takePending(c.ID, c.Tool, key, false)
+	if !ok && (c.ID == "" || findPending(t.stale, c.ID, c.Tool, key, false) < 0) {
+		pc, ok = ts.takePending(c.ID, c.Tool, key, true)
+	}
+	if ok {
+		return pc, false, true
+	}
+	pc, ok = takeFrom(&t.stale, c.ID, c.Tool, key, true)
+	return pc, ok, ok
+}
+
 // recordLocked books the outcome sc.out of the call c, whose key is key.
 func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now time.Time, evs *events) (Phase, pendingCall) {
 	ts := &t.turn
 	failed := sc.out.failed
-	// A call id names one call: the call of this turn with that id, else
-	// the call of an earlier turn with it, and only then an id-less call of
-	// this turn with the same key. A late Record never completes a call of
-	// the new turn that is not its own.
-	pc, ok := ts.takePending(c.ID, c.Tool, key, false)
-	if !ok && (c.ID == "" || findPending(t.stale, c.ID, c.Tool, key, false) < 0) {
-		pc, ok = ts.takePending(c.ID, c.Tool, key, true)
+	pc, stale, ok := t.takeLocked(c, key)
+	if stale {
+		turn := t.finishEntry(pc.seq, pc.at, o, failed, false, now)
+		evs.add(Event{Kind: EventRecord, Seq: pc.seq, Turn: turn, CallID: c.ID, Tool: c.Tool,
+			Failed: failed, Duration: now.Sub(pc.at), Phase: ts.phase})
+		return ts.phase, pc
 	}
 	if !ok {
-		if old, ok := t.takeStale(c.ID, c.Tool, key); ok {
-			turn := t.finishEntry(old.seq, old.at, o, failed, false, now)
-			evs.add(Event{Kind: EventRecord, Seq: old.seq, Turn: turn, CallID: c.ID, Tool: c.Tool,
-				Failed: failed, Duration: now.Sub(old.at), Phase: ts.phase})
-			return ts.phase, old
-		}
 		pc = t.allowUncheckedLocked(c, key, now)
 	}
 
@@ -914,10 +890,16 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now 
 	}
 	evs.add(Event{Kind: EventRecord, Seq: pc.seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool,
 		Failed: failed, NewResult: progress, Duration: now.Sub(pc.at), Phase: ts.phase})
-	if ts.phase != from {
-		evs.add(Event{Kind: EventPhase, Seq: pc.seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, From: from, Phase: ts.phase})
-	}
+	t.phaseEvent(evs, c, pc.seq, from)
 	return ts.phase, pc
+}
+
+// phaseEvent adds the event of the phase change the call c (entry seq)
+// made, if it made one.
+func (t *Tracker) phaseEvent(evs *events, c Call, seq uint64, from Phase) {
+	if t.turn.phase != from {
+		evs.add(Event{Kind: EventPhase, Seq: seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, From: from, Phase: t.turn.phase})
+	}
 }
 
 // allowUncheckedLocked books a call recorded without being checked as
@@ -959,28 +941,14 @@ func (t *Tracker) spendLocked(round uint64) {
 		}
 	}
 	ts.used++
-	if max := t.cfg.maxCalls; max > 0 {
+	if limit := t.cfg.maxCalls; limit > 0 {
 		switch {
-		case ts.used >= max:
-			ts.phase = max2(ts.phase, PhaseWindDown)
+		case ts.used >= limit:
+			ts.phase = max(ts.phase, PhaseWindDown)
 		case t.cfg.nudgeAt > 0 && ts.used >= t.cfg.nudgeAt:
-			ts.phase = max2(ts.phase, PhaseNudge)
+			ts.phase = max(ts.phase, PhaseNudge)
 		}
 	}
-}
-
-func max2(a, b Phase) Phase {
-	if a > b {
-		return a
-	}
-	return b
-}
-
-func statusOf(failed bool) status {
-	if failed {
-		return statusFailed
-	}
-	return statusOK
 }
 
 // finishEntry books the outcome of the call seq, checked at at, in its
@@ -993,7 +961,7 @@ func (t *Tracker) finishEntry(seq uint64, at time.Time, o Outcome, failed, progr
 			result = o.Err.Error()
 		}
 	}
-	return t.ledger.finish(seq, statusOf(failed), progress, now.Sub(at), result, t.cfg.keepRaw)
+	return t.ledger.finish(seq, failed, progress, now.Sub(at), result, t.cfg.keepRaw)
 }
 
 // appendLocked adds the ledger entry of a checked call and returns its Seq.
@@ -1005,27 +973,12 @@ func (t *Tracker) appendLocked(c Call, args Hash, desc *callDesc, round uint64, 
 		verdict:  uint8(d.Verdict),
 		reason:   uint8(d.Reason),
 		phase:    uint8(d.Phase),
-		status:   uint8(statusPending),
-	}
-	if d.Verdict != Allow {
-		e.status = uint8(statusSkipped)
 	}
 	var raw rawEntry
 	if t.cfg.keepRaw && len(c.Args) > 0 {
 		raw.args = append(json.RawMessage(nil), c.Args...)
 	}
 	return t.ledger.add(e, t.turnNo, round, now, raw, t.cfg.ledgerKeep, t.cfg.keepRaw)
-}
-
-// takeStale finds a call allowed in an earlier turn.
-func (t *Tracker) takeStale(id, tool string, key callKey) (pendingCall, bool) {
-	i := findPending(t.stale, id, tool, key, true)
-	if i < 0 {
-		return pendingCall{}, false
-	}
-	pc := t.stale[i]
-	t.stale = append(t.stale[:i], t.stale[i+1:]...)
-	return pc, true
 }
 
 // Reset starts a new turn (new user input): per-turn counters, the budget,
@@ -1050,6 +1003,12 @@ func (t *Tracker) Reset() {
 	t.turn.reset()
 	orphans := t.takeOrphansLocked()
 	t.mu.Unlock()
+	t.settleOrphansAlone(orphans)
+}
+
+// settleOrphansAlone settles orphans outside a call (Reset, Release), with
+// their own events.
+func (t *Tracker) settleOrphansAlone(orphans []pendingCall) {
 	if len(orphans) > 0 {
 		evs := events{on: t.cfg.hooked}
 		ctx := context.Background()
@@ -1058,11 +1017,13 @@ func (t *Tracker) Reset() {
 	}
 }
 
-// clearToolTurnsLocked drops the per-turn state of the tools called in
-// the turn that ends, so that a tool never called again does not keep it
-// (its search queries, up to a megabyte and more) for the session.
+// clearToolTurnsLocked drops the per-turn state of the tools, so that a
+// tool never called again does not keep it (its search queries, up to a
+// megabyte and more) for the session.
 func (t *Tracker) clearToolTurnsLocked() {
-	for _, e := range t.turnTools() {
+	t.toolMu.Lock()
+	defer t.toolMu.Unlock()
+	for _, e := range t.tools {
 		e.clearTurn(0)
 	}
 }

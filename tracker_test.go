@@ -1098,13 +1098,3 @@ func TestToolBound(t *testing.T) {
 	assert.Equal(t, Hint, d.Verdict)
 	assert.Equal(t, ReasonDuplicate, d.Reason)
 }
-
-func TestMayHoldURL(t *testing.T) {
-	for _, s := range []string{
-		``, `/`, `//`, `a/b/c`, `{"url":"https://x.org/a"}`, `{"u":"https:\/\/x.org"}`, `\/`, `\/\/`,
-		`/\`, `a/\/`, `x/`, `{"p":"/tmp/a"}`, `{"p":"a\\/b"}`, `//x`, `x//`,
-	} {
-		want := strings.Contains(s, "//") || strings.Contains(s, `\/\/`)
-		assert.Equal(t, want, mayHoldURL([]byte(s)), "%s", s)
-	}
-}

@@ -14,10 +14,6 @@ type callKey struct {
 	args Hash
 }
 
-// keyOf returns the key of the calls of tool with arguments that hash to
-// args.
-func keyOf(tool string, args Hash) callKey { return callKey{tool, args} }
-
 // keyState is the repeat counter of one callKey in the turn.
 type keyState struct {
 	key     callKey
@@ -34,12 +30,9 @@ type keyState struct {
 type toolState struct {
 	turn    int32       // the turn it is of (wraps past 2³¹ turns)
 	stats   toolStats   // stats.reserved: the calls allowed this turn
-	more    *failState  // allocated at the tool's first failure in the turn
+	fail    *failState  // allocated at the tool's first failure in the turn; nil before
 	queries *queryIndex // search tools only
 }
-
-// fail returns the tool's failures in the turn, or nil before its first.
-func (s *toolState) fail() *failState { return s.more }
 
 // failStage walks a tool through MaxFailures: count equivalent failures,
 // hint, let one evidence-backed attempt run, abort if it fails the same way.
@@ -128,13 +121,13 @@ func (f *failState) record(failed bool, sig Hash, shape string, key callKey, cha
 // recordFailure books an outcome of the tool in its failState (see
 // failState.record), which the first failure allocates.
 func (s *toolState) recordFailure(failed bool, sig Hash, shape string, key callKey, changes uint32) {
-	if s.more == nil && !failed {
+	if s.fail == nil && !failed {
 		return
 	}
-	if s.more == nil {
-		s.more = &failState{}
+	if s.fail == nil {
+		s.fail = &failState{}
 	}
-	s.more.record(failed, sig, shape, key, changes)
+	s.fail.record(failed, sig, shape, key, changes)
 }
 
 // toolStats are the counters behind the escalation summary.
@@ -398,17 +391,23 @@ func (ts *turnState) keyOf(c Call) (callKey, bool) {
 	return callKey{}, false
 }
 
-func (ts *turnState) takePending(id, tool string, key callKey, byKey bool) (pendingCall, bool) {
-	i := findPending(ts.pending, id, tool, key, byKey)
+// takeFrom removes from ps the pending call that findPending finds.
+func takeFrom(ps *[]pendingCall, id, tool string, key callKey, byKey bool) (pendingCall, bool) {
+	i := findPending(*ps, id, tool, key, byKey)
 	if i < 0 {
 		return pendingCall{}, false
 	}
-	pc := ts.pending[i]
-	ts.pending = append(ts.pending[:i], ts.pending[i+1:]...)
+	pc := (*ps)[i]
+	*ps = append((*ps)[:i], (*ps)[i+1:]...)
+	return pc, true
+}
+
+func (ts *turnState) takePending(id, tool string, key callKey, byKey bool) (pendingCall, bool) {
+	pc, ok := takeFrom(&ts.pending, id, tool, key, byKey)
 	if len(ts.pending) == 0 {
 		ts.pending = nil // an idle session holds no buffer for its calls
 	}
-	return pc, true
+	return pc, ok
 }
 
 // appendBounded appends it to s, growing s to at most size elements.

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// TestWindowGrows checks that the window's ring, grown as it fills, holds
+// TestWindowGrows checks that the window, grown as it fills, holds
 // the most recent calls in order at every size and after a clear.
 func TestWindowGrows(t *testing.T) {
 	for _, size := range []int{1, 2, 3, 5, 10, 17} {
@@ -21,7 +21,7 @@ func TestWindowGrows(t *testing.T) {
 				assert.Equal(t, n, len(w.items), "size %d after %d", size, i+1)
 				assert.LessOrEqual(t, cap(w.items), size)
 				for k := range n {
-					assert.Equal(t, uint64(i+2-n+k), w.at(k).seq, "size %d after %d, item %d", size, i+1, k)
+					assert.Equal(t, uint64(i+2-n+k), w.items[k].seq, "size %d after %d, item %d", size, i+1, k)
 				}
 			}
 			w.clear()
@@ -40,7 +40,7 @@ func TestLedgerCycle(t *testing.T) {
 	a := &toolRule{name: "a"}
 	b := &toolRule{name: "b"}
 	x := &toolRule{name: "x", exempt: true}
-	key := func(r *toolRule) callKey { return keyOf(r.name, Hash{}) }
+	key := func(r *toolRule) callKey { return callKey{r.name, Hash{}} }
 	add := func(l *ledger, r *toolRule, turn, keep int) {
 		var d *callDesc
 		if r != nil {
@@ -98,7 +98,7 @@ func TestLedgerCycle(t *testing.T) {
 
 // testKey returns the key of the calls of tool with arguments hashing to
 // args.
-func testKey(tool string, args Hash) callKey { return keyOf(tool, args) }
+func testKey(tool string, args Hash) callKey { return callKey{tool, args} }
 
 // TestLedgerRounds checks that the ledger gives back each entry's round
 // (it keeps the round's difference from the entry's Seq): calls of one
