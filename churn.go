@@ -11,7 +11,7 @@ type churn struct {
 }
 
 func (c *churn) check(p *probe) (firing, bool) {
-	if p.rule.exempt || p.query == "" && p.url == "" {
+	if p.query == "" && p.url == "" { // exempt tools are not in the window
 		return firing{}, false
 	}
 	n := c.window.count(p, c.cfg.threshold)

@@ -49,15 +49,12 @@ func (d *failures) check(p *probe) (firing, bool) {
 // hinted books the hint of the tool's chain: the next call runs, as the
 // attempt.
 func (d *failures) hinted(p *probe) {
-	f := p.turn.fail
-	f.stage, f.diagnosed = failHinted, false
+	p.turn.fail.stage, p.turn.fail.diagnosed = failHinted, false
 }
 
 func (d *failures) allowed(p *probe) {
-	if f := p.turn.fail; f != nil {
-		f.refresh(p.changes)
-		f.allowed()
-	}
+	p.turn.fail.refresh(p.changes) // both nil-safe: no chain before the tool's first failure
+	p.turn.fail.allowed()
 }
 
 func (d *failures) recorded(p *probe, r *outcome) {

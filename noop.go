@@ -6,15 +6,12 @@ import (
 	"github.com/toolguard/toolguard/internal/canon"
 )
 
-// A call that cannot change anything (docs/patterns.md, "Calls that change
-// nothing between repeats") does not move the turn's change counter, even
-// when it succeeds with a new result, as a read-only tool's call does not.
-
-// blankArgs reports whether in is a JSON object with at least one member
-// whose every value is a string of whitespace only (spaces, and the
-// escapes \n, \r, \t): {"command": ""}. A call with no arguments at all
-// ({} or none) is not blank: many tools act without arguments (submit,
-// reset, next_page). It stops at the first other value, so it costs a few
+// blankArgs reports whether in is a JSON object of one or more members
+// whose values are all strings of white space (spaces, and the escapes \n,
+// \r, \t): a call that cannot change anything, which does not move the
+// turn's change counter (docs/patterns.md, "Calls that change nothing
+// between repeats"). No arguments ({} or none) are not blank: submit, reset
+// and next_page act. It stops at the first other value, so it costs a few
 // bytes for almost every call; bad JSON is not blank.
 func blankArgs(in []byte) bool {
 	const tokens = `{":",` // '{', then each member's name, ':', blank value and ','
