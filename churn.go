@@ -50,7 +50,7 @@ type windowItem struct {
 	sim     *simKey // of the query, for searches whose query has a word; shared with the query index
 	url     string  // host and path, for fetches
 	ok      bool    // recorded, and it succeeded
-	newFact bool    // the result differed from every earlier result of the tool in the window
+	newFact bool    // the result differed from every earlier result of the tool in the window, if any
 	digest  Hash
 }
 
@@ -68,9 +68,7 @@ func (w *window) push(it windowItem) {
 	w.items = appendBounded(w.items, it, w.size)
 }
 
-// settle records the outcome of the call seq and whether it produced a new
-// fact: a result that differs from every earlier result of the tool in the
-// window, when there is at least one.
+// settle records the outcome of the call seq and whether it was a new fact.
 func (w *window) settle(seq uint64, tool string, failed bool, digest Hash) {
 	earlier, same := 0, false
 	for i := range w.items {

@@ -1,14 +1,12 @@
 package toolguard
 
 // revisits is the rule of a turn that keeps coming back to results it has
-// already seen (Policy.MaxRevisits; docs/patterns.md, "A turn that keeps
-// coming back"): a run of the turn's successes that brought nothing new,
-// whatever their keys, which any call that made progress of its own ends,
-// then a call of a key the turn has seen. A call new to the turn runs.
+// already seen (Policy.MaxRevisits, toolRule.revisits: off for exempt tools;
+// docs/patterns.md, "A turn that keeps coming back"): after a run of the
+// turn's successes that brought nothing new, whatever their keys, a call of
+// a key the turn has seen fires. A call new to the turn runs.
 type revisits struct{ runLength }
 
-// check fires after MaxRevisits such calls (toolRule.revisits: off for
-// exempt tools).
 func (r *revisits) check(p *probe) (firing, bool) {
 	max := p.rule.revisits
 	if max <= 0 || r.n < max || !p.ks.seen {
@@ -19,8 +17,7 @@ func (r *revisits) check(p *probe) (firing, bool) {
 }
 
 // recorded lengthens the run with a success that made no progress and ends
-// it with any call that did. A failure that fails as before is the failure
-// rule's: it does neither, nor does a call of an exempt (polling) tool.
+// it with any call that did; a failure as before is the failure rule's.
 func (r *revisits) recorded(p *probe, o *outcome) {
 	if !p.rule.exempt && (o.progress || !o.failed) {
 		r.step(!o.progress)

@@ -18,8 +18,7 @@ func (s *streak) check(p *probe) (firing, bool) {
 		limit: max, msg: streakMessage(n), once: true}, true
 }
 
-// recorded counts a failure, and a success ends the run. Exempt (polling)
-// tools do neither.
+// recorded lengthens the run with a failure and ends it with a success.
 func (s *streak) recorded(p *probe, r *outcome) {
 	if !p.rule.exempt {
 		s.step(r.failed)
