@@ -1,21 +1,20 @@
 package toolguard
 
-import "math"
+import "slices"
 
-// churn is the rule of the rolling window (Policy.Window, WindowLimit): a
-// search similar to, or a fetch of the same host and path as, too many of
-// the turn's recent calls of the tool that brought nothing new. Its state
-// is the window of the turn's most recent searches and fetches.
+// churn is the rule of the rolling window (Policy.Window, WindowLimit;
+// docs/patterns.md, "Broad search churn" and "External fetch loop"). Its
+// state is the window of the turn's most recent searches and fetches.
 type churn struct {
 	cfg    *config
 	window window
 }
 
 func (c *churn) check(p *probe) (firing, bool) {
-	if p.rule.exempt {
+	if p.query == "" && p.url == "" { // exempt tools are not in the window
 		return firing{}, false
 	}
-	n := c.window.count(p, p.round, c.cfg.threshold)
+	n := c.window.count(p, c.cfg.threshold)
 	if n < c.cfg.windowLimit {
 		return firing{}, false
 	}
@@ -27,7 +26,7 @@ func (c *churn) check(p *probe) (firing, bool) {
 // the similar rule keeps (p.held), shared.
 func (c *churn) allowed(p *probe) {
 	if c.cfg.window > 0 && !p.rule.exempt && (p.query != "" || p.url != "") {
-		c.window.push(windowItem{key: p.key, tool: p.rule, seq: p.seq, round: p.round, sim: heldKey(p.held, &p.sim), url: p.url})
+		c.window.push(windowItem{key: p.key, seq: p.seq, round: p.round, sim: heldKey(p.held, &p.sim), url: p.url})
 	}
 }
 
@@ -38,80 +37,63 @@ func (c *churn) recorded(p *probe, r *outcome) {
 func (c *churn) endTurn(int) { c.window.clear() }
 
 // window holds the turn's most recent searches (with a query) and fetches
-// (with a URL), oldest first, for the rolling-window rule.
+// (with a URL), oldest first.
 type window struct {
 	items []windowItem // grown as the turn goes on: most turns see few
-	size  int32
+	size  int          // 0: off (config.window)
 }
 
 type windowItem struct {
-	key      callKey
-	tool     *toolRule
-	seq      uint64
-	round    uint64
-	sim      *simKey // of the query, for searches whose query has a word; shared with the query index
-	url      string  // host and path, for fetches
-	recorded bool
-	failed   bool
-	newFact  bool // the result differed from every earlier result of the tool in the window
-	digest   Hash
+	key     callKey
+	seq     uint64
+	round   uint64
+	sim     *simKey // of the query, for searches whose query has a word; shared with the query index
+	url     string  // host and path, for fetches
+	ok      bool    // recorded, and it succeeded
+	newFact bool    // the result differed from every earlier result of the tool in the window, if any
+	digest  Hash
 }
 
-func (w *window) init(size int) { w.size = int32(min(size, math.MaxInt32)) }
+func (w *window) init(size int) { w.size = size }
 
-func (w *window) clear() {
-	clear(w.items)
-	w.items = w.items[:0]
-}
+func (w *window) clear() { w.items = emptied(w.items) }
 
 func (w *window) push(it windowItem) {
 	if w.size == 0 {
 		return
 	}
-	if len(w.items) == int(w.size) { // the oldest goes
-		w.items = w.items[:copy(w.items, w.items[1:])]
+	if len(w.items) == w.size { // the oldest goes
+		w.items = slices.Delete(w.items, 0, 1)
 	}
-	w.items = appendBounded(w.items, it, int(w.size))
+	w.items = appendBounded(w.items, it, w.size)
 }
 
-// settle records the outcome of the call seq and whether it produced a new
-// fact: a result that differs from every earlier result of the tool in the
-// window, when there is at least one.
+// settle records the outcome of the call seq and whether it was a new fact.
 func (w *window) settle(seq uint64, tool string, failed bool, digest Hash) {
-	var self *windowItem
 	earlier, same := 0, false
 	for i := range w.items {
 		it := &w.items[i]
 		if it.seq == seq {
-			self = it
-			break
+			it.ok, it.digest = !failed, digest
+			it.newFact = !failed && earlier > 0 && !same
+			return
 		}
-		if it.tool.name == tool && it.recorded && !it.failed {
+		if it.key.tool == tool && it.ok {
 			earlier++
-			if it.digest == digest {
-				same = true
-			}
+			same = same || it.digest == digest
 		}
 	}
-	if self == nil {
-		return
-	}
-	self.recorded, self.failed, self.digest = true, failed, digest
-	self.newFact = !failed && earlier > 0 && !same
 }
 
 // count returns how many calls in the window the candidate call repeats:
 // calls of the same tool, from earlier rounds, other than identical ones
 // (MaxRepeats governs those), that brought no new fact, with a similar
 // query (searches) or the same host and path (fetches).
-func (w *window) count(p *probe, round uint64, threshold float64) int {
-	if p.query == "" && p.url == "" {
-		return 0
-	}
+func (w *window) count(p *probe, threshold float64) int {
 	n := 0
 	for i := range w.items {
 		it := &w.items[i]
-		if it.tool.name != p.rule.name || it.key == p.key || it.round == round || it.newFact {
+		if it.key.tool != p.rule.name || it.key == p.key || it.round == p.round || it.newFact {
 			continue
 		}
 		switch {

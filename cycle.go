@@ -1,10 +1,9 @@
 package toolguard
 
 // cycles is the rule of cycles (Policy.CyclePeriod, CycleRepeats): the turn's
-// last calls repeat a sequence of two or more distinct calls, none of which
-// brought anything new, and the call continues it. It reads the turn's
-// calls in the ledger and keeps no state of its own; its settings are the
-// tool's (toolRule.cyclePeriod, cycleRepeats: off for exempt tools).
+// last calls, read in the ledger, repeat a sequence of two or more distinct
+// calls that brought nothing new, and the call continues it. Its settings
+// are the tool's (toolRule.cyclePeriod, cycleRepeats: off for exempt tools).
 type cycles struct {
 	stateless
 	ledger *ledger
@@ -14,11 +13,11 @@ func (c *cycles) check(p *probe) (firing, bool) {
 	if p.rule.cyclePeriod == 0 {
 		return firing{}, false
 	}
-	period, ok := c.ledger.continues(p.key, p.turnNo, int(p.rule.cyclePeriod), int(p.rule.cycleRepeats))
+	n := int(p.rule.cycleRepeats)
+	period, ok := c.ledger.continues(p.key, p.turnNo, int(p.rule.cyclePeriod), n)
 	if !ok {
 		return firing{}, false
 	}
-	n := int(p.rule.cycleRepeats)
 	return firing{reason: ReasonCycle, scope: hintScope{rule: ruleCycle}, count: n, limit: n,
 		msg: cycleMessage(p.rule.name, period, n)}, true
 }

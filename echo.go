@@ -2,25 +2,18 @@ package toolguard
 
 import "strings"
 
-// A search tool's result that differs from another only by the call's own
-// query echoed back ("No results found for 'golang generics'") is not new
-// information. Before a search tool's result or error text is digested,
-// each occurrence of the query, exactly as the arguments hold it, becomes
-// one placeholder. A call's own key always holds the same query, so only
-// comparisons across queries (the similar-query and window rules, a
-// failure chain of tweaked arguments) see a difference.
+const (
+	minEcho      = 3       // the shortest query masked: a letter or two is in most texts
+	maxEchoQuery = 4 << 10 // bounds the query read for masking
+)
 
-// minEcho is the shortest query masked: a query of a letter or two occurs
-// in most texts without being an echo.
-const minEcho = 3
-
-// maxEchoQuery bounds the query read for masking.
-const maxEchoQuery = 4 << 10
-
-// unechoed returns result with every occurrence of query replaced by a
-// placeholder.
+// unechoed returns a search tool's result (or error text) with each
+// occurrence of the call's query, as the arguments hold it, masked, before
+// it is digested: a result that differs only by the query echoed back ("No
+// results found for 'golang generics'") is not new (docs/patterns.md,
+// "Broad search churn").
 func unechoed(result, query string) string {
-	if len(query) < minEcho || !strings.Contains(result, query) {
+	if len(query) < minEcho {
 		return result
 	}
 	return strings.ReplaceAll(result, query, "\x00query\x00")

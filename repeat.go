@@ -1,14 +1,12 @@
 package toolguard
 
-// repeats is the rule of identical calls (ToolPolicy.MaxRepeats): the same
-// tool with the same canonical arguments, called again although nothing
-// changed. It is the one place that decides whether a call made progress
-// of its own (progress): a key new to the turn, or a result (for a
-// failure, its error output) other than the key's last. Its state is the
-// key's keyState, which the Tracker finds for the probe (p.ks).
-type repeats struct{}
+// repeats is the rule of identical calls (ToolPolicy.MaxRepeats) and the
+// one place that decides whether a call made progress of its own: a key
+// new to the turn, or a result (for a failure, its error output) other
+// than the key's last. Its state is the key's keyState (p.ks).
+type repeats struct{ stateless }
 
-// count returns the key's identical calls since it last made progress:
+// countAt returns the key's identical calls since it last made progress:
 // when the world may have changed since it last ran (changes moved on),
 // only its pending calls count. A build after an edit is not a repeat.
 func (ks *keyState) countAt(changes uint32) int32 {
@@ -29,27 +27,16 @@ func (repeats) check(p *probe) (firing, bool) {
 
 func (repeats) allowed(p *probe) {
 	ks := p.ks
-	ks.count, ks.changes = ks.countAt(p.changes), p.changes
-	ks.count++
+	ks.count, ks.changes = ks.countAt(p.changes)+1, p.changes
 	ks.pending++
 }
 
-// progress reports whether the outcome r of the call p is progress of its
-// own: the key is new to the turn, or its result or error output changed.
+// progress reports whether the outcome r of the call p is progress of its own.
 func (repeats) progress(p *probe, r *outcome) bool {
-	res := r.digest
-	if r.failed {
-		res = r.sig
-	}
-	ks := p.ks
-	return !ks.seen || ks.last != res.short() || ks.failed != r.failed
+	return !p.ks.seen || p.ks.last != r.result() || p.ks.failed != r.failed
 }
 
 func (repeats) recorded(p *probe, r *outcome) {
-	res := r.digest
-	if r.failed {
-		res = r.sig
-	}
 	ks := p.ks
 	ks.pending--
 	// The key ran when its result was observed, at Record: a change
@@ -58,8 +45,15 @@ func (repeats) recorded(p *probe, r *outcome) {
 	if r.progress || ks.changes != p.changes {
 		ks.count = 1 + ks.pending
 	}
-	ks.seen, ks.last, ks.failed = true, res.short(), r.failed
+	ks.seen, ks.last, ks.failed = true, r.result(), r.failed
 	ks.changes = r.changes // its own change is no news to it
 }
 
-func (repeats) endTurn(int) {}
+// result is what a key's outcomes are compared by (keyState.last): the
+// result's digest, or a failure's error text's.
+func (r *outcome) result() uint64 {
+	if r.failed {
+		return r.sig.short()
+	}
+	return r.digest.short()
+}
