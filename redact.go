@@ -2,6 +2,7 @@ package toolguard
 
 import (
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -54,67 +55,44 @@ const (
 	nextScheme      // after "bearer": redacted if it looks like a credential
 )
 
-// redactSecrets returns s with the secrets it may hold replaced by
-// [REDACTED], for the purpose the ledger keeps (see Entry.Purpose). A
-// word (a run of bytes other than white space and commas) is, once the
-// quotes and brackets around it are stripped, redacted when it
-//   - starts with a provider's key prefix (secretPrefixes) and has at least
-//     8 more characters;
-//   - follows "name:" where name is a secret's name (secretNames:
-//     "password", "token", "X-Api-Key" …);
-//   - follows "bearer", "basic" or "token" and is 12 or more characters
-//     with a digit or one of "+/=_-.";
-//   - is 24 or more characters of letters, digits and "+/=_-." with at
-//     least one letter and one digit and about 3.5 bits of entropy per
-//     character or more (random keys and tokens, not words).
-//
-// Inside a word, a URL's user and password ("https://user:pass@host") and
-// the rest of a webhook URL (webhookPaths) are redacted, and so is each
-// part between "?", "&", ";", "/" and "#" (a URL's path and query, a
-// connection string) that is a secret as above, or the value of
-// "name=value" or "name:value" where name is a secret's name, or of
-// "name=value" where name is key, sig, signature, auth or pass.
-// It reads at most redactMaxBytes of s. It returns s itself when it finds
-// nothing.
+// redactSecrets is Redact: it redacts s word by word, a word being a run
+// of bytes other than white space and commas (redactWord), by the rules
+// that docs/concepts.md lists under "Redaction". It returns s itself when
+// it finds nothing.
 func redactSecrets(s string) string {
 	if len(s) > redactMaxBytes {
 		s = s[:redactMaxBytes]
 	}
+	state := nextPlain
+	return replaceParts(s, " ,\t\n\r\f\v", func(word string) string {
+		red, after := redactWord(word, state)
+		state = after
+		return red
+	})
+}
+
+// replaceParts returns s with each part between the bytes of seps replaced
+// by f(part), or s itself when f changes no part.
+func replaceParts(s, seps string, f func(string) string) string {
 	var b strings.Builder
-	last, state := 0, nextPlain
-	for i := 0; i < len(s); {
-		if isSpace(s[i]) {
-			i++
-			continue
+	last := 0
+	for start := 0; start < len(s); {
+		end := start + strings.IndexAny(s[start:], seps)
+		if end < start {
+			end = len(s)
 		}
-		j := i
-		for j < len(s) && !isSpace(s[j]) {
-			j++
-		}
-		word := s[i:j]
-		var red string
-		red, state = redactWord(word, state)
-		if red != word {
-			if b.Len() == 0 {
-				b.Grow(len(s))
-			}
-			b.WriteString(s[last:i])
+		if red := f(s[start:end]); red != s[start:end] {
+			b.WriteString(s[last:start])
 			b.WriteString(red)
-			last = j
+			last = end
 		}
-		i = j
+		start = end + 1
 	}
 	if last == 0 {
 		return s
 	}
 	b.WriteString(s[last:])
 	return b.String()
-}
-
-// isSpace reports whether c separates words: white space, and the comma
-// that separates argument names.
-func isSpace(c byte) bool {
-	return c == ' ' || c == ',' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
 }
 
 // redactWord redacts one word, given what the word before it was. It
@@ -124,16 +102,12 @@ func redactWord(word string, state next) (string, next) {
 	if core == "" {
 		return word, state
 	}
-	scheme := false
-	for _, sch := range secretSchemes {
-		scheme = scheme || strings.EqualFold(core, sch)
-	}
+	scheme := slices.ContainsFunc(secretSchemes, func(sch string) bool { return strings.EqualFold(core, sch) })
 	switch {
 	case state == nextValue && scheme: // "Authorization: Bearer abc…"
 		return word, nextValue
-	case state == nextValue:
-		return strings.Replace(word, core, redacted, 1), nextPlain
-	case state == nextScheme && len(core) >= 12 && strings.ContainsAny(core, "0123456789+/=_-."):
+	case state == nextValue,
+		state == nextScheme && len(core) >= 12 && strings.ContainsAny(core, "0123456789+/=_-."):
 		return strings.Replace(word, core, redacted, 1), nextPlain
 	}
 	if k := strings.IndexAny(core, "=:"); k > 0 && k == len(core)-1 && isSecretName(core[:k], false) {
@@ -151,7 +125,7 @@ func redactWord(word string, state next) (string, next) {
 // redactParts redacts the secrets inside one word: the whole word when it
 // looks like a key, a URL's user and password, a webhook URL's rest, and
 // each part of a path, a query string or a connection string that is a
-// secret or a secret's value (see redactSecrets).
+// secret or a secret's value (redactPart).
 func redactParts(core string) string {
 	if isSecretToken(core) {
 		return redacted
@@ -170,25 +144,7 @@ func redactParts(core string) string {
 			return core[:j+len(h)] + redacted
 		}
 	}
-	var b strings.Builder
-	last := 0
-	for start := 0; start < len(core); {
-		end := start + strings.IndexAny(core[start:], "?&;/#")
-		if end < start {
-			end = len(core)
-		}
-		if red := redactPart(core[start:end]); red != core[start:end] {
-			b.WriteString(core[last:start])
-			b.WriteString(red)
-			last = end
-		}
-		start = end + 1
-	}
-	if last == 0 {
-		return core
-	}
-	b.WriteString(core[last:])
-	return b.String()
+	return replaceParts(core, "?&;/#", redactPart)
 }
 
 // redactPart redacts one part of a word: a secret, or the value of a
@@ -211,32 +167,21 @@ func redactPart(p string) string {
 }
 
 // isSecretName reports whether name marks a secret (secretNames), or, for
-// a parameter ("name=value"), one of secretParams.
+// a parameter ("name=value"), one of secretParams. It reads the first 64
+// letters and digits of name.
 func isSecretName(name string, param bool) bool {
 	var b [64]byte
 	n := b[:0]
 	for i := 0; i < len(name) && len(n) < len(b); i++ {
-		c := name[i]
-		switch {
+		switch c := name[i]; {
 		case 'A' <= c && c <= 'Z':
 			n = append(n, c+'a'-'A')
 		case 'a' <= c && c <= 'z' || '0' <= c && c <= '9':
 			n = append(n, c)
 		}
 	}
-	for _, s := range secretNames {
-		if strings.HasSuffix(string(n), s) {
-			return true
-		}
-	}
-	if param {
-		for _, s := range secretParams {
-			if string(n) == s {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(secretNames, func(s string) bool { return strings.HasSuffix(string(n), s) }) ||
+		param && slices.Contains(secretParams, string(n))
 }
 
 // isSecretToken reports whether a word looks like a key or a token.
@@ -246,10 +191,7 @@ func isSecretToken(w string) bool {
 			return true
 		}
 	}
-	if len(w) < 24 {
-		return false
-	}
-	return randomLooking(w)
+	return len(w) >= 24 && randomLooking(w)
 }
 
 // randomLooking reports whether w, of letters, digits and +/=_-. only,
