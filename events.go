@@ -73,11 +73,7 @@ func (e *events) add(ev Event) {
 // emit delivers events to the hook and the logger. It must be called
 // without the lock held.
 func (t *Tracker) emit(ctx context.Context, evs *events) {
-	if t.cfg.onEvent == nil && t.cfg.logger == nil {
-		return
-	}
-	for i := 0; i < evs.n; i++ {
-		ev := evs.buf[i]
+	for _, ev := range evs.buf[:evs.n] {
 		ev.Context = ctx
 		if t.cfg.onEvent != nil {
 			t.cfg.onEvent(ev)
@@ -120,7 +116,7 @@ func logEvent(l *slog.Logger, ev Event) {
 	case EventRecord:
 		msg = "toolguard: record"
 		attrs = append(attrs,
-			slog.String("toolguard.status", recordStatus(ev.Failed)),
+			slog.String("toolguard.status", Entry{Done: true, Failed: ev.Failed}.Status()),
 			slog.Bool("toolguard.new_result", ev.NewResult),
 			slog.Duration("toolguard.duration", ev.Duration))
 	case EventPhase:
@@ -137,12 +133,4 @@ func logEvent(l *slog.Logger, ev Event) {
 		}
 	}
 	l.LogAttrs(ctx, level, msg, attrs...)
-}
-
-// recordStatus is an EventRecord's toolguard.status: "ok" or "failed".
-func recordStatus(failed bool) string {
-	if failed {
-		return "failed"
-	}
-	return "ok"
 }

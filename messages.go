@@ -38,7 +38,7 @@ func turnLimitMessage(tool string, limit int) string {
 func quotaMessage(tool, from string, limit, count, used, budget int, unit budgetUnit) string {
 	left := "no turn budget"
 	if budget > 0 {
-		left = fmt.Sprintf("%s of %s left this turn", strconv.Itoa(max(budget-used, 0)), plural(budget, "tool "+unit.noun()))
+		left = fmt.Sprintf("%d of %s left this turn", max(budget-used, 0), plural(budget, toolUnit(unit.String())))
 	}
 	what := fmt.Sprintf("its session quota (%s quota: %s, %d made)", from, plural(limit, "call"), count)
 	if name, ok := strings.CutPrefix(from, "shared "); ok {
@@ -130,16 +130,16 @@ func churnMessage(tool string, search bool, n, window int) string {
 func budgetMessage(budget int, unit budgetUnit) string {
 	return fmt.Sprintf("%s All %d available %s for this turn were used. "+
 		"This call was not executed. Summarize your work and answer the user's question.",
-		budgetMarker, budget, nouns(budget, "tool "+unit.noun()))
+		budgetMarker, budget, nouns(budget, toolUnit(unit.String())))
 }
 
 func nudgeMessage(used, budget int, unit budgetUnit) string {
-	return fmt.Sprintf("You have used %d of %s. Start wrapping up.", used, plural(budget, "tool "+unit.noun()))
+	return fmt.Sprintf("You have used %d of %s. Start wrapping up.", used, plural(budget, toolUnit(unit.String())))
 }
 
 func windDownMessage(budget int, unit budgetUnit) string {
 	return fmt.Sprintf("You have used all %s for this turn. Summarize your work and answer the user's question.",
-		plural(budget, "tool "+unit.noun()))
+		plural(budget, toolUnit(unit.String())))
 }
 
 func storeDownMessage(tool string) string {
@@ -163,5 +163,6 @@ func nouns(n int, noun string) string {
 	return noun + "s"
 }
 
-// noun is what one unit of the budget is: "call" or "round".
-func (u budgetUnit) noun() string { return strings.TrimSuffix(u.String(), "s") }
+// toolUnit names one unit of the budget, given the plural (budgetUnit's
+// String): "tool call" or "tool round".
+func toolUnit(units string) string { return "tool " + strings.TrimSuffix(units, "s") }

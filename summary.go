@@ -225,7 +225,7 @@ func (s Summary) String() string {
 	default:
 		fmt.Fprintf(&b, "%s stopped: a call of '%s' was aborted (%s).\n", turn, s.StoppedTool, s.StoppedBy)
 	}
-	unit := "tool " + strings.TrimSuffix(s.Budget.Unit, "s")
+	unit := toolUnit(s.Budget.Unit)
 	if s.Budget.Limit > 0 {
 		fmt.Fprintf(&b, "Budget: %d of %s used, %d left (phase %s).\n",
 			s.Budget.Used, plural(s.Budget.Limit, unit), s.Budget.Left, s.Budget.Phase)
