@@ -102,7 +102,9 @@ func redactWord(word string, state next) (string, next) {
 	if core == "" {
 		return word, state
 	}
-	scheme := slices.ContainsFunc(secretSchemes, func(sch string) bool { return strings.EqualFold(core, sch) })
+	scheme := slices.ContainsFunc(secretSchemes, func(sch string) bool {
+		return strings.EqualFold(core, sch)
+	})
 	switch {
 	case state == nextValue && scheme: // "Authorization: Bearer abc…"
 		return word, nextValue
@@ -180,18 +182,15 @@ func isSecretName(name string, param bool) bool {
 			n = append(n, c)
 		}
 	}
-	return slices.ContainsFunc(secretNames, func(s string) bool { return strings.HasSuffix(string(n), s) }) ||
-		param && slices.Contains(secretParams, string(n))
+	key := string(n)
+	return param && slices.Contains(secretParams, key) ||
+		slices.ContainsFunc(secretNames, func(s string) bool { return strings.HasSuffix(key, s) })
 }
 
 // isSecretToken reports whether a word looks like a key or a token.
 func isSecretToken(w string) bool {
-	for _, p := range secretPrefixes {
-		if len(w) >= len(p)+8 && strings.HasPrefix(w, p) {
-			return true
-		}
-	}
-	return len(w) >= 24 && randomLooking(w)
+	hasPrefix := func(p string) bool { return len(w) >= len(p)+8 && strings.HasPrefix(w, p) }
+	return slices.ContainsFunc(secretPrefixes, hasPrefix) || len(w) >= 24 && randomLooking(w)
 }
 
 // randomLooking reports whether w, of letters, digits and +/=_-. only,
@@ -199,8 +198,7 @@ func isSecretToken(w string) bool {
 func randomLooking(w string) bool {
 	var counts [256]int
 	letters, digits := 0, 0
-	for i := 0; i < len(w); i++ {
-		c := w[i]
+	for _, c := range []byte(w) {
 		switch {
 		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
 			letters++
