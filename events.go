@@ -124,13 +124,12 @@ func logEvent(l *slog.Logger, ev Event) {
 		attrs = append(attrs, slog.String("toolguard.from", ev.From.String()))
 	case EventStore:
 		msg = "toolguard: quota store failed"
-		attrs = append(attrs, slog.String("error", ev.Err.Error()))
 	case EventBreaker:
 		msg = "toolguard: quota store breaker " + ev.Breaker.String()
 		attrs = append(attrs, slog.String("toolguard.breaker", ev.Breaker.String()))
-		if ev.Err != nil {
-			attrs = append(attrs, slog.String("error", ev.Err.Error()))
-		}
+	}
+	if ev.Err != nil { // EventStore, EventBreaker
+		attrs = append(attrs, slog.String("error", ev.Err.Error()))
 	}
 	l.LogAttrs(ctx, level, msg, attrs...)
 }
