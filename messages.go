@@ -82,7 +82,7 @@ func times(n int) string {
 	case 2:
 		return "twice"
 	}
-	return fmt.Sprintf("%d times", n)
+	return plural(n, "time")
 }
 
 func similarMessage(tool string) string {

@@ -23,10 +23,8 @@ var secretPrefixes = []string{
 	"npm_", "pypi-", "shpat_", "SG.", "eyJ",
 }
 
-// secretNames mark a secret as the name of a value ("password=hunter2",
-// "X-Api-Key: abc", "Password=…;" in a connection string, "&api_key=…"
-// in a URL): a name is compared lower-cased with only its letters and
-// digits, and is a secret's when it ends with one of these.
+// secretNames end the names of secrets ("password=hunter2", "X-Api-Key:
+// abc", ";Password=…;", "&api_key=…"), as isSecretName compares them.
 var secretNames = []string{
 	"password", "passwd", "pwd", "secret", "token", "apikey", "accesskey", "privatekey",
 	"accountkey", "secretkey", "credentials", "authorization", "passphrase",
@@ -168,9 +166,9 @@ func redactPart(p string) string {
 	return p
 }
 
-// isSecretName reports whether name marks a secret (secretNames), or, for
-// a parameter ("name=value"), one of secretParams. It reads the first 64
-// letters and digits of name.
+// isSecretName reports whether name, lower-cased with only its first 64
+// letters and digits, ends with one of secretNames or, for a parameter
+// ("name=value"), is one of secretParams.
 func isSecretName(name string, param bool) bool {
 	var b [64]byte
 	n := b[:0]
@@ -223,10 +221,8 @@ func randomLooking(w string) bool {
 }
 
 // Redact returns s with the secrets it may hold replaced by [REDACTED], by
-// the rules the ledger applies to Entry.Purpose: provider key prefixes,
-// the value after password=, token: and similar names, the credential
-// after bearer, basic or token, a URL's user and password, and long
-// random-looking strings. It reads at most the first 1,280 bytes of s and
-// drops the rest. Reports that show a call's arguments or result (the
-// audit command) pass them through it.
+// the rules the ledger applies to Entry.Purpose (docs/concepts.md,
+// "Redaction"). It reads at most the first 1,280 bytes of s and drops the
+// rest. Reports that show a call's arguments or result (the audit command)
+// pass them through it.
 func Redact(s string) string { return redactSecrets(s) }

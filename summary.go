@@ -118,8 +118,7 @@ func (t *Tracker) summary(session bool) Summary {
 	return s
 }
 
-// toolSummary returns the summary of one tool, for the turn or the
-// session.
+// toolSummary returns one tool's summary, for the turn or the session.
 func (t *Tracker) toolSummary(e *toolEntry, session bool) ToolSummary {
 	stats := &e.turn.stats
 	if session {
