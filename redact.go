@@ -80,6 +80,9 @@ func replaceParts(s, seps string, f func(string) string) string {
 			end = len(s)
 		}
 		if red := f(s[start:end]); red != s[start:end] {
+			if last == 0 {
+				b.Grow(len(s))
+			}
 			b.WriteString(s[last:start])
 			b.WriteString(red)
 			last = end
@@ -187,8 +190,12 @@ func isSecretName(name string, param bool) bool {
 
 // isSecretToken reports whether a word looks like a key or a token.
 func isSecretToken(w string) bool {
-	hasPrefix := func(p string) bool { return len(w) >= len(p)+8 && strings.HasPrefix(w, p) }
-	return slices.ContainsFunc(secretPrefixes, hasPrefix) || len(w) >= 24 && randomLooking(w)
+	for _, p := range secretPrefixes {
+		if len(w) >= len(p)+8 && strings.HasPrefix(w, p) {
+			return true
+		}
+	}
+	return len(w) >= 24 && randomLooking(w)
 }
 
 // randomLooking reports whether w, of letters, digits and +/=_-. only,
