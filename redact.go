@@ -62,9 +62,8 @@ func redactSecrets(s string) string {
 		s = s[:redactMaxBytes]
 	}
 	state := nextPlain
-	return replaceParts(s, " ,\t\n\r\f\v", func(word string) string {
-		red, after := redactWord(word, state)
-		state = after
+	return replaceParts(s, " ,\t\n\r\f\v", func(word string) (red string) {
+		red, state = redactWord(word, state)
 		return red
 	})
 }
