@@ -73,11 +73,7 @@ func (e *events) add(ev Event) {
 // emit delivers events to the hook and the logger. It must be called
 // without the lock held.
 func (t *Tracker) emit(ctx context.Context, evs *events) {
-	if t.cfg.onEvent == nil && t.cfg.logger == nil {
-		return
-	}
-	for i := 0; i < evs.n; i++ {
-		ev := evs.buf[i]
+	for _, ev := range evs.buf[:evs.n] {
 		ev.Context = ctx
 		if t.cfg.onEvent != nil {
 			t.cfg.onEvent(ev)
@@ -120,7 +116,7 @@ func logEvent(l *slog.Logger, ev Event) {
 	case EventRecord:
 		msg = "toolguard: record"
 		attrs = append(attrs,
-			slog.String("toolguard.status", recordStatus(ev.Failed)),
+			slog.String("toolguard.status", Entry{Done: true, Failed: ev.Failed}.Status()),
 			slog.Bool("toolguard.new_result", ev.NewResult),
 			slog.Duration("toolguard.duration", ev.Duration))
 	case EventPhase:
@@ -128,21 +124,12 @@ func logEvent(l *slog.Logger, ev Event) {
 		attrs = append(attrs, slog.String("toolguard.from", ev.From.String()))
 	case EventStore:
 		msg = "toolguard: quota store failed"
-		attrs = append(attrs, slog.String("error", ev.Err.Error()))
 	case EventBreaker:
 		msg = "toolguard: quota store breaker " + ev.Breaker.String()
 		attrs = append(attrs, slog.String("toolguard.breaker", ev.Breaker.String()))
-		if ev.Err != nil {
-			attrs = append(attrs, slog.String("error", ev.Err.Error()))
-		}
+	}
+	if ev.Err != nil { // EventStore, EventBreaker
+		attrs = append(attrs, slog.String("error", ev.Err.Error()))
 	}
 	l.LogAttrs(ctx, level, msg, attrs...)
-}
-
-// recordStatus is an EventRecord's toolguard.status: "ok" or "failed".
-func recordStatus(failed bool) string {
-	if failed {
-		return "failed"
-	}
-	return "ok"
 }

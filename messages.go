@@ -26,10 +26,15 @@ const (
 // Every message says that the call was not executed and what to do
 // instead; none pretends to be the tool's output.
 
+// loopMessage is the message of a loop rule's refusal: HintMarker, then
+// the text that format and args make.
+func loopMessage(format string, args ...any) string {
+	return HintMarker + " " + fmt.Sprintf(format, args...)
+}
+
 func turnLimitMessage(tool string, limit int) string {
-	return fmt.Sprintf("%s Tool '%s' has reached its execution limit (%d) for this turn. "+
-		"This call was not executed. Use the results you already have, change the approach, or answer the user.",
-		HintMarker, tool, limit)
+	return loopMessage("Tool '%s' has reached its execution limit (%d) for this turn. This call was not executed. "+
+		"Use the results you already have, change the approach, or answer the user.", tool, limit)
 }
 
 // quotaMessage is the refusal of a call past a quota: from says which
@@ -38,40 +43,36 @@ func turnLimitMessage(tool string, limit int) string {
 func quotaMessage(tool, from string, limit, count, used, budget int, unit budgetUnit) string {
 	left := "no turn budget"
 	if budget > 0 {
-		left = fmt.Sprintf("%s of %s left this turn", strconv.Itoa(max(budget-used, 0)), plural(budget, "tool "+unit.noun()))
+		left = fmt.Sprintf("%d of %s left this turn", max(budget-used, 0), plural(budget, toolUnit(unit.String())))
 	}
 	what := fmt.Sprintf("its session quota (%s quota: %s, %d made)", from, plural(limit, "call"), count)
 	if name, ok := strings.CutPrefix(from, "shared "); ok {
 		what = fmt.Sprintf("the shared quota '%s' (%s, %d made by every session that shares it)", name, plural(limit, "call"), count)
 	}
-	return fmt.Sprintf("%s Tool '%s' has reached %s. "+
-		"This call was not executed. Do not call it again: report the progress so far, the budget state (%s) "+
-		"and the next narrower action instead.",
-		HintMarker, tool, what, left)
+	return loopMessage("Tool '%s' has reached %s. This call was not executed. Do not call it again: report the "+
+		"progress so far, the budget state (%s) and the next narrower action instead.", tool, what, left)
 }
 
 func duplicateMessage(tool string, count int) string {
-	return fmt.Sprintf("%s Tool '%s' was already executed with identical parameters (%s without a new result). "+
-		"This call was not executed. Use the earlier result, change the approach, or answer the user.",
-		HintMarker, tool, times(count))
+	return loopMessage("Tool '%s' was already executed with identical parameters (%s without a new result). "+
+		"This call was not executed. Use the earlier result, change the approach, or answer the user.", tool, times(count))
 }
 
 func rewordMessage(tool string, count int) string {
-	return fmt.Sprintf("%s Tool '%s' was already executed with these arguments in other words (flags, paths or wording changed), "+
+	return loopMessage("Tool '%s' was already executed with these arguments in other words (flags, paths or wording changed), "+
 		"returning the same result %s. This call was not executed. Use the earlier result, change the approach, or answer the user.",
-		HintMarker, tool, times(count))
+		tool, times(count))
 }
 
 func revisitMessage(tool string, count int) string {
-	return fmt.Sprintf("%s The last %s of this turn each returned what it had returned before: nothing new, nothing changed. "+
+	return loopMessage("The last %s of this turn each returned what it had returned before: nothing new, nothing changed. "+
 		"This call of tool '%s' was not executed. Stop going back over the same results: use what you have, try something new, or answer the user.",
-		HintMarker, plural(count, "call"), tool)
+		plural(count, "call"), tool)
 }
 
 func insistMessage(tool string) string {
-	return fmt.Sprintf("%s Tool '%s' was called again with the same arguments after a hint, with nothing changed since. "+
-		"This call was not executed. Stop repeating it: use what you have, change the approach, or answer the user.",
-		HintMarker, tool)
+	return loopMessage("Tool '%s' was called again with the same arguments after a hint, with nothing changed since. "+
+		"This call was not executed. Stop repeating it: use what you have, change the approach, or answer the user.", tool)
 }
 
 func times(n int) string {
@@ -81,40 +82,37 @@ func times(n int) string {
 	case 2:
 		return "twice"
 	}
-	return fmt.Sprintf("%d times", n)
+	return plural(n, "time")
 }
 
 func similarMessage(tool string) string {
-	return fmt.Sprintf("%s Tool '%s' was already executed with a similar query. "+
-		"This call was not executed. Use the earlier results, ask a clearly different question, or answer the user.",
-		HintMarker, tool)
+	return loopMessage("Tool '%s' was already executed with a similar query. This call was not executed. "+
+		"Use the earlier results, ask a clearly different question, or answer the user.", tool)
 }
 
 func failureMessage(tool string, count int) string {
-	return fmt.Sprintf("%s Tool '%s' has failed %s in the same way, with tweaked arguments. "+
+	return loopMessage("Tool '%s' has failed %s in the same way, with tweaked arguments. "+
 		"This call was not executed. Stop retrying: read the full error, look for the real interface, path, "+
 		"permission or precondition, then make one evidence-backed attempt; if that fails too, report the blocker to the user.",
-		HintMarker, tool, times(count))
+		tool, times(count))
 }
 
 func acrossMessage(tool string, turns int) string {
-	return fmt.Sprintf("%s Tool '%s' was called with these arguments in each of the last %s and failed the same way every time. "+
+	return loopMessage("Tool '%s' was called with these arguments in each of the last %s and failed the same way every time. "+
 		"This call was not executed. Tell the user what blocks it and what they could change; "+
-		"if something changed since, send the call again and it will run.",
-		HintMarker, tool, plural(turns, "turn"))
+		"if something changed since, send the call again and it will run.", tool, plural(turns, "turn"))
 }
 
 func streakMessage(n int) string {
-	return fmt.Sprintf("%s The last %s of this turn all failed, with no success in between. This call was not executed. "+
+	return loopMessage("The last %s of this turn all failed, with no success in between. This call was not executed. "+
 		"Stop and read the errors: check the real paths, names and interfaces, or tell the user what blocks you; "+
-		"sent again, the call runs.",
-		HintMarker, plural(n, "call"))
+		"sent again, the call runs.", plural(n, "call"))
 }
 
 func cycleMessage(tool string, period, repeats int) string {
-	return fmt.Sprintf("%s Tool '%s' would continue a cycle of %d calls that already repeated %s without new results. "+
+	return loopMessage("Tool '%s' would continue a cycle of %d calls that already repeated %s without new results. "+
 		"This call was not executed. Break the cycle: use what the calls returned, change the approach, or answer the user.",
-		HintMarker, tool, period, times(repeats))
+		tool, period, times(repeats))
 }
 
 func churnMessage(tool string, search bool, n, window int) string {
@@ -122,24 +120,23 @@ func churnMessage(tool string, search bool, n, window int) string {
 	if search {
 		what = "was asked similar queries"
 	}
-	return fmt.Sprintf("%s Tool '%s' %s %s in the last %s without new results. "+
-		"This call was not executed. Use what you already found, narrow the question, or answer the user.",
-		HintMarker, tool, what, times(n), plural(window, "call"))
+	return loopMessage("Tool '%s' %s %s in the last %s without new results. This call was not executed. "+
+		"Use what you already found, narrow the question, or answer the user.", tool, what, times(n), plural(window, "call"))
 }
 
 func budgetMessage(budget int, unit budgetUnit) string {
 	return fmt.Sprintf("%s All %d available %s for this turn were used. "+
 		"This call was not executed. Summarize your work and answer the user's question.",
-		budgetMarker, budget, nouns(budget, "tool "+unit.noun()))
+		budgetMarker, budget, nouns(budget, toolUnit(unit.String())))
 }
 
 func nudgeMessage(used, budget int, unit budgetUnit) string {
-	return fmt.Sprintf("You have used %d of %s. Start wrapping up.", used, plural(budget, "tool "+unit.noun()))
+	return fmt.Sprintf("You have used %d of %s. Start wrapping up.", used, plural(budget, toolUnit(unit.String())))
 }
 
 func windDownMessage(budget int, unit budgetUnit) string {
 	return fmt.Sprintf("You have used all %s for this turn. Summarize your work and answer the user's question.",
-		plural(budget, "tool "+unit.noun()))
+		plural(budget, toolUnit(unit.String())))
 }
 
 func storeDownMessage(tool string) string {
@@ -163,5 +160,6 @@ func nouns(n int, noun string) string {
 	return noun + "s"
 }
 
-// noun is what one unit of the budget is: "call" or "round".
-func (u budgetUnit) noun() string { return strings.TrimSuffix(u.String(), "s") }
+// toolUnit names one unit of the budget, given the plural (budgetUnit's
+// String): "tool call" or "tool round".
+func toolUnit(units string) string { return "tool " + strings.TrimSuffix(units, "s") }

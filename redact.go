@@ -2,6 +2,7 @@ package toolguard
 
 import (
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -22,10 +23,8 @@ var secretPrefixes = []string{
 	"npm_", "pypi-", "shpat_", "SG.", "eyJ",
 }
 
-// secretNames mark a secret as the name of a value ("password=hunter2",
-// "X-Api-Key: abc", "Password=…;" in a connection string, "&api_key=…"
-// in a URL): a name is compared lower-cased with only its letters and
-// digits, and is a secret's when it ends with one of these.
+// secretNames end the names of secrets ("password=hunter2", "X-Api-Key:
+// abc", ";Password=…;", "&api_key=…"), as isSecretName compares them.
 var secretNames = []string{
 	"password", "passwd", "pwd", "secret", "token", "apikey", "accesskey", "privatekey",
 	"accountkey", "secretkey", "credentials", "authorization", "passphrase",
@@ -54,67 +53,46 @@ const (
 	nextScheme      // after "bearer": redacted if it looks like a credential
 )
 
-// redactSecrets returns s with the secrets it may hold replaced by
-// [REDACTED], for the purpose the ledger keeps (see Entry.Purpose). A
-// word (a run of bytes other than white space and commas) is, once the
-// quotes and brackets around it are stripped, redacted when it
-//   - starts with a provider's key prefix (secretPrefixes) and has at least
-//     8 more characters;
-//   - follows "name:" where name is a secret's name (secretNames:
-//     "password", "token", "X-Api-Key" …);
-//   - follows "bearer", "basic" or "token" and is 12 or more characters
-//     with a digit or one of "+/=_-.";
-//   - is 24 or more characters of letters, digits and "+/=_-." with at
-//     least one letter and one digit and about 3.5 bits of entropy per
-//     character or more (random keys and tokens, not words).
-//
-// Inside a word, a URL's user and password ("https://user:pass@host") and
-// the rest of a webhook URL (webhookPaths) are redacted, and so is each
-// part between "?", "&", ";", "/" and "#" (a URL's path and query, a
-// connection string) that is a secret as above, or the value of
-// "name=value" or "name:value" where name is a secret's name, or of
-// "name=value" where name is key, sig, signature, auth or pass.
-// It reads at most redactMaxBytes of s. It returns s itself when it finds
-// nothing.
+// redactSecrets is Redact: it redacts s word by word, a word being a run
+// of bytes other than white space and commas (redactWord), by the rules
+// that docs/concepts.md lists under "Redaction". It returns s itself when
+// it finds nothing.
 func redactSecrets(s string) string {
 	if len(s) > redactMaxBytes {
 		s = s[:redactMaxBytes]
 	}
-	var b strings.Builder
-	last, state := 0, nextPlain
-	for i := 0; i < len(s); {
-		if isSpace(s[i]) {
-			i++
-			continue
-		}
-		j := i
-		for j < len(s) && !isSpace(s[j]) {
-			j++
-		}
-		word := s[i:j]
-		var red string
+	state := nextPlain
+	return replaceParts(s, " ,\t\n\r\f\v", func(word string) (red string) {
 		red, state = redactWord(word, state)
-		if red != word {
-			if b.Len() == 0 {
+		return red
+	})
+}
+
+// replaceParts returns s with each part between the bytes of seps replaced
+// by f(part), or s itself when f changes no part.
+func replaceParts(s, seps string, f func(string) string) string {
+	var b strings.Builder
+	last := 0
+	for start := 0; start < len(s); {
+		end := start + strings.IndexAny(s[start:], seps)
+		if end < start {
+			end = len(s)
+		}
+		if red := f(s[start:end]); red != s[start:end] {
+			if last == 0 {
 				b.Grow(len(s))
 			}
-			b.WriteString(s[last:i])
+			b.WriteString(s[last:start])
 			b.WriteString(red)
-			last = j
+			last = end
 		}
-		i = j
+		start = end + 1
 	}
 	if last == 0 {
 		return s
 	}
 	b.WriteString(s[last:])
 	return b.String()
-}
-
-// isSpace reports whether c separates words: white space, and the comma
-// that separates argument names.
-func isSpace(c byte) bool {
-	return c == ' ' || c == ',' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
 }
 
 // redactWord redacts one word, given what the word before it was. It
@@ -124,16 +102,14 @@ func redactWord(word string, state next) (string, next) {
 	if core == "" {
 		return word, state
 	}
-	scheme := false
-	for _, sch := range secretSchemes {
-		scheme = scheme || strings.EqualFold(core, sch)
-	}
+	scheme := slices.ContainsFunc(secretSchemes, func(sch string) bool {
+		return strings.EqualFold(core, sch)
+	})
 	switch {
 	case state == nextValue && scheme: // "Authorization: Bearer abc…"
 		return word, nextValue
-	case state == nextValue:
-		return strings.Replace(word, core, redacted, 1), nextPlain
-	case state == nextScheme && len(core) >= 12 && strings.ContainsAny(core, "0123456789+/=_-."):
+	case state == nextValue,
+		state == nextScheme && len(core) >= 12 && strings.ContainsAny(core, "0123456789+/=_-."):
 		return strings.Replace(word, core, redacted, 1), nextPlain
 	}
 	if k := strings.IndexAny(core, "=:"); k > 0 && k == len(core)-1 && isSecretName(core[:k], false) {
@@ -151,7 +127,7 @@ func redactWord(word string, state next) (string, next) {
 // redactParts redacts the secrets inside one word: the whole word when it
 // looks like a key, a URL's user and password, a webhook URL's rest, and
 // each part of a path, a query string or a connection string that is a
-// secret or a secret's value (see redactSecrets).
+// secret or a secret's value (redactPart).
 func redactParts(core string) string {
 	if isSecretToken(core) {
 		return redacted
@@ -170,25 +146,7 @@ func redactParts(core string) string {
 			return core[:j+len(h)] + redacted
 		}
 	}
-	var b strings.Builder
-	last := 0
-	for start := 0; start < len(core); {
-		end := start + strings.IndexAny(core[start:], "?&;/#")
-		if end < start {
-			end = len(core)
-		}
-		if red := redactPart(core[start:end]); red != core[start:end] {
-			b.WriteString(core[last:start])
-			b.WriteString(red)
-			last = end
-		}
-		start = end + 1
-	}
-	if last == 0 {
-		return core
-	}
-	b.WriteString(core[last:])
-	return b.String()
+	return replaceParts(core, "?&;/#", redactPart)
 }
 
 // redactPart redacts one part of a word: a secret, or the value of a
@@ -210,33 +168,23 @@ func redactPart(p string) string {
 	return p
 }
 
-// isSecretName reports whether name marks a secret (secretNames), or, for
-// a parameter ("name=value"), one of secretParams.
+// isSecretName reports whether name, lower-cased with only its first 64
+// letters and digits, ends with one of secretNames or, for a parameter
+// ("name=value"), is one of secretParams.
 func isSecretName(name string, param bool) bool {
 	var b [64]byte
 	n := b[:0]
 	for i := 0; i < len(name) && len(n) < len(b); i++ {
-		c := name[i]
-		switch {
+		switch c := name[i]; {
 		case 'A' <= c && c <= 'Z':
 			n = append(n, c+'a'-'A')
 		case 'a' <= c && c <= 'z' || '0' <= c && c <= '9':
 			n = append(n, c)
 		}
 	}
-	for _, s := range secretNames {
-		if strings.HasSuffix(string(n), s) {
-			return true
-		}
-	}
-	if param {
-		for _, s := range secretParams {
-			if string(n) == s {
-				return true
-			}
-		}
-	}
-	return false
+	key := string(n)
+	return param && slices.Contains(secretParams, key) ||
+		slices.ContainsFunc(secretNames, func(s string) bool { return strings.HasSuffix(key, s) })
 }
 
 // isSecretToken reports whether a word looks like a key or a token.
@@ -246,10 +194,7 @@ func isSecretToken(w string) bool {
 			return true
 		}
 	}
-	if len(w) < 24 {
-		return false
-	}
-	return randomLooking(w)
+	return len(w) >= 24 && randomLooking(w)
 }
 
 // randomLooking reports whether w, of letters, digits and +/=_-. only,
@@ -257,8 +202,7 @@ func isSecretToken(w string) bool {
 func randomLooking(w string) bool {
 	var counts [256]int
 	letters, digits := 0, 0
-	for i := 0; i < len(w); i++ {
-		c := w[i]
+	for _, c := range []byte(w) {
 		switch {
 		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
 			letters++
@@ -283,10 +227,8 @@ func randomLooking(w string) bool {
 }
 
 // Redact returns s with the secrets it may hold replaced by [REDACTED], by
-// the rules the ledger applies to Entry.Purpose: provider key prefixes,
-// the value after password=, token: and similar names, the credential
-// after bearer, basic or token, a URL's user and password, and long
-// random-looking strings. It reads at most the first 1,280 bytes of s and
-// drops the rest. Reports that show a call's arguments or result (the
-// audit command) pass them through it.
+// the rules the ledger applies to Entry.Purpose (docs/concepts.md,
+// "Redaction"). It reads at most the first 1,280 bytes of s and drops the
+// rest. Reports that show a call's arguments or result (the audit command)
+// pass them through it.
 func Redact(s string) string { return redactSecrets(s) }

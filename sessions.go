@@ -26,7 +26,7 @@ type Sessions struct {
 // defaults.
 func NewSessions(p Policy) *Sessions {
 	cfg := newConfig(p)
-	cfg.rules = &ruleCache{}
+	cfg.rules = &ruleCache{rules: make(map[string]*toolRule)}
 	return &Sessions{cfg: &cfg}
 }
 
@@ -121,9 +121,6 @@ func (c *config) rule(name string) *toolRule {
 		return r
 	}
 	r := c.resolve(name)
-	if rc.rules == nil {
-		rc.rules = make(map[string]*toolRule)
-	}
 	if len(rc.rules) < maxTools {
 		rc.rules[name] = r
 	}
@@ -135,12 +132,8 @@ func releasedDecision() Decision {
 	return Decision{
 		Verdict: Abort,
 		Reason:  ReasonInvalidCall,
-		Message: releasedMessage(),
+		Message: invalidMarker + " The call was not executed: this session is over.",
 		Phase:   PhaseExhausted,
 		Err:     invalidCallError("the Tracker was released (Sessions.Release): the session is over"),
 	}
-}
-
-func releasedMessage() string {
-	return invalidMarker + " The call was not executed: this session is over."
 }

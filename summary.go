@@ -95,14 +95,16 @@ func (t *Tracker) summary(session bool) Summary {
 	case ts.phase >= PhaseWindDown:
 		s.Stopped, s.StoppedBy = true, ReasonBudget
 	}
+	in := func(e *toolEntry) bool { return e.inTurn(t.turnNo) }
 	if session {
-		s.Failed, s.NewResults, s.Skipped = 0, 0, 0
+		s.Failed, s.NewResults, s.Skipped = 0, 0, t.invalidCalls // calls without a tool
 		s.StoppedTurns = t.stoppedTurns
 		if s.Stopped {
 			s.StoppedTurns++
 		}
+		in = func(e *toolEntry) bool { return e.session != (toolStats{}) }
 	}
-	for _, e := range t.summaryTools(session) {
+	for _, e := range t.toolsWhere(in) {
 		ss := t.toolSummary(e, session)
 		s.Calls += ss.Calls
 		if session {
@@ -112,15 +114,11 @@ func (t *Tracker) summary(session bool) Summary {
 		}
 		s.Tools = append(s.Tools, ss)
 	}
-	if session {
-		s.Skipped += t.invalidCalls // they have no tool
-	}
 	s.Next = nextAction(s)
 	return s
 }
 
-// toolSummary returns the summary of one tool, for the turn or the
-// session.
+// toolSummary returns one tool's summary, for the turn or the session.
 func (t *Tracker) toolSummary(e *toolEntry, session bool) ToolSummary {
 	stats := &e.turn.stats
 	if session {
@@ -140,7 +138,14 @@ func (t *Tracker) toolSummary(e *toolEntry, session bool) ToolSummary {
 	if f := e.turn.fail; e.inTurn(t.turnNo) && f != nil && f.count > 1 {
 		ss.SameFailure = f.count
 	}
-	for reason, n := range e.skipsBy(session) {
+	if e.skips == nil {
+		return ss
+	}
+	skips := e.skips.turn
+	if session {
+		skips = e.skips.session
+	}
+	for reason, n := range skips {
 		if n > 0 {
 			if ss.SkipReasons == nil {
 				ss.SkipReasons = make(map[Reason]int)
@@ -151,24 +156,12 @@ func (t *Tracker) toolSummary(e *toolEntry, session bool) ToolSummary {
 	return ss
 }
 
-// summaryTools returns the tools of the current turn, or of the session,
-// sorted by name. t.mu must be held.
-func (t *Tracker) summaryTools(session bool) []*toolEntry {
-	if !session {
-		return t.toolsWhere(func(e *toolEntry) bool { return e.inTurn(t.turnNo) })
-	}
-	return t.toolsWhere(func(e *toolEntry) bool { return e.session != (toolStats{}) })
-}
-
 // nextAction suggests the narrower step the summary points to: about what
 // stopped the turn when something did, else the most pressing rule that
 // fired.
 func nextAction(s Summary) string {
 	if s.Stopped {
 		return nextFor(s.StoppedBy, s.StoppedTool)
-	}
-	if s.Budget.Phase >= PhaseWindDown {
-		return nextFor(ReasonBudget, "")
 	}
 	for _, ts := range s.Tools {
 		if ts.SameFailure >= 2 {
@@ -182,7 +175,7 @@ func nextAction(s Summary) string {
 			}
 		}
 	}
-	return "Answer with what you have, or make the one narrower call the results so far point to."
+	return nextFor(ReasonNone, "")
 }
 
 // nextFor is the next step after rule r fired for tool.
@@ -208,7 +201,9 @@ func nextFor(r Reason, tool string) string {
 // context or show to an operator.
 func (s Summary) String() string {
 	var b strings.Builder
+	turn := "The turn was"
 	if s.Session {
+		turn = "The current turn was"
 		fmt.Fprintf(&b, "toolguard session summary, %s (%d stopped): ", plural(s.Turn, "turn"), s.StoppedTurns)
 	} else {
 		fmt.Fprintf(&b, "toolguard summary, turn %d: ", s.Turn)
@@ -219,10 +214,6 @@ func (s Summary) String() string {
 	}
 	fmt.Fprintf(&b, "%s executed, %d failed, %s, %d skipped.\n",
 		plural(s.Calls, "call"), s.Failed, withNew, s.Skipped)
-	turn := "The turn was"
-	if s.Session {
-		turn = "The current turn was"
-	}
 	switch {
 	case !s.Stopped:
 		fmt.Fprintf(&b, "%s not stopped.\n", turn)
@@ -233,7 +224,7 @@ func (s Summary) String() string {
 	default:
 		fmt.Fprintf(&b, "%s stopped: a call of '%s' was aborted (%s).\n", turn, s.StoppedTool, s.StoppedBy)
 	}
-	unit := "tool " + strings.TrimSuffix(s.Budget.Unit, "s")
+	unit := toolUnit(s.Budget.Unit)
 	if s.Budget.Limit > 0 {
 		fmt.Fprintf(&b, "Budget: %d of %s used, %d left (phase %s).\n",
 			s.Budget.Used, plural(s.Budget.Limit, unit), s.Budget.Left, s.Budget.Phase)
@@ -261,16 +252,4 @@ func (s Summary) String() string {
 	}
 	fmt.Fprintf(&b, "Next: %s", s.Next)
 	return b.String()
-}
-
-// skipsBy returns the tool's skips by reason, over the session or in the
-// current turn.
-func (e *toolEntry) skipsBy(session bool) [numReasons]int32 {
-	switch {
-	case e.skips == nil:
-		return [numReasons]int32{}
-	case session:
-		return e.skips.session
-	}
-	return e.skips.turn
 }
