@@ -293,14 +293,16 @@ func (t *Tracker) roundOf(ctx context.Context) uint64 {
 // decisions are in the order of calls. With a Store, the calls that the
 // local rules allow reserve their shared counters in one Store operation.
 func (t *Tracker) ShouldSkipRound(calls []Call) []Decision {
-	return t.checkRound(context.Background(), calls, t.round.Add(1))
+	return t.ShouldSkipRoundContext(context.Background(), calls)
 }
 
 // ShouldSkipRoundContext is ShouldSkipRound with a context: for the Store
 // (one operation for the round, bounded by Policy.StoreTimeout) and for
 // the events. When ctx comes from WithRound, the calls join that round.
 func (t *Tracker) ShouldSkipRoundContext(ctx context.Context, calls []Call) []Decision {
-	return t.checkRound(ctx, calls, t.roundOf(ctx))
+	ds := make([]Decision, len(calls))
+	t.checkRound(ctx, calls, t.roundOf(ctx), ds)
+	return ds
 }
 
 // probe is what the Tracker derives from a call before taking its lock.
@@ -389,43 +391,18 @@ const maxInspect = canon.InspectMax
 // queryKeys are the argument keys a search query is taken from, in order.
 var queryKeys = []string{"query", "search_query", "q", "text", "question", "prompt"}
 
-// check decides a call. A call whose counters live in the Store is first
-// decided by the local rules: the Store is asked only for a call they
-// allow, and the call is then decided again with the Store's grant.
+// check decides a call: checkRound for a round of one call.
 func (t *Tracker) check(ctx context.Context, c Call, round uint64) Decision {
-	if t.released.Load() {
-		return releasedDecision()
-	}
-	if c.Tool == "" {
-		return t.invalid(ctx, c, round)
-	}
-	var buf [128]byte
-	p, names := t.inspect(c, buf[:0])
-	p.round = round
-	evs := events{on: t.cfg.hooked}
-	now := t.cfg.now()
-	var g *grant
-	var orphans []pendingCall
-	d, ask := t.decide(c, p, names, now, nil, &evs, &orphans)
-	if ask {
-		g = t.reserve(ctx, []Call{c}, []*toolRule{p.rule}, &evs)[0]
-		d, _ = t.decide(c, p, names, now, g, &evs, &orphans)
-	}
-	tool := p.tool
-	p.done()
-	if g != nil && g.id != "" && d.Verdict != Allow {
-		t.settle(ctx, c, []held{heldBy(g, tool)}, false, &evs)
-	}
-	t.settleOrphans(ctx, orphans, &evs)
-	t.emit(ctx, &evs)
-	return d
+	var d [1]Decision
+	t.checkRound(ctx, []Call{c}, round, d[:])
+	return d[0]
 }
 
-// checkRound decides the calls of one round in order, as check does, with
-// one Store operation for all the calls that the local rules allow: those
-// are decided after the others of the round.
-func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64) []Decision {
-	ds := make([]Decision, len(calls))
+// checkRound decides the calls of one round in order into ds. A call whose
+// counters live in the Store is first decided by the local rules: the
+// Store is asked, in one operation for the round, only for the calls they
+// allow, which are then decided again with its grants, after the others.
+func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds []Decision) {
 	type asking struct {
 		i     int
 		p     *probe
@@ -435,16 +412,21 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64) []
 	evs := events{on: t.cfg.hooked}
 	now := t.cfg.now()
 	var orphans []pendingCall
+	var buf [128]byte
 	for i, c := range calls {
-		if c.Tool == "" {
+		switch {
+		case t.released.Load():
+			ds[i] = releasedDecision()
+			continue
+		case c.Tool == "":
 			ds[i] = t.invalid(ctx, c, round)
 			continue
 		}
-		p, names := t.inspect(c, nil)
+		p, names := t.inspect(c, buf[:0])
 		p.round = round
 		d, ask := t.decide(c, p, names, now, nil, &evs, &orphans)
 		if ask {
-			wait = append(wait, asking{i, p, names})
+			wait = append(wait, asking{i, p, slices.Clone(names)})
 		} else {
 			p.done()
 		}
@@ -480,7 +462,6 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64) []
 	}
 	t.settleOrphans(ctx, orphans, &evs)
 	t.emit(ctx, &evs)
-	return ds
 }
 
 // decide runs decideLocked under the lock and adds the orphans it leaves
