@@ -478,13 +478,10 @@ func (t *Tracker) decide(c Call, p *probe, names []byte, now time.Time, g *grant
 	return d, ask
 }
 
+// invalid refuses and books a call without a tool name.
 func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
-	d := Decision{
-		Verdict: Abort,
-		Reason:  ReasonInvalidCall,
-		Err:     invalidCallError("the call has no tool name"),
-	}
-	d.Message = invalidMessage()
+	d := Decision{Verdict: Abort, Reason: ReasonInvalidCall, Message: invalidMessage(),
+		Err: invalidCallError("the call has no tool name")}
 	now := t.cfg.now()
 	evs := events{on: t.cfg.hooked}
 	t.mu.Lock()
@@ -501,18 +498,14 @@ func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
 	return d
 }
 
-// decideLocked runs the rules in order and books the decision.
-// names is the call's purpose when it has no query (see inspect). A call
-// that needs the Store and has no grant yet is booked only when a local
-// rule refuses it: otherwise nothing is booked and ask is true (ask the
-// Store, then decide again with its grant).
+// decideLocked decides a call by the budget, the Store's grant g and the
+// loop rules, in order, and books the decision. A call that needs the
+// Store and has no grant yet is booked only when refused: otherwise ask is
+// true (ask the Store, then decide again with its grant). names is the
+// call's purpose when it has no query (see inspect).
 func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g *grant, evs *events) (d Decision, ask bool) {
 	ts := &t.turn
-	ks := &p.s.ks
-	var slot int32
-	*ks, slot = ts.keyState(p.key)
-	t.probeLocked(p, ks)
-
+	slot := t.probeLocked(p)
 	from := ts.phase
 	d, fired := t.budgetLocked(p.round)
 	if !fired {
@@ -524,47 +517,64 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g 
 	if !fired && g == nil && len(p.rule.counters) > 0 {
 		return Decision{}, true
 	}
-	t.phaseLocked(&d, p)
-
-	seq := t.appendLocked(c, p.args, t.descLocked(p, names), p.round, now, d)
-	if !fired {
-		t.reserveLocked(c, p, seq, now)
-		if g != nil {
-			ts.pending[len(ts.pending)-1].resID = g.id
-			ts.pending[len(ts.pending)-1].resLocal = g.local
-		}
-	} else {
-		ts.skipped++
-		p.tool.skip(d.Reason)
+	if d.Reason != ReasonBudget {
+		d.Phase = ts.phase // a refusal by the budget is PhaseExhausted
 	}
-	if slot >= 0 || ks.count > 0 || ks.seen {
-		slot = ts.storeKey(p.key, slot, *ks)
+	if d.Verdict == Abort && ts.stop.reason == ReasonNone {
+		ts.stop = stop{reason: d.Reason, tool: p.rule}
 	}
-	if !fired {
-		ts.pending[len(ts.pending)-1].slot = slot
-	}
-	if !evs.on {
-		return d, false
-	}
-	evs.add(Event{Kind: EventDecision, Seq: seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, Decision: d, Phase: d.Phase})
-	t.phaseEvent(evs, c, seq, from)
+	t.bookLocked(c, p, names, now, slot, d, g)
+	evs.add(Event{Kind: EventDecision, Seq: p.seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, Decision: d, Phase: d.Phase})
+	t.phaseEvent(evs, c, p.seq, from)
 	return d, false
 }
 
-// phaseLocked sets the decision's phase, and the turn's stop when the
-// decision is its first Abort.
-func (t *Tracker) phaseLocked(d *Decision, p *probe) {
+// probeLocked sets what the rules read of the turn in p and returns the
+// slot of its key's state in turnState.slab (-1: none yet). p.ks is a copy
+// of that state, which bookLocked stores back.
+func (t *Tracker) probeLocked(p *probe) int32 {
 	ts := &t.turn
-	d.Phase = ts.phase
-	if d.Verdict != Abort {
+	var slot int32
+	p.s.ks, slot = ts.keyState(p.key)
+	p.turn, p.ks = t.turnTool(p.tool), &p.s.ks
+	p.turnNo, p.changes, p.used = t.turnNo, ts.changes, ts.used
+	return slot
+}
+
+// bookLocked books the decision d of the call p: its ledger entry, and its
+// skip or, when allowed, its budget unit, counters, the rules' state and
+// its pending call (holding g's reservation, if any).
+func (t *Tracker) bookLocked(c Call, p *probe, names []byte, now time.Time, slot int32, d Decision, g *grant) {
+	ts := &t.turn
+	p.seq = t.appendLocked(c, p.args, t.descLocked(p, names), p.round, now, d)
+	if d.Verdict != Allow {
+		ts.skipped++
+		p.tool.skip(d.Reason)
+		if slot >= 0 {
+			ts.storeKey(p.key, slot, *p.ks)
+		}
 		return
 	}
-	if d.Reason == ReasonBudget {
-		d.Phase = PhaseExhausted
+	ts.hold(p.round)
+	p.turn.stats.reserved++
+	p.tool.session.reserved++
+	for _, r := range t.rules() {
+		r.allowed(p)
 	}
-	if ts.stop.reason == ReasonNone {
-		ts.stop = stop{reason: d.Reason, tool: p.rule}
+	if len(ts.pending) >= maxPending {
+		// The oldest pending call is given up: its key may be forgotten.
+		if old := ts.pending[0]; old.slot >= 0 && int(old.slot) < len(ts.slab) {
+			ts.slab[old.slot].pending--
+		}
+		t.dropLocked(ts.pending[:1])
+		ts.pending = append(ts.pending[:0], ts.pending[1:]...)
 	}
+	pc := pendingCall{seq: p.seq, id: c.ID, key: p.key, tool: p.tool, round: p.round, at: now, args: c.Args}
+	if g != nil {
+		pc.resID, pc.resLocal = g.id, g.local
+	}
+	pc.slot = ts.storeKey(p.key, slot, *p.ks)
+	ts.pending = append(ts.pending, pc)
 }
 
 // descLocked returns the ledger's description of a call: its tool and
@@ -587,57 +597,6 @@ func (t *Tracker) descLocked(p *probe, names []byte) *callDesc {
 		p.rule.desc.Store(d)
 	}
 	return d
-}
-
-// budgetLocked refuses a call when the turn budget is used up.
-func (t *Tracker) budgetLocked(round uint64) (Decision, bool) {
-	ts := &t.turn
-	if !t.budgetSpentLocked(round) {
-		return Decision{}, false
-	}
-	if ts.phase >= PhaseWindDown {
-		return t.budgetDecision(ts.used), true
-	}
-	return t.budgetDecision(ts.reserved), true
-}
-
-// budgetSpentLocked reports whether the turn budget refuses a call of
-// round: from the wind-down on, or when allowed calls hold every unit (a
-// round that holds its unit under unitRounds may go on).
-func (t *Tracker) budgetSpentLocked(round uint64) bool {
-	ts := &t.turn
-	max := t.cfg.maxCalls
-	switch {
-	case max <= 0:
-		return false
-	case ts.phase >= PhaseWindDown:
-		return true
-	case t.cfg.unit == unitRounds && ts.rounds.open[round] != nil:
-		return false // the round already holds its unit
-	}
-	return ts.reserved >= max
-}
-
-func (t *Tracker) budgetDecision(used int) Decision {
-	if t.turn.phase >= PhaseWindDown {
-		// A call asked for after the wind-down exhausts the turn; a parallel
-		// call that would overrun the budget leaves the phase as it is.
-		t.turn.phase = PhaseExhausted
-	}
-	err := &BudgetError{Used: used, Limit: t.cfg.maxCalls, Unit: t.cfg.unit.String()}
-	return Decision{
-		Verdict: Abort,
-		Reason:  ReasonBudget,
-		Message: budgetMessage(t.cfg.maxCalls, t.cfg.unit),
-		Err:     err,
-	}
-}
-
-// probeLocked sets what the rules read of the turn in the probe: ks is
-// the key's state, which the caller stores back.
-func (t *Tracker) probeLocked(p *probe, ks *keyState) {
-	p.turn, p.ks = t.turnTool(p.tool), ks
-	p.turnNo, p.changes, p.used = t.turnNo, t.turn.changes, t.turn.used
 }
 
 // rulesLocked decides a call by the loop rules: the hinted call again
@@ -675,39 +634,6 @@ func (t *Tracker) escalate(p *probe, f firing) (d Decision, ok bool) {
 	return d, true
 }
 
-// reserveLocked books an allowed call: budget slot, counters, the rules'
-// state, the pending call.
-func (t *Tracker) reserveLocked(c Call, p *probe, seq uint64, now time.Time) {
-	ts := &t.turn
-	round := p.round
-	if t.cfg.unit == unitRounds {
-		rs := ts.rounds.open[round]
-		if rs == nil {
-			rs = &roundState{}
-			ts.rounds.open[round] = rs
-			ts.reserved++
-		}
-		rs.pending++
-	} else {
-		ts.reserved++
-	}
-	p.turn.stats.reserved++
-	p.tool.session.reserved++
-	p.seq = seq
-	for _, r := range t.rules() {
-		r.allowed(p)
-	}
-	if len(ts.pending) >= maxPending {
-		// The oldest pending call is given up: its key may be forgotten.
-		if old := ts.pending[0]; old.slot >= 0 && int(old.slot) < len(ts.slab) {
-			ts.slab[old.slot].pending--
-		}
-		t.dropLocked(ts.pending[:1])
-		ts.pending = append(ts.pending[:0], ts.pending[1:]...)
-	}
-	ts.pending = append(ts.pending, pendingCall{seq: seq, id: c.ID, key: p.key, tool: p.tool, round: round, at: now, args: c.Args})
-}
-
 // Record books the outcome of a call that ShouldSkip allowed and returns
 // the turn's phase after it: PhaseNudge from the call at NudgeRatio of the
 // budget, PhaseWindDown from the last call of the budget. A call that was
@@ -734,20 +660,18 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	if o.Cancelled {
 		return t.cancel(ctx, c)
 	}
-	failed := o.Err != nil
-	var digest, sig Hash
-	var shape string
+	out := outcome{failed: o.Err != nil}
 	sc := getScratch() // a failure's arguments are scanned once for their shape and key
 	defer sc.release()
 	res := o.Result
-	if failed {
+	if out.failed {
 		if res = o.Err.Error(); res == "" {
 			res = o.Result
 		}
 	}
 	// A search tool's query echoed back is no news (echo.go).
 	search := t.tool(c.Tool).rule.search
-	scanned := failed || search
+	scanned := out.failed || search
 	if scanned {
 		sc.scan.Scan(c.Args)
 	}
@@ -756,17 +680,15 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 			res = unechoed(res, q)
 		}
 	}
-	if failed {
-		sig = Hash(canon.DigestError(res))
-		shape = sc.scan.Shape()
+	if out.failed {
+		out.sig, out.shape = Hash(canon.DigestError(res)), sc.scan.Shape()
 	} else {
-		digest = Hash(canon.DigestResult(res))
+		out.digest = Hash(canon.DigestResult(res))
 	}
 	now := t.cfg.now()
-
 	evs := events{on: t.cfg.hooked}
 	t.mu.Lock()
-	sc.out = outcome{failed: failed, digest: digest, sig: sig, shape: shape}
+	sc.out = out
 	phase, pc := t.recordLocked(c, o, t.keyLocked(c, sc, scanned), sc, now, &evs)
 	t.mu.Unlock()
 	if pc.resID != "" {
@@ -776,75 +698,46 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	return phase
 }
 
-// keyLocked returns the key of c. The key was computed in ShouldSkip: it
-// is reused when a pending call of the tool (with the call's id, if it has
-// one) has the same arguments. Otherwise the arguments are hashed (scanned
-// into sc first unless scanned), with t.mu released meanwhile.
-func (t *Tracker) keyLocked(c Call, sc *scratch, scanned bool) callKey {
-	if key, ok := t.turn.keyOf(c); ok {
-		return key
-	}
-	t.mu.Unlock()
-	defer t.mu.Lock()
-	r := t.tool(c.Tool).rule
-	if !scanned {
-		sc.scan.Scan(c.Args)
-	}
-	return callKey{r.name, Hash(sc.scan.Hash(r.ignore))}
-}
-
-// takeLocked takes the pending call that a Record (or cancel) of c with
-// key completes; stale says it was allowed in an earlier turn. A call id
-// names one call: the call of this turn with that id, else the call of an
-// earlier turn with it, and only then an id-less call of this turn with
-// the same key. A late Record never completes a call of the new turn that
-// is not its own.
-func (t *Tracker) takeLocked(c Call, key callKey) (pc pendingCall, stale, ok bool) {
-	ts := &t.turn
-	pc, ok = ts.takePending(c.ID, c.Tool, key, false)
-	if !ok && (c.ID == "" || findPending(t.stale, c.ID, c.Tool, key, false) < 0) {
-		pc, ok = ts.takePending(c.ID, c.Tool, key, true)
-	}
-	if ok {
-		return pc, false, true
-	}
-	pc, ok = takeFrom(&t.stale, c.ID, c.Tool, key, true)
-	return pc, ok, ok
-}
-
-// recordLocked books the outcome sc.out of the call c, whose key is key.
+// recordLocked books the outcome sc.out of the call c, whose key is key,
+// and returns its pending call. A call allowed in an earlier turn has only
+// its ledger entry updated.
 func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now time.Time, evs *events) (Phase, pendingCall) {
 	ts := &t.turn
-	failed := sc.out.failed
-	pc, stale, ok := t.takeLocked(c, key)
-	if stale {
-		turn := t.finishEntry(pc.seq, pc.at, o, failed, false, now)
-		evs.add(Event{Kind: EventRecord, Seq: pc.seq, Turn: turn, CallID: c.ID, Tool: c.Tool,
-			Failed: failed, Duration: now.Sub(pc.at), Phase: ts.phase})
-		return ts.phase, pc
-	}
-	if !ok {
-		pc = t.allowUncheckedLocked(c, key, now)
-	}
-
-	entry := pc.tool // found in ShouldSkip: not looked up again
-	r := entry.rule
-	tool := t.turnTool(entry)
-	st := &entry.session
-	p := &sc.p
-	*p = probe{tool: entry, rule: r, key: key, round: pc.round, turn: tool, ks: &ts.slab[pc.slot], turnNo: t.turnNo, changes: ts.changes, s: sc}
 	out := &sc.out
-	out.seq = pc.seq
+	from := ts.phase
+	pc, stale, ok := t.takeLocked(c, key)
+	if !stale {
+		if !ok {
+			pc = t.allowUncheckedLocked(c, now)
+		}
+		t.outcomeLocked(c, pc, key, sc)
+	}
+	turn := t.finishEntry(pc.seq, pc.at, o, out.failed, out.progress, now)
+	if !stale {
+		turn = t.turnNo
+	}
+	evs.add(Event{Kind: EventRecord, Seq: pc.seq, Turn: turn, CallID: c.ID, Tool: c.Tool,
+		Failed: out.failed, NewResult: out.progress, Duration: now.Sub(pc.at), Phase: ts.phase})
+	t.phaseEvent(evs, c, pc.seq, from)
+	return ts.phase, pc
+}
 
+// outcomeLocked books the outcome sc.out of the pending call pc of the
+// turn for the rules, the counters and the budget.
+func (t *Tracker) outcomeLocked(c Call, pc pendingCall, key callKey, sc *scratch) {
+	ts := &t.turn
+	p, out := &sc.p, &sc.out
+	*p = probe{tool: pc.tool, rule: pc.tool.rule, key: key, round: pc.round, turn: t.turnTool(pc.tool),
+		ks: &ts.slab[pc.slot], turnNo: t.turnNo, changes: ts.changes, s: sc}
+	out.seq = pc.seq
 	// Progress: the key is new to the turn or its result (for a failure,
 	// its error output) changed. A success that made progress may have
 	// changed the world unless its tool is read-only or its arguments are
 	// blank (noop.go).
 	out.progress = t.repeats.progress(p, out)
-	progress := out.progress
-	if progress {
+	if out.progress {
 		ts.esc.forget(key)
-		if !failed && !r.readOnly && !blankArgs(c.Args) {
+		if !out.failed && !p.rule.readOnly && !blankArgs(c.Args) {
 			ts.changes++
 			out.changed = true
 		}
@@ -853,26 +746,14 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now 
 	for _, d := range t.rules() {
 		d.recorded(p, out)
 	}
-
-	// Statistics.
-	tool.stats.finish(failed, progress)
-	st.finish(failed, progress)
-	if failed {
+	p.turn.stats.finish(out.failed, out.progress)
+	pc.tool.session.finish(out.failed, out.progress)
+	if out.failed {
 		ts.failed++
-	} else if progress {
+	} else if out.progress {
 		ts.newResults++
 	}
-
-	from := ts.phase
 	t.spendLocked(pc.round)
-	t.finishEntry(pc.seq, pc.at, o, failed, progress, now)
-	if !evs.on {
-		return ts.phase, pc
-	}
-	evs.add(Event{Kind: EventRecord, Seq: pc.seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool,
-		Failed: failed, NewResult: progress, Duration: now.Sub(pc.at), Phase: ts.phase})
-	t.phaseEvent(evs, c, pc.seq, from)
-	return ts.phase, pc
 }
 
 // phaseEvent adds the event of the phase change the call c (entry seq)
@@ -880,55 +761,6 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now 
 func (t *Tracker) phaseEvent(evs *events, c Call, seq uint64, from Phase) {
 	if t.turn.phase != from {
 		evs.add(Event{Kind: EventPhase, Seq: seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, From: from, Phase: t.turn.phase})
-	}
-}
-
-// allowUncheckedLocked books a call recorded without being checked as
-// allowed, so that the turn stays exact, and returns its pending call.
-func (t *Tracker) allowUncheckedLocked(c Call, key callKey, now time.Time) pendingCall {
-	ts := &t.turn
-	var buf [128]byte
-	p, names := t.inspect(c, buf[:0])
-	defer p.done()
-	p.round = t.round.Add(1)
-	ks := &p.s.ks
-	var slot int32
-	*ks, slot = ts.keyState(key)
-	t.probeLocked(p, ks)
-	seq := t.appendLocked(c, p.args, t.descLocked(p, names), p.round, now, Decision{Phase: ts.phase})
-	t.reserveLocked(c, p, seq, now)
-	ts.pending[len(ts.pending)-1].slot = ts.storeKey(key, slot, *ks)
-	pc, _ := ts.takePending(c.ID, c.Tool, key, true)
-	return pc
-}
-
-// spendLocked books the budget unit a recorded call of round used, and
-// moves the turn's phase: PhaseNudge at NudgeRatio of the budget,
-// PhaseWindDown at its end.
-func (t *Tracker) spendLocked(round uint64) {
-	ts := &t.turn
-	if t.cfg.unit == unitRounds {
-		rs := ts.rounds.open[round]
-		if rs == nil {
-			return
-		}
-		counted := !rs.used
-		rs.used = true
-		if rs.pending--; rs.pending == 0 {
-			ts.rounds.finish(round)
-		}
-		if !counted {
-			return // the round's unit is used already
-		}
-	}
-	ts.used++
-	if limit := t.cfg.maxCalls; limit > 0 {
-		switch {
-		case ts.used >= limit:
-			ts.phase = max(ts.phase, PhaseWindDown)
-		case t.cfg.nudgeAt > 0 && ts.used >= t.cfg.nudgeAt:
-			ts.phase = max(ts.phase, PhaseNudge)
-		}
 	}
 }
 
@@ -947,14 +779,8 @@ func (t *Tracker) finishEntry(seq uint64, at time.Time, o Outcome, failed, progr
 
 // appendLocked adds the ledger entry of a checked call and returns its Seq.
 func (t *Tracker) appendLocked(c Call, args Hash, desc *callDesc, round uint64, now time.Time, d Decision) uint64 {
-	e := ledgerEntry{
-		callID:   c.ID,
-		desc:     desc,
-		argsHash: args,
-		verdict:  uint8(d.Verdict),
-		reason:   uint8(d.Reason),
-		phase:    uint8(d.Phase),
-	}
+	e := ledgerEntry{callID: c.ID, desc: desc, argsHash: args,
+		verdict: uint8(d.Verdict), reason: uint8(d.Reason), phase: uint8(d.Phase)}
 	var raw rawEntry
 	if t.cfg.keepRaw && len(c.Args) > 0 {
 		raw.args = append(json.RawMessage(nil), c.Args...)
@@ -979,67 +805,18 @@ func (t *Tracker) Reset() {
 	for _, r := range t.rules() {
 		r.endTurn(t.turnNo)
 	}
-	t.clearToolTurnsLocked()
+	// A tool never called again keeps no turn state (its search queries,
+	// up to a megabyte and more) over the session.
+	t.toolMu.Lock()
+	for _, e := range t.tools {
+		e.clearTurn(0)
+	}
+	t.toolMu.Unlock()
 	t.turnNo++
 	t.turn.reset()
 	orphans := t.takeOrphansLocked()
 	t.mu.Unlock()
 	t.settleOrphansAlone(orphans)
-}
-
-// settleOrphansAlone settles orphans outside a call (Reset, Release), with
-// their own events.
-func (t *Tracker) settleOrphansAlone(orphans []pendingCall) {
-	if len(orphans) > 0 {
-		evs := events{on: t.cfg.hooked}
-		ctx := context.Background()
-		t.settleOrphans(ctx, orphans, &evs)
-		t.emit(ctx, &evs)
-	}
-}
-
-// clearToolTurnsLocked drops the per-turn state of the tools, so that a
-// tool never called again does not keep it (its search queries, up to a
-// megabyte and more) for the session.
-func (t *Tracker) clearToolTurnsLocked() {
-	t.toolMu.Lock()
-	defer t.toolMu.Unlock()
-	for _, e := range t.tools {
-		e.clearTurn(0)
-	}
-}
-
-// dropLocked forgets pending calls that were never recorded, keeping those
-// that hold a Store reservation in t.orphans.
-func (t *Tracker) dropLocked(pcs []pendingCall) {
-	for _, pc := range pcs {
-		if pc.resID != "" {
-			t.orphans = append(t.orphans, pendingCall{resID: pc.resID, resLocal: pc.resLocal, id: pc.id, key: pc.key, tool: pc.tool})
-		}
-	}
-}
-
-func (t *Tracker) takeOrphansLocked() []pendingCall {
-	if len(t.orphans) == 0 {
-		return nil
-	}
-	orphans := t.orphans
-	t.orphans = nil
-	return orphans
-}
-
-// settleOrphans commits the reservations of dropped calls, outside the
-// lock: they were allowed, and an allowed call counts against its quotas
-// whether or not it is ever recorded.
-func (t *Tracker) settleOrphans(ctx context.Context, orphans []pendingCall, evs *events) {
-	if len(orphans) == 0 {
-		return
-	}
-	hs := make([]held, len(orphans))
-	for i, pc := range orphans {
-		hs[i] = pc.held()
-	}
-	t.settle(ctx, Call{ID: orphans[0].id, Tool: orphans[0].tool.rule.name}, hs, true, evs)
 }
 
 // Ledger returns a copy of the entries in order, at most Policy.LedgerSize

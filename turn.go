@@ -1,11 +1,6 @@
 package toolguard
 
-import (
-	"bytes"
-	"time"
-
-	"github.com/toolguard/toolguard/internal/canon"
-)
+import "github.com/toolguard/toolguard/internal/canon"
 
 // callKey identifies identical calls: the same tool with arguments of the
 // same canonical hash.
@@ -157,93 +152,6 @@ func (s *toolStats) finish(failed, progress bool) {
 	}
 }
 
-// pendingCall is an allowed call waiting for its Record.
-type pendingCall struct {
-	resID    string // the Store reservation, if any
-	resLocal bool   // held in the local fallback store (FailOpen)
-	seq      uint64
-	id       string
-	key      callKey
-	tool     *toolEntry
-	slot     int32 // of the key's state in turnState.slab
-	round    uint64
-	at       time.Time
-	// args is the caller's arguments slice (not a copy), so that Record can
-	// recognize the same arguments and skip hashing them again. It is
-	// dropped with the pending call.
-	args []byte
-}
-
-// held returns the Store reservation the call holds.
-func (pc *pendingCall) held() held {
-	return heldBy(&grant{id: pc.resID, local: pc.resLocal}, pc.tool)
-}
-
-// findPending returns the index of the pending call that a Record of (id,
-// key) completes: the one with that id (of those, when a harness reused
-// the id, the one with that key first), else, when byKey is set, the
-// oldest with that key and no other id.
-func findPending(ps []pendingCall, id, tool string, key callKey, byKey bool) int {
-	if id != "" {
-		// A reused id: the call with the id and the key first.
-		first := -1
-		for i := range ps {
-			if ps[i].id == id && ps[i].tool.rule.name == tool {
-				if ps[i].key == key {
-					return i
-				}
-				if first < 0 {
-					first = i
-				}
-			}
-		}
-		if first >= 0 {
-			return first
-		}
-	}
-	if byKey {
-		for i := range ps {
-			if ps[i].key == key && (id == "" || ps[i].id == "") {
-				return i
-			}
-		}
-	}
-	return -1
-}
-
-type roundState struct {
-	pending int  // calls of the round allowed and not yet recorded
-	used    bool // the round's budget unit is used
-}
-
-// roundBook is what the turn budget knows of the turn's rounds
-// (unitRounds only).
-type roundBook struct {
-	open map[uint64]*roundState
-	// finished are the rounds whose calls were all recorded, oldest first:
-	// their state is kept (a WithRound context may check more calls one
-	// after another) until maxFinishedRounds later rounds finished.
-	finished []uint64
-}
-
-// maxFinishedRounds bounds the finished rounds a turn remembers.
-const maxFinishedRounds = 64
-
-// finish remembers that the calls of round were all recorded and forgets
-// the oldest finished round past maxFinishedRounds (unless new calls of it
-// are pending again).
-func (b *roundBook) finish(round uint64) {
-	b.finished = append(b.finished, round)
-	if len(b.finished) <= maxFinishedRounds {
-		return
-	}
-	old := b.finished[0]
-	b.finished = append(b.finished[:0], b.finished[1:]...)
-	if rs := b.open[old]; rs != nil && rs.pending <= 0 {
-		delete(b.open, old)
-	}
-}
-
 // turnState is everything Reset clears.
 type turnState struct {
 	phase Phase
@@ -376,38 +284,6 @@ func (ts *turnState) evict() int32 {
 			return i
 		}
 	}
-}
-
-// keyOf returns the key of a pending call of c's tool, with c's id if it
-// has one, whose arguments are c's bytes: Record then need not hash them
-// again.
-func (ts *turnState) keyOf(c Call) (callKey, bool) {
-	for i := len(ts.pending) - 1; i >= 0; i-- {
-		p := &ts.pending[i]
-		if p.tool.rule.name == c.Tool && (c.ID == "" || p.id == c.ID) && bytes.Equal(p.args, c.Args) {
-			return p.key, true
-		}
-	}
-	return callKey{}, false
-}
-
-// takeFrom removes from ps the pending call that findPending finds.
-func takeFrom(ps *[]pendingCall, id, tool string, key callKey, byKey bool) (pendingCall, bool) {
-	i := findPending(*ps, id, tool, key, byKey)
-	if i < 0 {
-		return pendingCall{}, false
-	}
-	pc := (*ps)[i]
-	*ps = append((*ps)[:i], (*ps)[i+1:]...)
-	return pc, true
-}
-
-func (ts *turnState) takePending(id, tool string, key callKey, byKey bool) (pendingCall, bool) {
-	pc, ok := takeFrom(&ts.pending, id, tool, key, byKey)
-	if len(ts.pending) == 0 {
-		ts.pending = nil // an idle session holds no buffer for its calls
-	}
-	return pc, ok
 }
 
 // appendBounded appends it to s, growing s to at most size elements.
