@@ -1,6 +1,7 @@
 package toolguard
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -142,9 +143,7 @@ func (t *Tracker) initRules() {
 	t.revisits = revisits{}
 }
 
-// rules returns the loop rules in the order they run: per-turn limit and
-// session quota, identical calls, similar queries, reworded calls, repeated
-// failures, cycles, revisits, the window, failures across tools.
+// rules returns the loop rules in the order they run.
 func (t *Tracker) rules() [9]detector {
 	return [...]detector{&t.limits, &t.repeats, &t.similar, &t.reworded, &t.failures, &t.cycles, &t.revisits, &t.churn, &t.streak}
 }
@@ -170,8 +169,7 @@ func (e *toolEntry) skip(r Reason) {
 	e.skips.turn[r]++
 }
 
-// clearTurn drops the tool's state of an earlier turn and starts that of
-// turn n.
+// clearTurn starts the tool's state of turn n.
 func (e *toolEntry) clearTurn(n int) {
 	e.turn = toolState{turn: int32(n)}
 	if e.skips != nil {
@@ -182,7 +180,7 @@ func (e *toolEntry) clearTurn(n int) {
 // inTurn reports whether the tool's turn state is that of the turn n.
 func (e *toolEntry) inTurn(n int) bool { return e.turn.turn == int32(n) }
 
-// findTool returns the entry of a tool, or nil. t.toolMu must be held.
+// findTool returns the entry of a tool, or nil. t.toolMu is held.
 func (t *Tracker) findTool(name string) *toolEntry {
 	if t.toolIndex != nil {
 		return t.toolIndex[name]
@@ -324,14 +322,11 @@ type probe struct {
 	turn    *toolState // the tool's state in the turn
 	ks      *keyState  // the key's state in the turn
 	turnNo  int
-	changes uint32  // turnState.changes
-	used    int     // budget units used in the turn
-	seq     uint64  // the call's ledger entry, once allowed
-	held    *simKey // the query's key the similar rule keeps, once allowed
-	// s holds the probe, and the one scan of the arguments until the call
-	// is decided: the failure rule reads the call's shape from it when it
-	// needs it.
-	s *scratch
+	changes uint32   // turnState.changes
+	used    int      // budget units used in the turn
+	seq     uint64   // the call's ledger entry, once allowed
+	held    *simKey  // the query's key the similar rule keeps, once allowed
+	s       *scratch // holds the probe and the scan of the arguments until the call is decided
 }
 
 // shape returns the shape of the call's arguments (see canon.Args.Shape).
@@ -342,8 +337,7 @@ func (p *probe) done() { p.s.release() }
 
 // inspect derives the probe of a call from one scan of its arguments (kept
 // until p.done) and, when it has no query, appends the call's purpose (its
-// argument names) to buf. The purpose is returned apart from the probe, whose strings outlive
-// the call, so that buf can stay on the caller's stack.
+// argument names) to buf, which can stay on the caller's stack.
 func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
 	sc := getScratch()
 	p := &sc.p
@@ -354,8 +348,6 @@ func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
 	p.args = Hash(s.Hash(p.rule.ignore))
 	p.key = callKey{p.rule.name, p.args}
 	if p.rule.search {
-		// The query is read as far as redactSecrets and normalizeQuery
-		// read it, not copied whole.
 		if k, q, ok := s.StringArg(queryKeys, redactMaxBytes); ok {
 			p.query = normalizeQuery(q)
 			if r := redactSecrets(q); r != q {
@@ -384,8 +376,7 @@ func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
 }
 
 // maxInspect is the size above which arguments are hashed but not read for
-// a URL or argument names: the ledger describes them by size, and the
-// window's fetch rule does not see them.
+// a URL or argument names.
 const maxInspect = canon.InspectMax
 
 // queryKeys are the argument keys a search query is taken from, in order.
@@ -581,11 +572,8 @@ func (t *Tracker) bookLocked(c Call, p *probe, names []byte, now time.Time, slot
 // purpose, its query or else the names of its arguments (names), with
 // secrets redacted.
 func (t *Tracker) descLocked(p *probe, names []byte) *callDesc {
-	switch {
-	case p.purpose != "":
-		return &callDesc{rule: p.rule, purpose: p.purpose}
-	case p.query != "":
-		return &callDesc{rule: p.rule, purpose: p.query}
+	if p.purpose != "" || p.query != "" {
+		return &callDesc{rule: p.rule, purpose: cmp.Or(p.purpose, p.query)}
 	}
 	// Most calls of a tool name the same arguments as its last call: they
 	// share its description, in every session.
@@ -756,8 +744,7 @@ func (t *Tracker) outcomeLocked(c Call, pc pendingCall, key callKey, sc *scratch
 	t.spendLocked(pc.round)
 }
 
-// phaseEvent adds the event of the phase change the call c (entry seq)
-// made, if it made one.
+// phaseEvent adds the event of the phase change the call c made, if any.
 func (t *Tracker) phaseEvent(evs *events, c Call, seq uint64, from Phase) {
 	if t.turn.phase != from {
 		evs.add(Event{Kind: EventPhase, Seq: seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, From: from, Phase: t.turn.phase})
