@@ -18,9 +18,7 @@ type pendingCall struct {
 	slot     int32 // of the key's state in turnState.slab
 	round    uint64
 	at       time.Time
-	// args is the caller's arguments slice (not a copy), so that Record can
-	// recognize the same arguments and skip hashing them again.
-	args []byte
+	args     []byte // the caller's slice, not a copy: see keyLocked
 }
 
 // held returns the Store reservation the call holds.
@@ -94,8 +92,8 @@ func (t *Tracker) takeLocked(c Call, key callKey) (pc pendingCall, stale, ok boo
 	return takeAt(ps, i), stale, true
 }
 
-// takeAt removes the pending call i from ps. An idle session holds no
-// buffer for its calls.
+// takeAt removes the pending call i from ps (nil once empty: an idle
+// session holds no buffer).
 func takeAt(ps *[]pendingCall, i int) pendingCall {
 	pc := (*ps)[i]
 	if *ps = slices.Delete(*ps, i, i+1); len(*ps) == 0 {
@@ -115,14 +113,10 @@ func (t *Tracker) allowUncheckedLocked(c Call, now time.Time) pendingCall {
 	return takeAt(&t.turn.pending, len(t.turn.pending)-1)
 }
 
-// cancel releases the pending call c that its caller gave up on
-// (Outcome.Cancelled) and returns the turn's phase. The call has no
-// result, so nothing is booked: what ShouldSkip took for it is given back
-// (its budget unit, its per-turn and session counts, its place in the
-// repeat count and in the rolling window, its Store reservation, released
-// rather than committed), and no rule sees an outcome. As far as the guard
-// knows the call did not run. The ledger entry stays pending (Entry.Done
-// false). A call never checked, or already recorded, is ignored.
+// cancel releases the pending call c that its caller gave up on and
+// returns the turn's phase (see Outcome.Cancelled): what ShouldSkip took for
+// it is given back, its place in the repeat count and the window included.
+// A call never checked, or already recorded, is ignored.
 func (t *Tracker) cancel(ctx context.Context, c Call) Phase {
 	sc := getScratch()
 	defer sc.release()

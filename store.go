@@ -36,19 +36,18 @@ type grant struct {
 	local bool  // the store failed and the policy fails open: id is held in cfg.fallback
 }
 
-// reserve asks the Store, outside the lock, for the shared counters of
-// calls (one round's calls that the local rules allow, in order) in one
-// operation; rules[i] is the rule of calls[i]. A failure is reported for
-// calls[0].
-func (t *Tracker) reserve(ctx context.Context, calls []Call, rules []*toolRule, evs *events) []*grant {
-	rs := make([]store.Reservation, len(calls))
-	for i := range calls {
+// reserve asks the Store, outside the lock, in one operation, for the
+// shared counters of calls of the rules (one round's calls that the local
+// rules allow, in order). A failure is reported for c.
+func (t *Tracker) reserve(ctx context.Context, c Call, rules []*toolRule, evs *events) []*grant {
+	rs := make([]store.Reservation, len(rules))
+	for i := range rules {
 		var id [16]byte
 		_, _ = rand.Read(id[:])
 		rs[i] = store.Reservation{ID: hex.EncodeToString(id[:]), Counters: rules[i].counters, TTL: t.cfg.ttl}
 	}
 	var gs []store.Grant
-	err := t.storeOp(ctx, calls[0], "reserve", evs, func(ctx context.Context) error {
+	err := t.storeOp(ctx, c, "reserve", evs, func(ctx context.Context) error {
 		var err error
 		gs, err = t.cfg.store.Reserve(ctx, rs)
 		if err == nil && len(gs) != len(rs) {

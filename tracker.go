@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -64,10 +63,9 @@ type Tracker struct {
 	cfg   *config       // shared with the other Trackers of a Sessions
 	round atomic.Uint64 // the last round handed out
 
-	// tools are the session's tools in the order of their first call (at
-	// most maxTools), indexed by name in toolIndex once there are more
-	// than a few. toolMu guards both: tools are looked up before t.mu is
-	// taken.
+	// tools are the session's tools (at most maxTools), indexed by name in
+	// toolIndex past maxToolScan. toolMu guards both: tools are looked up
+	// before t.mu is taken.
 	toolMu    sync.Mutex
 	released  atomic.Bool // by Sessions.Release: the Tracker must not be used
 	tools     []*toolEntry
@@ -180,19 +178,6 @@ func (e *toolEntry) clearTurn(n int) {
 // inTurn reports whether the tool's turn state is that of the turn n.
 func (e *toolEntry) inTurn(n int) bool { return e.turn.turn == int32(n) }
 
-// findTool returns the entry of a tool, or nil. t.toolMu is held.
-func (t *Tracker) findTool(name string) *toolEntry {
-	if t.toolIndex != nil {
-		return t.toolIndex[name]
-	}
-	for _, e := range t.tools {
-		if e.rule.name == name {
-			return e
-		}
-	}
-	return nil
-}
-
 // tool returns the entry of a tool, resolving its policy the first time.
 // Past maxTools tools in one session, a new name gets a fresh entry each
 // time: its calls still count against the budget and shared quotas and are
@@ -201,7 +186,13 @@ func (t *Tracker) findTool(name string) *toolEntry {
 func (t *Tracker) tool(name string) *toolEntry {
 	t.toolMu.Lock()
 	defer t.toolMu.Unlock()
-	if e := t.findTool(name); e != nil {
+	if t.toolIndex == nil {
+		for _, e := range t.tools {
+			if e.rule.name == name {
+				return e
+			}
+		}
+	} else if e := t.toolIndex[name]; e != nil {
 		return e
 	}
 	e := &toolEntry{rule: t.cfg.rule(name)}
@@ -240,7 +231,7 @@ func (t *Tracker) toolsWhere(keep func(*toolEntry) bool) []*toolEntry {
 		}
 	}
 	t.toolMu.Unlock()
-	sort.Slice(es, func(i, j int) bool { return es[i].rule.name < es[j].rule.name })
+	slices.SortFunc(es, func(a, b *toolEntry) int { return cmp.Compare(a.rule.name, b.rule.name) })
 	return es
 }
 
@@ -424,21 +415,21 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds
 		ds[i] = d
 	}
 	if len(wait) > 0 {
-		asked := make([]Call, len(wait))
+		first := calls[wait[0].i]
 		rules := make([]*toolRule, len(wait))
 		for k, w := range wait {
-			asked[k], rules[k] = calls[w.i], w.p.rule
+			rules[k] = w.p.rule
 		}
 		var refused []held
-		for k, g := range t.reserve(ctx, asked, rules, &evs) {
+		for k, g := range t.reserve(ctx, first, rules, &evs) {
 			w := &wait[k]
 			if len(refused) > 0 && g.err == nil && !g.g.OK {
 				// The units of an earlier call of the round, refused after
 				// all, may be what the Store refused this one for: return
 				// them and ask again.
-				t.settle(ctx, asked[0], refused, false, &evs)
+				t.settle(ctx, first, refused, false, &evs)
 				refused = nil
-				g = t.reserve(ctx, asked[k:k+1], rules[k:k+1], &evs)[0]
+				g = t.reserve(ctx, calls[w.i], rules[k:k+1], &evs)[0]
 			}
 			ds[w.i], _ = t.decide(calls[w.i], w.p, w.names, now, g, &evs, &orphans)
 			tool := w.p.tool
@@ -448,7 +439,7 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds
 			}
 		}
 		if len(refused) > 0 {
-			t.settle(ctx, asked[0], refused, false, &evs)
+			t.settle(ctx, first, refused, false, &evs)
 		}
 	}
 	t.settleOrphans(ctx, orphans, &evs)
@@ -653,9 +644,7 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	defer sc.release()
 	res := o.Result
 	if out.failed {
-		if res = o.Err.Error(); res == "" {
-			res = o.Result
-		}
+		res = cmp.Or(o.Err.Error(), o.Result)
 	}
 	// A search tool's query echoed back is no news (echo.go).
 	search := t.tool(c.Tool).rule.search
@@ -700,7 +689,14 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now 
 		}
 		t.outcomeLocked(c, pc, key, sc)
 	}
-	turn := t.finishEntry(pc.seq, pc.at, o, out.failed, out.progress, now)
+	result := ""
+	if t.cfg.keepRaw {
+		result = o.Result
+		if out.failed {
+			result = o.Err.Error()
+		}
+	}
+	turn := t.ledger.finish(pc.seq, out.failed, out.progress, now.Sub(pc.at), result, t.cfg.keepRaw)
 	if !stale {
 		turn = t.turnNo
 	}
@@ -749,19 +745,6 @@ func (t *Tracker) phaseEvent(evs *events, c Call, seq uint64, from Phase) {
 	if t.turn.phase != from {
 		evs.add(Event{Kind: EventPhase, Seq: seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, From: from, Phase: t.turn.phase})
 	}
-}
-
-// finishEntry books the outcome of the call seq, checked at at, in its
-// ledger entry and returns the entry's turn (0: the entry was dropped).
-func (t *Tracker) finishEntry(seq uint64, at time.Time, o Outcome, failed, progress bool, now time.Time) int {
-	result := ""
-	if t.cfg.keepRaw {
-		result = o.Result
-		if failed {
-			result = o.Err.Error()
-		}
-	}
-	return t.ledger.finish(seq, failed, progress, now.Sub(at), result, t.cfg.keepRaw)
 }
 
 // appendLocked adds the ledger entry of a checked call and returns its Seq.
