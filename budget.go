@@ -1,9 +1,5 @@
 package toolguard
 
-// The turn budget (Policy.MaxCallsPerTurn): an allowed call holds a unit
-// until its Record uses it (with CountRounds, the calls of one round share
-// a unit), and the units used move the turn's phase.
-
 // budgetLocked refuses a call of round when the turn budget is spent: from
 // the wind-down on (the turn is then exhausted), or when allowed calls hold
 // every unit (a round that holds its unit may go on; a parallel call that
@@ -23,8 +19,8 @@ func (t *Tracker) budgetLocked(round uint64) (Decision, bool) {
 		Phase: PhaseExhausted, Err: &BudgetError{Used: used, Limit: limit, Unit: t.cfg.unit.String()}}, true
 }
 
-// hold books the unit an allowed call of round holds (CountRounds: the
-// round's, taken by its first call).
+// hold books the budget unit an allowed call of round holds until its
+// Record (CountRounds: the round's, taken by its first call).
 func (ts *turnState) hold(round uint64) {
 	if ts.rounds == nil {
 		ts.reserved++
@@ -99,16 +95,14 @@ type roundState struct {
 type roundBook struct {
 	open map[uint64]*roundState
 	// finished are the rounds whose calls were all recorded, oldest first:
-	// their state is kept (a WithRound context may check more calls one
-	// after another) until maxFinishedRounds later rounds finished.
+	// kept (a WithRound context may check more calls one after another)
+	// until maxFinishedRounds later rounds finished, unless pending again.
 	finished []uint64
 }
 
 const maxFinishedRounds = 64
 
-// finish remembers that the calls of round were all recorded and forgets
-// the oldest finished round past maxFinishedRounds (unless new calls of it
-// are pending again).
+// finish books that the calls of round were all recorded.
 func (b *roundBook) finish(round uint64) {
 	b.finished = append(b.finished, round)
 	if len(b.finished) <= maxFinishedRounds {

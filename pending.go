@@ -53,10 +53,9 @@ func findPending(ps []pendingCall, id, tool string, key callKey, byKey bool) int
 	return -1
 }
 
-// keyLocked returns the key of c. The key was computed in ShouldSkip: it
-// is reused when a pending call of the tool (with the call's id, if it has
-// one) has the same arguments. Otherwise the arguments are hashed (scanned
-// into sc first unless scanned), with t.mu released meanwhile.
+// keyLocked returns the key of c: that of a pending call of the tool (with
+// c's id, if it has one) with the same arguments, or else their hash
+// (scanned into sc first unless scanned), with t.mu released meanwhile.
 func (t *Tracker) keyLocked(c Call, sc *scratch, scanned bool) callKey {
 	for _, pc := range slices.Backward(t.turn.pending) {
 		if pc.tool.rule.name == c.Tool && (c.ID == "" || pc.id == c.ID) && bytes.Equal(pc.args, c.Args) {
@@ -153,8 +152,8 @@ func (w *window) forget(seq uint64) {
 	w.items = slices.DeleteFunc(w.items, func(it windowItem) bool { return it.seq == seq })
 }
 
-// dropLocked forgets pending calls that were never recorded, keeping those
-// that hold a Store reservation in t.orphans.
+// dropLocked forgets pending calls never recorded; those that hold a
+// Store reservation go to t.orphans.
 func (t *Tracker) dropLocked(pcs []pendingCall) {
 	for _, pc := range pcs {
 		if pc.resID != "" {

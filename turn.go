@@ -69,8 +69,8 @@ func (f *failState) check(max int, retries func() bool) (fire, insisted bool) {
 	return false, false
 }
 
-// allowed books that a call of the tool will run: after the hint, it is
-// the one evidence-backed attempt.
+// allowed books that a call of the tool will run: after the hint, the
+// attempt.
 func (f *failState) allowed() {
 	if f != nil && f.stage == failHinted {
 		f.stage = failAttempt
@@ -81,7 +81,7 @@ func (f *failState) allowed() {
 func (f *failState) restart(count int) { *f = failState{chain: f.chain + 1, count: count} }
 
 // refresh starts over when another call may have changed the world since
-// the last failure: an edit or an install makes the next attempt new.
+// the last failure.
 func (f *failState) refresh(changes uint32) {
 	if f != nil && f.count > 0 && f.changes != changes {
 		f.restart(0)
@@ -282,12 +282,8 @@ func appendBounded[T any](s []T, it T, size int) []T {
 }
 
 // acrossTurns remembers, over the session, the calls whose last runs
-// failed the same way (the same masked error text) in consecutive turns.
-// A model that sends the same failing call once per user message is not
-// caught by the per-turn rules; after MaxFailures such turns its call in
-// the next turn gets one hint, which is not escalated: the new user message
-// may carry a change the Tracker cannot see, so the call runs if the model
-// sends it again. A success of the call forgets it.
+// failed the same way (the same masked error text) in consecutive turns
+// (see failures); a success of the call forgets it.
 type acrossTurns struct {
 	calls map[callKey]acrossCall
 }
