@@ -351,8 +351,9 @@ func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
 		}
 	}
 	if p.query == "" {
-		if len(c.Args) > maxInspect {
-			// Described by size: the ledger keeps no more of large arguments.
+		if len(c.Args) > canon.InspectMax {
+			// Described by size: large arguments are hashed, not read for a
+			// URL or names.
 			buf = strconv.AppendInt(append(buf, "arguments of "...), int64(len(c.Args)), 10)
 			return p, append(buf, " bytes"...)
 		}
@@ -365,10 +366,6 @@ func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
 	}
 	return p, buf
 }
-
-// maxInspect is the size above which arguments are hashed but not read for
-// a URL or argument names.
-const maxInspect = canon.InspectMax
 
 // queryKeys are the argument keys a search query is taken from, in order.
 var queryKeys = []string{"query", "search_query", "q", "text", "question", "prompt"}
