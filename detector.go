@@ -1,9 +1,7 @@
 package toolguard
 
 // detector is one loop rule: a plain type with its own state, run by the
-// Tracker under its lock, in the order of Tracker.rules. A new rule is a
-// new file, its field in the Tracker (started in initRules) and its place
-// in that list.
+// Tracker under its lock, in the order of Tracker.rules.
 type detector interface {
 	// check reports whether the rule would refuse the call; it never
 	// changes state. The escalation decides the verdict.

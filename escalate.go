@@ -1,9 +1,5 @@
 package toolguard
 
-// Escalation: the one place that decides whether a rule that fired gives a
-// Hint or an Abort, and that remembers the hints given. Rules report a
-// firing with its scope and never see the Action.
-
 // rule names a rule as a scope of hints: a hint given by one rule in one
 // scope makes that rule's next firing in the scope an Abort.
 type rule uint8
@@ -23,10 +19,8 @@ const (
 )
 
 // hintScope is where a hint counts: a rule and, as the rule has it, a
-// tool, a call and a failure chain. Fields a rule does not scope by are
-// zero: the cycle's scope is the turn. A scope with a call (identical
-// calls) is that call's hint, which progress of the call or a change of
-// the world since forgets.
+// tool, a call and a chain; zero for the rest (the cycle's scope is the
+// turn). A scope with a call is that call's hint (see escalation.calls).
 type hintScope struct {
 	rule  rule
 	tool  *toolEntry
@@ -34,7 +28,8 @@ type hintScope struct {
 	chain uint32 // the failure chain of the tool (failState.chain), or the turn's run of failures (streak.run)
 }
 
-// firing is what a rule reports when it would refuse a call.
+// firing is what a rule reports when it would refuse a call. Rules never
+// see the Action: the escalation decides Hint or Abort.
 type firing struct {
 	reason       Reason
 	scope        hintScope
@@ -52,8 +47,8 @@ type callHint struct {
 }
 
 // escalation remembers the hints of the turn: the round of the hint in each
-// scope, and the hint each call got. Both maps are made at the turn's first
-// hint; most turns give none.
+// scope, and the hint each call got (forgotten when the call makes
+// progress). Both maps are made at the turn's first hint.
 type escalation struct {
 	scopes map[hintScope]uint64
 	calls  map[callKey]callHint

@@ -45,18 +45,12 @@ type Entry struct {
 	Result string          `json:"result,omitempty"`
 }
 
-// ledger is the append-only record of a session, bounded to the most
-// recent LedgerSize entries (the size add is given; 0: unbounded). It is
-// not synchronized.
-//
-// The Seq of an entry is its position, its Turn is kept once per turn in
-// turns, its tool and purpose in a callDesc that the calls of a tool
-// naming the same arguments share, and the raw arguments and results
-// (KeepRaw) apart.
-//
-// The entries of the current turn are also the history the cycle rule
-// reads (see continues): the ledger keeps at least as many entries as a
-// cycle spans.
+// ledger is the record of a session, bounded to the most recent entries
+// (the size add is given; 0: unbounded). An entry's Seq is its position,
+// its Turn is kept once per turn in turns, its tool and purpose in a
+// callDesc shared by the calls of a tool naming the same arguments, and the
+// raw arguments and results (KeepRaw) apart. The current turn's entries
+// are the history the cycle rule reads (see continues).
 type ledger struct {
 	entries []ledgerEntry
 	turns   []turnMark // the turns of entries, oldest first
@@ -113,10 +107,9 @@ func (l *ledger) add(e ledgerEntry, turn int, round uint64, at time.Time, raw ra
 	if len(l.entries) == 0 {
 		l.first = seq
 	}
-	// len-size ≥ size, not len ≥ 2*size: a size near math.MaxInt must not
-	// overflow.
+	// Keep the newest size entries, amortized O(1) per add (len-size ≥ size:
+	// 2*size may overflow).
 	if size > 0 && len(l.entries)-size >= size {
-		// Keep the newest size entries; amortized O(1) per add.
 		n := copy(l.entries, l.entries[len(l.entries)-size:])
 		clear(l.entries[n:])
 		l.entries = l.entries[:n]
@@ -196,9 +189,7 @@ func (l *ledger) snapshot(size int) []Entry {
 			Turn:      l.turns[k].turn,
 			Round:     e.round,
 			CallID:    e.callID,
-			Tool:      e.tool(),
 			ArgsHash:  e.argsHash,
-			Purpose:   e.purpose(),
 			Verdict:   Verdict(e.verdict),
 			Reason:    Reason(e.reason),
 			Phase:     Phase(e.phase),
@@ -208,26 +199,15 @@ func (l *ledger) snapshot(size int) []Entry {
 			At:        e.at,
 			Duration:  e.duration,
 		})
+		o := &out[len(out)-1]
+		if e.desc != nil {
+			o.Tool, o.Purpose = e.desc.rule.name, e.desc.purpose
+		}
 		if i < len(l.raw) {
-			out[len(out)-1].Args, out[len(out)-1].Result = l.raw[i].args, l.raw[i].result
+			o.Args, o.Result = l.raw[i].args, l.raw[i].result
 		}
 	}
 	return out
-}
-
-// tool returns the entry's tool name ("" for a call without one).
-func (e *ledgerEntry) tool() string {
-	if e.desc == nil {
-		return ""
-	}
-	return e.desc.rule.name
-}
-
-func (e *ledgerEntry) purpose() string {
-	if e.desc == nil {
-		return ""
-	}
-	return e.desc.purpose
 }
 
 // is reports whether the entry is a call of key.

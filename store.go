@@ -12,50 +12,21 @@ import (
 )
 
 // sessionKey returns the counter key of a tool's session quota. The
-// session id is escaped so that it holds no ':': the tool's name is all
-// that follows the first ':' after it, and a session cannot spend another
-// session's quota through a tool name that holds ':'.
+// session id is escaped ('%' and ':') so that the tool's name is all that
+// follows the first ':' after it: a session cannot spend another session's
+// quota through a tool name that holds ':'.
 func sessionKey(sessionID, tool string) string {
-	return "session:" + escapeKey(sessionID) + ":" + tool
+	return "session:" + strings.NewReplacer("%", "%25", ":", "%3A").Replace(sessionID) + ":" + tool
 }
 
-// storeError reports a failed Store operation, or one the breaker held
-// back; it matches store.ErrUnavailable and unwraps to the store's error.
-type storeError struct {
-	Op  string // "reserve", "commit" or "release"
-	Err error
+// storeError reports a failed Store operation ("reserve", "commit" or
+// "release"), or one the breaker held back: it matches
+// store.ErrUnavailable and the store's error.
+func storeError(op string, err error) error {
+	return fmt.Errorf("%w: %s: %w", store.ErrUnavailable, op, err)
 }
 
-func (e *storeError) Error() string {
-	return fmt.Sprintf("toolguard: quota store unavailable: %s: %v", e.Op, e.Err)
-}
-
-// Is reports whether target is store.ErrUnavailable.
-func (e *storeError) Is(target error) bool { return target == store.ErrUnavailable }
-
-// Unwrap returns the store's error.
-func (e *storeError) Unwrap() error { return e.Err }
-
-// Defaults of the store settings.
-const (
-	defaultStoreTimeout = 250 * time.Millisecond
-)
-
-// escapeKey escapes '%' and ':' in a session id, so that "a:b" + "c" and
-// "a" + "b:c" never make the same key.
-func escapeKey(s string) string {
-	if !strings.ContainsAny(s, "%:") {
-		return s
-	}
-	return strings.NewReplacer("%", "%25", ":", "%3A").Replace(s)
-}
-
-// newReservationID returns 128 random bits in hex.
-func newReservationID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+const defaultStoreTimeout = 250 * time.Millisecond
 
 // grant is the outcome of a Store reservation for one call.
 type grant struct {
@@ -65,17 +36,18 @@ type grant struct {
 	local bool  // the store failed and the policy fails open: id is held in cfg.fallback
 }
 
-// reserve asks the Store, outside the lock, for the shared counters of
-// calls (one round's calls that the local rules allow, in order) in one
-// operation; rules[i] is the rule of calls[i]. A failure is reported for
-// calls[0].
-func (t *Tracker) reserve(ctx context.Context, calls []Call, rules []*toolRule, evs *events) []*grant {
-	rs := make([]store.Reservation, len(calls))
-	for i := range calls {
-		rs[i] = store.Reservation{ID: newReservationID(), Counters: rules[i].counters, TTL: t.cfg.ttl}
+// reserve asks the Store, outside the lock, in one operation, for the
+// shared counters of calls of the rules (one round's calls that the local
+// rules allow, in order). A failure is reported for c.
+func (t *Tracker) reserve(ctx context.Context, c Call, rules []*toolRule, evs *events) []*grant {
+	rs := make([]store.Reservation, len(rules))
+	for i := range rules {
+		var id [16]byte
+		_, _ = rand.Read(id[:])
+		rs[i] = store.Reservation{ID: hex.EncodeToString(id[:]), Counters: rules[i].counters, TTL: t.cfg.ttl}
 	}
 	var gs []store.Grant
-	err := t.storeOp(ctx, calls[0], "reserve", evs, func(ctx context.Context) error {
+	err := t.storeOp(ctx, c, "reserve", evs, func(ctx context.Context) error {
 		var err error
 		gs, err = t.cfg.store.Reserve(ctx, rs)
 		if err == nil && len(gs) != len(rs) {
@@ -84,19 +56,15 @@ func (t *Tracker) reserve(ctx context.Context, calls []Call, rules []*toolRule, 
 		return err
 	})
 	out := make([]*grant, len(rs))
-	if err != nil && !t.cfg.failOpen {
-		for i := range out {
-			out[i] = &grant{err: err}
+	if err != nil && t.cfg.failOpen {
+		gs, _ = t.cfg.fallback.Reserve(context.Background(), rs) // counted locally while the store is down
+	}
+	for i := range out {
+		out[i] = &grant{err: err}
+		if err == nil || t.cfg.failOpen {
+			*out[i] = grant{g: gs[i], local: err != nil}
 		}
-		return out
-	}
-	if err != nil {
-		// Count locally while the store is down.
-		gs, _ = t.cfg.fallback.Reserve(context.Background(), rs)
-	}
-	for i, g := range gs {
-		out[i] = &grant{g: g, local: err != nil}
-		if g.OK {
+		if out[i].g.OK {
 			out[i].id = rs[i].ID
 		}
 	}
@@ -115,17 +83,15 @@ func heldBy(g *grant, e *toolEntry) held {
 }
 
 // storeOp runs one operation on the Store, bounded by StoreTimeout, unless
-// the breaker holds it back, and tells the breaker how it went. A failure
-// is returned as a *storeError (matching store.ErrBreakerOpen when held back)
-// and reported as an EventStore, followed by the breaker's change, if any.
+// the breaker holds it back (store.ErrBreakerOpen), and tells the breaker
+// how it went. A failure is returned as a storeError and reported as an
+// EventStore, followed by the breaker's change, if any.
 func (t *Tracker) storeOp(ctx context.Context, c Call, name string, evs *events, op func(context.Context) error) error {
 	b := t.cfg.breaker
 	bt := b.Begin(t.cfg.now())
 	t.breakerEvent(c, bt, nil, evs)
-	var err error
-	if !bt.Run {
-		err = store.ErrBreakerOpen
-	} else {
+	err := store.ErrBreakerOpen
+	if bt.Run {
 		opCtx, cancel := context.WithTimeout(ctx, t.cfg.storeTimeout)
 		err = op(opCtx)
 		cancel()
@@ -133,14 +99,12 @@ func (t *Tracker) storeOp(ctx context.Context, c Call, name string, evs *events,
 		cancelled := err != nil && ctx.Err() != nil
 		bt = b.End(t.cfg.now(), bt.Probe, err != nil && !cancelled, err == nil)
 	}
-	if err == nil {
-		t.breakerEvent(c, bt, nil, evs)
-		return nil
+	if err != nil {
+		err = storeError(name, err)
+		evs.add(Event{Kind: EventStore, CallID: c.ID, Tool: c.Tool, Err: err})
 	}
-	serr := &storeError{Op: name, Err: err}
-	evs.add(Event{Kind: EventStore, CallID: c.ID, Tool: c.Tool, Err: serr})
-	t.breakerEvent(c, bt, serr, evs)
-	return serr
+	t.breakerEvent(c, bt, err, evs)
+	return err
 }
 
 func (t *Tracker) breakerEvent(c Call, bt store.BreakerStep, err error, evs *events) {
@@ -151,9 +115,14 @@ func (t *Tracker) breakerEvent(c Call, bt store.BreakerStep, err error, evs *eve
 
 // settle commits or releases reservations, outside the lock: those of
 // the local fallback at once, the others in one Store operation, reported
-// for c.
-// The commit or release runs even when ctx is already cancelled (the call
-// ran, or its reservation must be returned): only ctx's values are kept.
+// for c. It runs even when ctx is already cancelled (the call ran, or its
+// reservation must be returned): only ctx's values are kept.
+//
+// The breaker neither holds a settle back nor counts it: a commit not sent
+// would give its units back after the TTL (an over-admission), and a store
+// may queue it anyway (redisstore does). A failure is an EventStore; the
+// reservations expire after their TTL: a commit lost here returns its units
+// to the quota then, a release lost here holds them until then.
 func (t *Tracker) settle(ctx context.Context, c Call, hs []held, commit bool, evs *events) {
 	ctx = context.WithoutCancel(ctx)
 	var local, remote []store.Reservation
@@ -174,39 +143,27 @@ func (t *Tracker) settle(ctx context.Context, c Call, hs []held, commit bool, ev
 	if len(remote) == 0 {
 		return
 	}
-	// The breaker neither holds a settle back nor counts it: a commit not
-	// sent would give its units back after the TTL (an over-admission), and
-	// a store may queue it anyway (redisstore does). A failure is an
-	// EventStore; the reservations expire after their TTL: a commit lost
-	// here returns its units to the quota then, a release lost here holds
-	// them until then.
 	opCtx, cancel := context.WithTimeout(ctx, t.cfg.storeTimeout)
 	err := settle(t.cfg.store, opCtx, remote)
 	cancel()
 	if err != nil {
-		evs.add(Event{Kind: EventStore, CallID: c.ID, Tool: c.Tool, Err: &storeError{Op: op, Err: err}})
+		evs.add(Event{Kind: EventStore, CallID: c.ID, Tool: c.Tool, Err: storeError(op, err)})
 	}
 }
 
-// storeLocked turns a refused or failed reservation into a decision.
+// storeLocked turns a refused or failed reservation into a decision. A
+// store that does not answer is no loop of the model's: it is told the
+// call did not run and why, and the turn goes on, unless the Policy aborts
+// at the first firing of any rule.
 func (t *Tracker) storeLocked(c Call, p *probe, g *grant) (Decision, bool) {
 	switch {
 	case g == nil:
-		return Decision{}, false
 	case g.err != nil:
-		// A store that does not answer is no loop of the model's: it is
-		// told the call did not run and why, and the turn goes on, unless
-		// the Policy aborts at the first firing of any rule.
 		v := Hint
 		if t.cfg.action == ActionAbort {
 			v = Abort
 		}
-		return Decision{
-			Verdict: v,
-			Reason:  ReasonToolLimit,
-			Message: storeDownMessage(c.Tool),
-			Err:     g.err,
-		}, true
+		return Decision{Verdict: v, Reason: ReasonToolLimit, Message: storeDownMessage(c.Tool), Err: g.err}, true
 	case !g.g.OK:
 		i := g.g.Blocked
 		if i < 0 || i >= len(p.rule.counters) {

@@ -1,11 +1,11 @@
 package toolguard
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"slices"
-	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -63,10 +63,9 @@ type Tracker struct {
 	cfg   *config       // shared with the other Trackers of a Sessions
 	round atomic.Uint64 // the last round handed out
 
-	// tools are the session's tools in the order of their first call (at
-	// most maxTools), indexed by name in toolIndex once there are more
-	// than a few. toolMu guards both: tools are looked up before t.mu is
-	// taken.
+	// tools are the session's tools (at most maxTools), indexed by name in
+	// toolIndex past maxToolScan. toolMu guards both: tools are looked up
+	// before t.mu is taken.
 	toolMu    sync.Mutex
 	released  atomic.Bool // by Sessions.Release: the Tracker must not be used
 	tools     []*toolEntry
@@ -142,9 +141,7 @@ func (t *Tracker) initRules() {
 	t.revisits = revisits{}
 }
 
-// rules returns the loop rules in the order they run: per-turn limit and
-// session quota, identical calls, similar queries, reworded calls, repeated
-// failures, cycles, revisits, the window, failures across tools.
+// rules returns the loop rules in the order they run.
 func (t *Tracker) rules() [9]detector {
 	return [...]detector{&t.limits, &t.repeats, &t.similar, &t.reworded, &t.failures, &t.cycles, &t.revisits, &t.churn, &t.streak}
 }
@@ -170,8 +167,7 @@ func (e *toolEntry) skip(r Reason) {
 	e.skips.turn[r]++
 }
 
-// clearTurn drops the tool's state of an earlier turn and starts that of
-// turn n.
+// clearTurn starts the tool's state of turn n.
 func (e *toolEntry) clearTurn(n int) {
 	e.turn = toolState{turn: int32(n)}
 	if e.skips != nil {
@@ -182,19 +178,6 @@ func (e *toolEntry) clearTurn(n int) {
 // inTurn reports whether the tool's turn state is that of the turn n.
 func (e *toolEntry) inTurn(n int) bool { return e.turn.turn == int32(n) }
 
-// findTool returns the entry of a tool, or nil. t.toolMu must be held.
-func (t *Tracker) findTool(name string) *toolEntry {
-	if t.toolIndex != nil {
-		return t.toolIndex[name]
-	}
-	for _, e := range t.tools {
-		if e.rule.name == name {
-			return e
-		}
-	}
-	return nil
-}
-
 // tool returns the entry of a tool, resolving its policy the first time.
 // Past maxTools tools in one session, a new name gets a fresh entry each
 // time: its calls still count against the budget and shared quotas and are
@@ -203,7 +186,13 @@ func (t *Tracker) findTool(name string) *toolEntry {
 func (t *Tracker) tool(name string) *toolEntry {
 	t.toolMu.Lock()
 	defer t.toolMu.Unlock()
-	if e := t.findTool(name); e != nil {
+	if t.toolIndex == nil {
+		for _, e := range t.tools {
+			if e.rule.name == name {
+				return e
+			}
+		}
+	} else if e := t.toolIndex[name]; e != nil {
 		return e
 	}
 	e := &toolEntry{rule: t.cfg.rule(name)}
@@ -242,7 +231,7 @@ func (t *Tracker) toolsWhere(keep func(*toolEntry) bool) []*toolEntry {
 		}
 	}
 	t.toolMu.Unlock()
-	sort.Slice(es, func(i, j int) bool { return es[i].rule.name < es[j].rule.name })
+	slices.SortFunc(es, func(a, b *toolEntry) int { return cmp.Compare(a.rule.name, b.rule.name) })
 	return es
 }
 
@@ -293,14 +282,16 @@ func (t *Tracker) roundOf(ctx context.Context) uint64 {
 // decisions are in the order of calls. With a Store, the calls that the
 // local rules allow reserve their shared counters in one Store operation.
 func (t *Tracker) ShouldSkipRound(calls []Call) []Decision {
-	return t.checkRound(context.Background(), calls, t.round.Add(1))
+	return t.ShouldSkipRoundContext(context.Background(), calls)
 }
 
 // ShouldSkipRoundContext is ShouldSkipRound with a context: for the Store
 // (one operation for the round, bounded by Policy.StoreTimeout) and for
 // the events. When ctx comes from WithRound, the calls join that round.
 func (t *Tracker) ShouldSkipRoundContext(ctx context.Context, calls []Call) []Decision {
-	return t.checkRound(ctx, calls, t.roundOf(ctx))
+	ds := make([]Decision, len(calls))
+	t.checkRound(ctx, calls, t.roundOf(ctx), ds)
+	return ds
 }
 
 // probe is what the Tracker derives from a call before taking its lock.
@@ -322,14 +313,11 @@ type probe struct {
 	turn    *toolState // the tool's state in the turn
 	ks      *keyState  // the key's state in the turn
 	turnNo  int
-	changes uint32  // turnState.changes
-	used    int     // budget units used in the turn
-	seq     uint64  // the call's ledger entry, once allowed
-	held    *simKey // the query's key the similar rule keeps, once allowed
-	// s holds the probe, and the one scan of the arguments until the call
-	// is decided: the failure rule reads the call's shape from it when it
-	// needs it.
-	s *scratch
+	changes uint32   // turnState.changes
+	used    int      // budget units used in the turn
+	seq     uint64   // the call's ledger entry, once allowed
+	held    *simKey  // the query's key the similar rule keeps, once allowed
+	s       *scratch // holds the probe and the scan of the arguments until the call is decided
 }
 
 // shape returns the shape of the call's arguments (see canon.Args.Shape).
@@ -340,8 +328,7 @@ func (p *probe) done() { p.s.release() }
 
 // inspect derives the probe of a call from one scan of its arguments (kept
 // until p.done) and, when it has no query, appends the call's purpose (its
-// argument names) to buf. The purpose is returned apart from the probe, whose strings outlive
-// the call, so that buf can stay on the caller's stack.
+// argument names) to buf, which can stay on the caller's stack.
 func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
 	sc := getScratch()
 	p := &sc.p
@@ -352,8 +339,6 @@ func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
 	p.args = Hash(s.Hash(p.rule.ignore))
 	p.key = callKey{p.rule.name, p.args}
 	if p.rule.search {
-		// The query is read as far as redactSecrets and normalizeQuery
-		// read it, not copied whole.
 		if k, q, ok := s.StringArg(queryKeys, redactMaxBytes); ok {
 			p.query = normalizeQuery(q)
 			if r := redactSecrets(q); r != q {
@@ -366,8 +351,9 @@ func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
 		}
 	}
 	if p.query == "" {
-		if len(c.Args) > maxInspect {
-			// Described by size: the ledger keeps no more of large arguments.
+		if len(c.Args) > canon.InspectMax {
+			// Described by size: large arguments are hashed, not read for a
+			// URL or names.
 			buf = strconv.AppendInt(append(buf, "arguments of "...), int64(len(c.Args)), 10)
 			return p, append(buf, " bytes"...)
 		}
@@ -381,51 +367,21 @@ func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
 	return p, buf
 }
 
-// maxInspect is the size above which arguments are hashed but not read for
-// a URL or argument names: the ledger describes them by size, and the
-// window's fetch rule does not see them.
-const maxInspect = canon.InspectMax
-
 // queryKeys are the argument keys a search query is taken from, in order.
 var queryKeys = []string{"query", "search_query", "q", "text", "question", "prompt"}
 
-// check decides a call. A call whose counters live in the Store is first
-// decided by the local rules: the Store is asked only for a call they
-// allow, and the call is then decided again with the Store's grant.
+// check decides a call: checkRound for a round of one call.
 func (t *Tracker) check(ctx context.Context, c Call, round uint64) Decision {
-	if t.released.Load() {
-		return releasedDecision()
-	}
-	if c.Tool == "" {
-		return t.invalid(ctx, c, round)
-	}
-	var buf [128]byte
-	p, names := t.inspect(c, buf[:0])
-	p.round = round
-	evs := events{on: t.cfg.hooked}
-	now := t.cfg.now()
-	var g *grant
-	var orphans []pendingCall
-	d, ask := t.decide(c, p, names, now, nil, &evs, &orphans)
-	if ask {
-		g = t.reserve(ctx, []Call{c}, []*toolRule{p.rule}, &evs)[0]
-		d, _ = t.decide(c, p, names, now, g, &evs, &orphans)
-	}
-	tool := p.tool
-	p.done()
-	if g != nil && g.id != "" && d.Verdict != Allow {
-		t.settle(ctx, c, []held{heldBy(g, tool)}, false, &evs)
-	}
-	t.settleOrphans(ctx, orphans, &evs)
-	t.emit(ctx, &evs)
-	return d
+	var d [1]Decision
+	t.checkRound(ctx, []Call{c}, round, d[:])
+	return d[0]
 }
 
-// checkRound decides the calls of one round in order, as check does, with
-// one Store operation for all the calls that the local rules allow: those
-// are decided after the others of the round.
-func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64) []Decision {
-	ds := make([]Decision, len(calls))
+// checkRound decides the calls of one round in order into ds. A call whose
+// counters live in the Store is first decided by the local rules: the
+// Store is asked, in one operation for the round, only for the calls they
+// allow, which are then decided again with its grants, after the others.
+func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds []Decision) {
 	type asking struct {
 		i     int
 		p     *probe
@@ -435,37 +391,42 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64) []
 	evs := events{on: t.cfg.hooked}
 	now := t.cfg.now()
 	var orphans []pendingCall
+	var buf [128]byte
 	for i, c := range calls {
-		if c.Tool == "" {
+		switch {
+		case t.released.Load():
+			ds[i] = releasedDecision()
+			continue
+		case c.Tool == "":
 			ds[i] = t.invalid(ctx, c, round)
 			continue
 		}
-		p, names := t.inspect(c, nil)
+		p, names := t.inspect(c, buf[:0])
 		p.round = round
 		d, ask := t.decide(c, p, names, now, nil, &evs, &orphans)
 		if ask {
-			wait = append(wait, asking{i, p, names})
+			wait = append(wait, asking{i, p, slices.Clone(names)})
 		} else {
 			p.done()
 		}
 		ds[i] = d
 	}
 	if len(wait) > 0 {
-		asked := make([]Call, len(wait))
+		first := calls[wait[0].i]
 		rules := make([]*toolRule, len(wait))
 		for k, w := range wait {
-			asked[k], rules[k] = calls[w.i], w.p.rule
+			rules[k] = w.p.rule
 		}
 		var refused []held
-		for k, g := range t.reserve(ctx, asked, rules, &evs) {
+		for k, g := range t.reserve(ctx, first, rules, &evs) {
 			w := &wait[k]
 			if len(refused) > 0 && g.err == nil && !g.g.OK {
 				// The units of an earlier call of the round, refused after
 				// all, may be what the Store refused this one for: return
 				// them and ask again.
-				t.settle(ctx, asked[0], refused, false, &evs)
+				t.settle(ctx, first, refused, false, &evs)
 				refused = nil
-				g = t.reserve(ctx, asked[k:k+1], rules[k:k+1], &evs)[0]
+				g = t.reserve(ctx, calls[w.i], rules[k:k+1], &evs)[0]
 			}
 			ds[w.i], _ = t.decide(calls[w.i], w.p, w.names, now, g, &evs, &orphans)
 			tool := w.p.tool
@@ -475,12 +436,11 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64) []
 			}
 		}
 		if len(refused) > 0 {
-			t.settle(ctx, asked[0], refused, false, &evs)
+			t.settle(ctx, first, refused, false, &evs)
 		}
 	}
 	t.settleOrphans(ctx, orphans, &evs)
 	t.emit(ctx, &evs)
-	return ds
 }
 
 // decide runs decideLocked under the lock and adds the orphans it leaves
@@ -497,13 +457,10 @@ func (t *Tracker) decide(c Call, p *probe, names []byte, now time.Time, g *grant
 	return d, ask
 }
 
+// invalid refuses and books a call without a tool name.
 func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
-	d := Decision{
-		Verdict: Abort,
-		Reason:  ReasonInvalidCall,
-		Err:     invalidCallError("the call has no tool name"),
-	}
-	d.Message = invalidMessage()
+	d := Decision{Verdict: Abort, Reason: ReasonInvalidCall, Message: invalidMessage(),
+		Err: invalidCallError("the call has no tool name")}
 	now := t.cfg.now()
 	evs := events{on: t.cfg.hooked}
 	t.mu.Lock()
@@ -520,18 +477,14 @@ func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
 	return d
 }
 
-// decideLocked runs the rules in order and books the decision.
-// names is the call's purpose when it has no query (see inspect). A call
-// that needs the Store and has no grant yet is booked only when a local
-// rule refuses it: otherwise nothing is booked and ask is true (ask the
-// Store, then decide again with its grant).
+// decideLocked decides a call by the budget, the Store's grant g and the
+// loop rules, in order, and books the decision. A call that needs the
+// Store and has no grant yet is booked only when refused: otherwise ask is
+// true (ask the Store, then decide again with its grant). names is the
+// call's purpose when it has no query (see inspect).
 func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g *grant, evs *events) (d Decision, ask bool) {
 	ts := &t.turn
-	ks := &p.s.ks
-	var slot int32
-	*ks, slot = ts.keyState(p.key)
-	t.probeLocked(p, ks)
-
+	slot := t.probeLocked(p)
 	from := ts.phase
 	d, fired := t.budgetLocked(p.round)
 	if !fired {
@@ -543,58 +496,72 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g 
 	if !fired && g == nil && len(p.rule.counters) > 0 {
 		return Decision{}, true
 	}
-	t.phaseLocked(&d, p)
-
-	seq := t.appendLocked(c, p.args, t.descLocked(p, names), p.round, now, d)
-	if !fired {
-		t.reserveLocked(c, p, seq, now)
-		if g != nil {
-			ts.pending[len(ts.pending)-1].resID = g.id
-			ts.pending[len(ts.pending)-1].resLocal = g.local
-		}
-	} else {
-		ts.skipped++
-		p.tool.skip(d.Reason)
+	if d.Reason != ReasonBudget {
+		d.Phase = ts.phase // a refusal by the budget is PhaseExhausted
 	}
-	if slot >= 0 || ks.count > 0 || ks.seen {
-		slot = ts.storeKey(p.key, slot, *ks)
+	if d.Verdict == Abort && ts.stop.reason == ReasonNone {
+		ts.stop = stop{reason: d.Reason, tool: p.rule}
 	}
-	if !fired {
-		ts.pending[len(ts.pending)-1].slot = slot
-	}
-	if !evs.on {
-		return d, false
-	}
-	evs.add(Event{Kind: EventDecision, Seq: seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, Decision: d, Phase: d.Phase})
-	t.phaseEvent(evs, c, seq, from)
+	t.bookLocked(c, p, names, now, slot, d, g)
+	evs.add(Event{Kind: EventDecision, Seq: p.seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, Decision: d, Phase: d.Phase})
+	t.phaseEvent(evs, c, p.seq, from)
 	return d, false
 }
 
-// phaseLocked sets the decision's phase, and the turn's stop when the
-// decision is its first Abort.
-func (t *Tracker) phaseLocked(d *Decision, p *probe) {
+// probeLocked sets what the rules read of the turn in p and returns the
+// slot of its key's state in turnState.slab (-1: none yet). p.ks is a copy
+// of that state, which bookLocked stores back.
+func (t *Tracker) probeLocked(p *probe) int32 {
 	ts := &t.turn
-	d.Phase = ts.phase
-	if d.Verdict != Abort {
+	var slot int32
+	p.s.ks, slot = ts.keyState(p.key)
+	p.turn, p.ks = t.turnTool(p.tool), &p.s.ks
+	p.turnNo, p.changes, p.used = t.turnNo, ts.changes, ts.used
+	return slot
+}
+
+// bookLocked books the decision d of the call p: its ledger entry, and its
+// skip or, when allowed, its budget unit, counters, the rules' state and
+// its pending call (holding g's reservation, if any).
+func (t *Tracker) bookLocked(c Call, p *probe, names []byte, now time.Time, slot int32, d Decision, g *grant) {
+	ts := &t.turn
+	p.seq = t.appendLocked(c, p.args, t.descLocked(p, names), p.round, now, d)
+	if d.Verdict != Allow {
+		ts.skipped++
+		p.tool.skip(d.Reason)
+		if slot >= 0 {
+			ts.storeKey(p.key, slot, *p.ks)
+		}
 		return
 	}
-	if d.Reason == ReasonBudget {
-		d.Phase = PhaseExhausted
+	ts.hold(p.round)
+	p.turn.stats.reserved++
+	p.tool.session.reserved++
+	for _, r := range t.rules() {
+		r.allowed(p)
 	}
-	if ts.stop.reason == ReasonNone {
-		ts.stop = stop{reason: d.Reason, tool: p.rule}
+	if len(ts.pending) >= maxPending {
+		// The oldest pending call is given up: its key may be forgotten.
+		if old := ts.pending[0]; old.slot >= 0 && int(old.slot) < len(ts.slab) {
+			ts.slab[old.slot].pending--
+		}
+		t.dropLocked(ts.pending[:1])
+		ts.pending = append(ts.pending[:0], ts.pending[1:]...)
 	}
+	pc := pendingCall{seq: p.seq, id: c.ID, key: p.key, tool: p.tool, round: p.round, at: now, args: c.Args}
+	if g != nil {
+		pc.resID, pc.resLocal = g.id, g.local
+	}
+	pc.slot = ts.storeKey(p.key, slot, *p.ks)
+	ts.pending = append(ts.pending, pc)
 }
 
 // descLocked returns the ledger's description of a call: its tool and
 // purpose, its query or else the names of its arguments (names), with
 // secrets redacted.
 func (t *Tracker) descLocked(p *probe, names []byte) *callDesc {
-	switch {
-	case p.purpose != "":
-		return &callDesc{rule: p.rule, purpose: p.purpose}
-	case p.query != "":
-		return &callDesc{rule: p.rule, purpose: p.query}
+	if p.purpose != "" || p.query != "" {
+		return &callDesc{rule: p.rule, purpose: cmp.Or(p.purpose, p.query)}
 	}
 	// Most calls of a tool name the same arguments as its last call: they
 	// share its description, in every session.
@@ -606,57 +573,6 @@ func (t *Tracker) descLocked(p *probe, names []byte) *callDesc {
 		p.rule.desc.Store(d)
 	}
 	return d
-}
-
-// budgetLocked refuses a call when the turn budget is used up.
-func (t *Tracker) budgetLocked(round uint64) (Decision, bool) {
-	ts := &t.turn
-	if !t.budgetSpentLocked(round) {
-		return Decision{}, false
-	}
-	if ts.phase >= PhaseWindDown {
-		return t.budgetDecision(ts.used), true
-	}
-	return t.budgetDecision(ts.reserved), true
-}
-
-// budgetSpentLocked reports whether the turn budget refuses a call of
-// round: from the wind-down on, or when allowed calls hold every unit (a
-// round that holds its unit under unitRounds may go on).
-func (t *Tracker) budgetSpentLocked(round uint64) bool {
-	ts := &t.turn
-	max := t.cfg.maxCalls
-	switch {
-	case max <= 0:
-		return false
-	case ts.phase >= PhaseWindDown:
-		return true
-	case t.cfg.unit == unitRounds && ts.rounds.open[round] != nil:
-		return false // the round already holds its unit
-	}
-	return ts.reserved >= max
-}
-
-func (t *Tracker) budgetDecision(used int) Decision {
-	if t.turn.phase >= PhaseWindDown {
-		// A call asked for after the wind-down exhausts the turn; a parallel
-		// call that would overrun the budget leaves the phase as it is.
-		t.turn.phase = PhaseExhausted
-	}
-	err := &BudgetError{Used: used, Limit: t.cfg.maxCalls, Unit: t.cfg.unit.String()}
-	return Decision{
-		Verdict: Abort,
-		Reason:  ReasonBudget,
-		Message: budgetMessage(t.cfg.maxCalls, t.cfg.unit),
-		Err:     err,
-	}
-}
-
-// probeLocked sets what the rules read of the turn in the probe: ks is
-// the key's state, which the caller stores back.
-func (t *Tracker) probeLocked(p *probe, ks *keyState) {
-	p.turn, p.ks = t.turnTool(p.tool), ks
-	p.turnNo, p.changes, p.used = t.turnNo, t.turn.changes, t.turn.used
 }
 
 // rulesLocked decides a call by the loop rules: the hinted call again
@@ -694,39 +610,6 @@ func (t *Tracker) escalate(p *probe, f firing) (d Decision, ok bool) {
 	return d, true
 }
 
-// reserveLocked books an allowed call: budget slot, counters, the rules'
-// state, the pending call.
-func (t *Tracker) reserveLocked(c Call, p *probe, seq uint64, now time.Time) {
-	ts := &t.turn
-	round := p.round
-	if t.cfg.unit == unitRounds {
-		rs := ts.rounds.open[round]
-		if rs == nil {
-			rs = &roundState{}
-			ts.rounds.open[round] = rs
-			ts.reserved++
-		}
-		rs.pending++
-	} else {
-		ts.reserved++
-	}
-	p.turn.stats.reserved++
-	p.tool.session.reserved++
-	p.seq = seq
-	for _, r := range t.rules() {
-		r.allowed(p)
-	}
-	if len(ts.pending) >= maxPending {
-		// The oldest pending call is given up: its key may be forgotten.
-		if old := ts.pending[0]; old.slot >= 0 && int(old.slot) < len(ts.slab) {
-			ts.slab[old.slot].pending--
-		}
-		t.dropLocked(ts.pending[:1])
-		ts.pending = append(ts.pending[:0], ts.pending[1:]...)
-	}
-	ts.pending = append(ts.pending, pendingCall{seq: seq, id: c.ID, key: p.key, tool: p.tool, round: round, at: now, args: c.Args})
-}
-
 // Record books the outcome of a call that ShouldSkip allowed and returns
 // the turn's phase after it: PhaseNudge from the call at NudgeRatio of the
 // budget, PhaseWindDown from the last call of the budget. A call that was
@@ -753,20 +636,16 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	if o.Cancelled {
 		return t.cancel(ctx, c)
 	}
-	failed := o.Err != nil
-	var digest, sig Hash
-	var shape string
+	out := outcome{failed: o.Err != nil}
 	sc := getScratch() // a failure's arguments are scanned once for their shape and key
 	defer sc.release()
 	res := o.Result
-	if failed {
-		if res = o.Err.Error(); res == "" {
-			res = o.Result
-		}
+	if out.failed {
+		res = cmp.Or(o.Err.Error(), o.Result)
 	}
 	// A search tool's query echoed back is no news (echo.go).
 	search := t.tool(c.Tool).rule.search
-	scanned := failed || search
+	scanned := out.failed || search
 	if scanned {
 		sc.scan.Scan(c.Args)
 	}
@@ -775,17 +654,15 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 			res = unechoed(res, q)
 		}
 	}
-	if failed {
-		sig = Hash(canon.DigestError(res))
-		shape = sc.scan.Shape()
+	if out.failed {
+		out.sig, out.shape = Hash(canon.DigestError(res)), sc.scan.Shape()
 	} else {
-		digest = Hash(canon.DigestResult(res))
+		out.digest = Hash(canon.DigestResult(res))
 	}
 	now := t.cfg.now()
-
 	evs := events{on: t.cfg.hooked}
 	t.mu.Lock()
-	sc.out = outcome{failed: failed, digest: digest, sig: sig, shape: shape}
+	sc.out = out
 	phase, pc := t.recordLocked(c, o, t.keyLocked(c, sc, scanned), sc, now, &evs)
 	t.mu.Unlock()
 	if pc.resID != "" {
@@ -795,75 +672,53 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	return phase
 }
 
-// keyLocked returns the key of c. The key was computed in ShouldSkip: it
-// is reused when a pending call of the tool (with the call's id, if it has
-// one) has the same arguments. Otherwise the arguments are hashed (scanned
-// into sc first unless scanned), with t.mu released meanwhile.
-func (t *Tracker) keyLocked(c Call, sc *scratch, scanned bool) callKey {
-	if key, ok := t.turn.keyOf(c); ok {
-		return key
-	}
-	t.mu.Unlock()
-	defer t.mu.Lock()
-	r := t.tool(c.Tool).rule
-	if !scanned {
-		sc.scan.Scan(c.Args)
-	}
-	return callKey{r.name, Hash(sc.scan.Hash(r.ignore))}
-}
-
-// takeLocked takes the pending call that a Record (or cancel) of c with
-// key completes; stale says it was allowed in an earlier turn. A call id
-// names one call: the call of this turn with that id, else the call of an
-// earlier turn with it, and only then an id-less call of this turn with
-// the same key. A late Record never completes a call of the new turn that
-// is not its own.
-func (t *Tracker) takeLocked(c Call, key callKey) (pc pendingCall, stale, ok bool) {
-	ts := &t.turn
-	pc, ok = ts.takePending(c.ID, c.Tool, key, false)
-	if !ok && (c.ID == "" || findPending(t.stale, c.ID, c.Tool, key, false) < 0) {
-		pc, ok = ts.takePending(c.ID, c.Tool, key, true)
-	}
-	if ok {
-		return pc, false, true
-	}
-	pc, ok = takeFrom(&t.stale, c.ID, c.Tool, key, true)
-	return pc, ok, ok
-}
-
-// recordLocked books the outcome sc.out of the call c, whose key is key.
+// recordLocked books the outcome sc.out of the call c, whose key is key,
+// and returns its pending call. A call allowed in an earlier turn has only
+// its ledger entry updated.
 func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now time.Time, evs *events) (Phase, pendingCall) {
 	ts := &t.turn
-	failed := sc.out.failed
-	pc, stale, ok := t.takeLocked(c, key)
-	if stale {
-		turn := t.finishEntry(pc.seq, pc.at, o, failed, false, now)
-		evs.add(Event{Kind: EventRecord, Seq: pc.seq, Turn: turn, CallID: c.ID, Tool: c.Tool,
-			Failed: failed, Duration: now.Sub(pc.at), Phase: ts.phase})
-		return ts.phase, pc
-	}
-	if !ok {
-		pc = t.allowUncheckedLocked(c, key, now)
-	}
-
-	entry := pc.tool // found in ShouldSkip: not looked up again
-	r := entry.rule
-	tool := t.turnTool(entry)
-	st := &entry.session
-	p := &sc.p
-	*p = probe{tool: entry, rule: r, key: key, round: pc.round, turn: tool, ks: &ts.slab[pc.slot], turnNo: t.turnNo, changes: ts.changes, s: sc}
 	out := &sc.out
-	out.seq = pc.seq
+	from := ts.phase
+	pc, stale, ok := t.takeLocked(c, key)
+	if !stale {
+		if !ok {
+			pc = t.allowUncheckedLocked(c, now)
+		}
+		t.outcomeLocked(c, pc, key, sc)
+	}
+	result := ""
+	if t.cfg.keepRaw {
+		result = o.Result
+		if out.failed {
+			result = o.Err.Error()
+		}
+	}
+	turn := t.ledger.finish(pc.seq, out.failed, out.progress, now.Sub(pc.at), result, t.cfg.keepRaw)
+	if !stale {
+		turn = t.turnNo
+	}
+	evs.add(Event{Kind: EventRecord, Seq: pc.seq, Turn: turn, CallID: c.ID, Tool: c.Tool,
+		Failed: out.failed, NewResult: out.progress, Duration: now.Sub(pc.at), Phase: ts.phase})
+	t.phaseEvent(evs, c, pc.seq, from)
+	return ts.phase, pc
+}
 
+// outcomeLocked books the outcome sc.out of the pending call pc of the
+// turn for the rules, the counters and the budget.
+func (t *Tracker) outcomeLocked(c Call, pc pendingCall, key callKey, sc *scratch) {
+	ts := &t.turn
+	p, out := &sc.p, &sc.out
+	*p = probe{tool: pc.tool, rule: pc.tool.rule, key: key, round: pc.round, turn: t.turnTool(pc.tool),
+		ks: &ts.slab[pc.slot], turnNo: t.turnNo, changes: ts.changes, s: sc}
+	out.seq = pc.seq
 	// Progress: the key is new to the turn or its result (for a failure,
 	// its error output) changed. A success that made progress may have
 	// changed the world unless its tool is read-only or its arguments are
 	// blank (noop.go).
 	out.progress = t.repeats.progress(p, out)
-	progress := out.progress
-	if progress {
+	if out.progress {
 		ts.esc.forget(key)
-		if !failed && !r.readOnly && !blankArgs(c.Args) {
+		if !out.failed && !p.rule.readOnly && !blankArgs(c.Args) {
 			ts.changes++
 			out.changed = true
 		}
@@ -872,108 +727,27 @@ func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now 
 	for _, d := range t.rules() {
 		d.recorded(p, out)
 	}
-
-	// Statistics.
-	tool.stats.finish(failed, progress)
-	st.finish(failed, progress)
-	if failed {
+	p.turn.stats.finish(out.failed, out.progress)
+	pc.tool.session.finish(out.failed, out.progress)
+	if out.failed {
 		ts.failed++
-	} else if progress {
+	} else if out.progress {
 		ts.newResults++
 	}
-
-	from := ts.phase
 	t.spendLocked(pc.round)
-	t.finishEntry(pc.seq, pc.at, o, failed, progress, now)
-	if !evs.on {
-		return ts.phase, pc
-	}
-	evs.add(Event{Kind: EventRecord, Seq: pc.seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool,
-		Failed: failed, NewResult: progress, Duration: now.Sub(pc.at), Phase: ts.phase})
-	t.phaseEvent(evs, c, pc.seq, from)
-	return ts.phase, pc
 }
 
-// phaseEvent adds the event of the phase change the call c (entry seq)
-// made, if it made one.
+// phaseEvent adds the event of the phase change the call c made, if any.
 func (t *Tracker) phaseEvent(evs *events, c Call, seq uint64, from Phase) {
 	if t.turn.phase != from {
 		evs.add(Event{Kind: EventPhase, Seq: seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, From: from, Phase: t.turn.phase})
 	}
 }
 
-// allowUncheckedLocked books a call recorded without being checked as
-// allowed, so that the turn stays exact, and returns its pending call.
-func (t *Tracker) allowUncheckedLocked(c Call, key callKey, now time.Time) pendingCall {
-	ts := &t.turn
-	var buf [128]byte
-	p, names := t.inspect(c, buf[:0])
-	defer p.done()
-	p.round = t.round.Add(1)
-	ks := &p.s.ks
-	var slot int32
-	*ks, slot = ts.keyState(key)
-	t.probeLocked(p, ks)
-	seq := t.appendLocked(c, p.args, t.descLocked(p, names), p.round, now, Decision{Phase: ts.phase})
-	t.reserveLocked(c, p, seq, now)
-	ts.pending[len(ts.pending)-1].slot = ts.storeKey(key, slot, *ks)
-	pc, _ := ts.takePending(c.ID, c.Tool, key, true)
-	return pc
-}
-
-// spendLocked books the budget unit a recorded call of round used, and
-// moves the turn's phase: PhaseNudge at NudgeRatio of the budget,
-// PhaseWindDown at its end.
-func (t *Tracker) spendLocked(round uint64) {
-	ts := &t.turn
-	if t.cfg.unit == unitRounds {
-		rs := ts.rounds.open[round]
-		if rs == nil {
-			return
-		}
-		counted := !rs.used
-		rs.used = true
-		if rs.pending--; rs.pending == 0 {
-			ts.rounds.finish(round)
-		}
-		if !counted {
-			return // the round's unit is used already
-		}
-	}
-	ts.used++
-	if limit := t.cfg.maxCalls; limit > 0 {
-		switch {
-		case ts.used >= limit:
-			ts.phase = max(ts.phase, PhaseWindDown)
-		case t.cfg.nudgeAt > 0 && ts.used >= t.cfg.nudgeAt:
-			ts.phase = max(ts.phase, PhaseNudge)
-		}
-	}
-}
-
-// finishEntry books the outcome of the call seq, checked at at, in its
-// ledger entry and returns the entry's turn (0: the entry was dropped).
-func (t *Tracker) finishEntry(seq uint64, at time.Time, o Outcome, failed, progress bool, now time.Time) int {
-	result := ""
-	if t.cfg.keepRaw {
-		result = o.Result
-		if failed {
-			result = o.Err.Error()
-		}
-	}
-	return t.ledger.finish(seq, failed, progress, now.Sub(at), result, t.cfg.keepRaw)
-}
-
 // appendLocked adds the ledger entry of a checked call and returns its Seq.
 func (t *Tracker) appendLocked(c Call, args Hash, desc *callDesc, round uint64, now time.Time, d Decision) uint64 {
-	e := ledgerEntry{
-		callID:   c.ID,
-		desc:     desc,
-		argsHash: args,
-		verdict:  uint8(d.Verdict),
-		reason:   uint8(d.Reason),
-		phase:    uint8(d.Phase),
-	}
+	e := ledgerEntry{callID: c.ID, desc: desc, argsHash: args,
+		verdict: uint8(d.Verdict), reason: uint8(d.Reason), phase: uint8(d.Phase)}
 	var raw rawEntry
 	if t.cfg.keepRaw && len(c.Args) > 0 {
 		raw.args = append(json.RawMessage(nil), c.Args...)
@@ -998,67 +772,18 @@ func (t *Tracker) Reset() {
 	for _, r := range t.rules() {
 		r.endTurn(t.turnNo)
 	}
-	t.clearToolTurnsLocked()
+	// A tool never called again keeps no turn state (its search queries,
+	// up to a megabyte and more) over the session.
+	t.toolMu.Lock()
+	for _, e := range t.tools {
+		e.clearTurn(0)
+	}
+	t.toolMu.Unlock()
 	t.turnNo++
 	t.turn.reset()
 	orphans := t.takeOrphansLocked()
 	t.mu.Unlock()
 	t.settleOrphansAlone(orphans)
-}
-
-// settleOrphansAlone settles orphans outside a call (Reset, Release), with
-// their own events.
-func (t *Tracker) settleOrphansAlone(orphans []pendingCall) {
-	if len(orphans) > 0 {
-		evs := events{on: t.cfg.hooked}
-		ctx := context.Background()
-		t.settleOrphans(ctx, orphans, &evs)
-		t.emit(ctx, &evs)
-	}
-}
-
-// clearToolTurnsLocked drops the per-turn state of the tools, so that a
-// tool never called again does not keep it (its search queries, up to a
-// megabyte and more) for the session.
-func (t *Tracker) clearToolTurnsLocked() {
-	t.toolMu.Lock()
-	defer t.toolMu.Unlock()
-	for _, e := range t.tools {
-		e.clearTurn(0)
-	}
-}
-
-// dropLocked forgets pending calls that were never recorded, keeping those
-// that hold a Store reservation in t.orphans.
-func (t *Tracker) dropLocked(pcs []pendingCall) {
-	for _, pc := range pcs {
-		if pc.resID != "" {
-			t.orphans = append(t.orphans, pendingCall{resID: pc.resID, resLocal: pc.resLocal, id: pc.id, key: pc.key, tool: pc.tool})
-		}
-	}
-}
-
-func (t *Tracker) takeOrphansLocked() []pendingCall {
-	if len(t.orphans) == 0 {
-		return nil
-	}
-	orphans := t.orphans
-	t.orphans = nil
-	return orphans
-}
-
-// settleOrphans commits the reservations of dropped calls, outside the
-// lock: they were allowed, and an allowed call counts against its quotas
-// whether or not it is ever recorded.
-func (t *Tracker) settleOrphans(ctx context.Context, orphans []pendingCall, evs *events) {
-	if len(orphans) == 0 {
-		return
-	}
-	hs := make([]held, len(orphans))
-	for i, pc := range orphans {
-		hs[i] = pc.held()
-	}
-	t.settle(ctx, Call{ID: orphans[0].id, Tool: orphans[0].tool.rule.name}, hs, true, evs)
 }
 
 // Ledger returns a copy of the entries in order, at most Policy.LedgerSize

@@ -1,11 +1,6 @@
 package toolguard
 
-import (
-	"bytes"
-	"time"
-
-	"github.com/toolguard/toolguard/internal/canon"
-)
+import "github.com/toolguard/toolguard/internal/canon"
 
 // callKey identifies identical calls: the same tool with arguments of the
 // same canonical hash.
@@ -60,10 +55,8 @@ type failState struct {
 }
 
 // check tells whether the rule fires for the tool's next call, and whether
-// it must abort at once (the evidence-backed attempt failed the same way).
-// Only a retry fires — the same call, or its arguments tweaked
-// (retries reports it): a call of the tool with other arguments is another
-// approach and runs.
+// it must abort at once (the attempt failed the same way). Only a retry
+// (retries reports it) fires: other arguments are another approach.
 func (f *failState) check(max int, retries func() bool) (fire, insisted bool) {
 	switch {
 	case f == nil:
@@ -76,8 +69,8 @@ func (f *failState) check(max int, retries func() bool) (fire, insisted bool) {
 	return false, false
 }
 
-// allowed books that a call of the tool will run: after the hint, it is
-// the one evidence-backed attempt.
+// allowed books that a call of the tool will run: after the hint, the
+// attempt.
 func (f *failState) allowed() {
 	if f != nil && f.stage == failHinted {
 		f.stage = failAttempt
@@ -88,19 +81,17 @@ func (f *failState) allowed() {
 func (f *failState) restart(count int) { *f = failState{chain: f.chain + 1, count: count} }
 
 // refresh starts over when another call may have changed the world since
-// the last failure: an edit or an install makes the next attempt new.
+// the last failure.
 func (f *failState) refresh(changes uint32) {
 	if f != nil && f.count > 0 && f.changes != changes {
 		f.restart(0)
 	}
 }
 
-// record books an outcome of the tool. Failures are equivalent when they
-// repeat the same call, whatever the error text, or when tweaked arguments
-// (see tweaked) fail with the same masked error text — with nothing
-// changed in between (changes is turnState.changes). The attempt after
-// the hint fails the same way with the same masked error text, whatever
-// its arguments.
+// record books an outcome of the tool. Failures are equivalent, with
+// nothing changed in between, when they repeat the same call, or when
+// tweaked arguments (canon.Tweaked) or the attempt after the hint fail
+// with the same masked error text.
 func (f *failState) record(failed bool, sig Hash, shape string, key callKey, changes uint32) {
 	if !failed {
 		f.restart(0)
@@ -118,13 +109,13 @@ func (f *failState) record(failed bool, sig Hash, shape string, key callKey, cha
 	f.sig, f.shape, f.key, f.changes = sig, shape, key, changes
 }
 
-// recordFailure books an outcome of the tool in its failState (see
-// failState.record), which the first failure allocates.
+// recordFailure books an outcome of the tool in its failState, which the
+// first failure allocates.
 func (s *toolState) recordFailure(failed bool, sig Hash, shape string, key callKey, changes uint32) {
-	if s.fail == nil && !failed {
-		return
-	}
 	if s.fail == nil {
+		if !failed {
+			return
+		}
 		s.fail = &failState{}
 	}
 	s.fail.record(failed, sig, shape, key, changes)
@@ -146,113 +137,23 @@ type toolSkips struct {
 }
 
 func (s *toolStats) finish(failed, progress bool) {
-	switch {
-	case failed:
+	if failed {
 		s.failed++
-	case progress:
-		s.ok++
-		s.newResults++
-	default:
-		s.ok++
-	}
-}
-
-// pendingCall is an allowed call waiting for its Record.
-type pendingCall struct {
-	resID    string // the Store reservation, if any
-	resLocal bool   // held in the local fallback store (FailOpen)
-	seq      uint64
-	id       string
-	key      callKey
-	tool     *toolEntry
-	slot     int32 // of the key's state in turnState.slab
-	round    uint64
-	at       time.Time
-	// args is the caller's arguments slice (not a copy), so that Record can
-	// recognize the same arguments and skip hashing them again. It is
-	// dropped with the pending call.
-	args []byte
-}
-
-// held returns the Store reservation the call holds.
-func (pc *pendingCall) held() held {
-	return heldBy(&grant{id: pc.resID, local: pc.resLocal}, pc.tool)
-}
-
-// findPending returns the index of the pending call that a Record of (id,
-// key) completes: the one with that id (of those, when a harness reused
-// the id, the one with that key first), else, when byKey is set, the
-// oldest with that key and no other id.
-func findPending(ps []pendingCall, id, tool string, key callKey, byKey bool) int {
-	if id != "" {
-		// A reused id: the call with the id and the key first.
-		first := -1
-		for i := range ps {
-			if ps[i].id == id && ps[i].tool.rule.name == tool {
-				if ps[i].key == key {
-					return i
-				}
-				if first < 0 {
-					first = i
-				}
-			}
-		}
-		if first >= 0 {
-			return first
-		}
-	}
-	if byKey {
-		for i := range ps {
-			if ps[i].key == key && (id == "" || ps[i].id == "") {
-				return i
-			}
-		}
-	}
-	return -1
-}
-
-type roundState struct {
-	pending int  // calls of the round allowed and not yet recorded
-	used    bool // the round's budget unit is used
-}
-
-// roundBook is what the turn budget knows of the turn's rounds
-// (unitRounds only).
-type roundBook struct {
-	open map[uint64]*roundState
-	// finished are the rounds whose calls were all recorded, oldest first:
-	// their state is kept (a WithRound context may check more calls one
-	// after another) until maxFinishedRounds later rounds finished.
-	finished []uint64
-}
-
-// maxFinishedRounds bounds the finished rounds a turn remembers.
-const maxFinishedRounds = 64
-
-// finish remembers that the calls of round were all recorded and forgets
-// the oldest finished round past maxFinishedRounds (unless new calls of it
-// are pending again).
-func (b *roundBook) finish(round uint64) {
-	b.finished = append(b.finished, round)
-	if len(b.finished) <= maxFinishedRounds {
 		return
 	}
-	old := b.finished[0]
-	b.finished = append(b.finished[:0], b.finished[1:]...)
-	if rs := b.open[old]; rs != nil && rs.pending <= 0 {
-		delete(b.open, old)
+	s.ok++
+	if progress {
+		s.newResults++
 	}
 }
 
 // turnState is everything Reset clears.
 type turnState struct {
 	phase Phase
-	// changes counts the calls of the turn that made progress of their own
-	// (a key new to the turn, or a known key whose result changed), that
-	// succeeded, and whose tool is not read-only: each may have changed the
-	// world, so every call before it may now answer differently. Only
-	// equality with what keys and failures remember of it matters: it may
-	// wrap.
+	// changes counts the calls of the turn that succeeded with progress of
+	// their own and whose tool is not read-only: each may have changed the
+	// world. Only equality with what keys and failures remember of it
+	// matters: it may wrap.
 	changes    uint32
 	reserved   int // budget units held by allowed calls
 	used       int // budget units used by recorded calls
@@ -260,9 +161,8 @@ type turnState struct {
 	failed     int
 	newResults int
 	hand       int32 // the slot the eviction looks at next (see evict)
-	// slab holds the state of the turn's keys, grown as they come; keys
-	// finds a key's slot once the turn has more than maxKeyScan of them
-	// (nil before: the slab is scanned).
+	// slab holds the state of the turn's keys; keys finds a key's slot once
+	// there are more than maxKeyScan of them (nil before: slab is scanned).
 	keys    map[callKey]int32
 	slab    []keyState
 	rounds  *roundBook // unitRounds only
@@ -277,8 +177,6 @@ type stop struct {
 	tool   *toolRule // nil for a call without a tool name
 }
 
-// maxKeyScan is the number of keys up to which a turn finds a key by a
-// scan of its slab rather than through a map: most turns hold a few.
 const maxKeyScan = 16
 
 func (ts *turnState) init(c *config) {
@@ -319,11 +217,9 @@ func (ts *turnState) keyState(k callKey) (keyState, int32) {
 }
 
 // storeKey stores the state of k in its slot, or in a new slot if slot is
-// -1, and returns the slot. Past maxKeys distinct calls in one turn a new
-// key takes the slot of a settled key that evict forgets: memory stays
-// bounded, and a forgotten call starts its count over. A key with a
-// pending call is never forgotten, so the slot a pending call holds stays
-// valid until its Record.
+// -1, and returns the slot. Past maxKeys keys in one turn a new key takes
+// the slot of a settled key that evict forgets (it starts its count over).
+// A key with a pending call is never forgotten: its slot stays valid.
 func (ts *turnState) storeKey(k callKey, slot int32, s keyState) int32 {
 	s.key = k
 	if slot >= 0 {
@@ -353,14 +249,11 @@ func (ts *turnState) storeKey(k callKey, slot int32, s keyState) int32 {
 	return slot
 }
 
-// evict forgets a settled key and returns its slot. It is the clock
-// algorithm: a hand goes round the slots; a key stored again since the
-// hand last passed it (a repeat, whose count matters) is passed over once
-// and its mark cleared, a pending key is passed over, and the first other
-// key is forgotten. Keys seen once go first. Each step either clears a mark
-// that a store set or passes a pending call (at most maxPending of them in
-// a round of maxKeys slots), so an eviction costs O(1) amortized, whatever
-// the keys.
+// evict forgets a settled key and returns its slot, by the clock
+// algorithm: a hand goes round the slots, passes a pending key, passes a
+// key stored again since it last passed (a repeat) once, clearing its
+// mark, and forgets the first other key. Each step clears a mark a store
+// set or passes one of at most maxPending calls: O(1) amortized.
 func (ts *turnState) evict() int32 {
 	for {
 		i := ts.hand
@@ -378,38 +271,6 @@ func (ts *turnState) evict() int32 {
 	}
 }
 
-// keyOf returns the key of a pending call of c's tool, with c's id if it
-// has one, whose arguments are c's bytes: Record then need not hash them
-// again.
-func (ts *turnState) keyOf(c Call) (callKey, bool) {
-	for i := len(ts.pending) - 1; i >= 0; i-- {
-		p := &ts.pending[i]
-		if p.tool.rule.name == c.Tool && (c.ID == "" || p.id == c.ID) && bytes.Equal(p.args, c.Args) {
-			return p.key, true
-		}
-	}
-	return callKey{}, false
-}
-
-// takeFrom removes from ps the pending call that findPending finds.
-func takeFrom(ps *[]pendingCall, id, tool string, key callKey, byKey bool) (pendingCall, bool) {
-	i := findPending(*ps, id, tool, key, byKey)
-	if i < 0 {
-		return pendingCall{}, false
-	}
-	pc := (*ps)[i]
-	*ps = append((*ps)[:i], (*ps)[i+1:]...)
-	return pc, true
-}
-
-func (ts *turnState) takePending(id, tool string, key callKey, byKey bool) (pendingCall, bool) {
-	pc, ok := takeFrom(&ts.pending, id, tool, key, byKey)
-	if len(ts.pending) == 0 {
-		ts.pending = nil // an idle session holds no buffer for its calls
-	}
-	return pc, ok
-}
-
 // appendBounded appends it to s, growing s to at most size elements.
 func appendBounded[T any](s []T, it T, size int) []T {
 	if len(s) == cap(s) {
@@ -421,14 +282,10 @@ func appendBounded[T any](s []T, it T, size int) []T {
 }
 
 // acrossTurns remembers, over the session, the calls whose last runs
-// failed the same way (the same masked error text) in consecutive turns.
-// A model that sends the same failing call once per user message is not
-// caught by the per-turn rules; after MaxFailures such turns its call in
-// the next turn gets one hint, which is not escalated: the new user message
-// may carry a change the Tracker cannot see, so the call runs if the model
-// sends it again. A success of the call forgets it.
+// failed the same way (the same masked error text) in consecutive turns
+// (see failures); a success of the call forgets it.
 type acrossTurns struct {
-	calls map[callKey]*acrossCall
+	calls map[callKey]acrossCall
 }
 
 type acrossCall struct {
@@ -443,13 +300,9 @@ const maxAcross = 256
 // record books that the last run of a call in turn failed with the error
 // text sig, when the turn ends.
 func (a *acrossTurns) record(key callKey, sig uint64, turn int) {
-	c := a.calls[key]
-	if c == nil {
-		if a.calls == nil || len(a.calls) >= maxAcross {
-			a.calls = make(map[callKey]*acrossCall)
-		}
-		c = &acrossCall{}
-		a.calls[key] = c
+	c, ok := a.calls[key]
+	if a.calls == nil || !ok && len(a.calls) >= maxAcross {
+		a.calls = make(map[callKey]acrossCall)
 	}
 	if c.turn == turn-1 && c.sig == sig {
 		c.turns++
@@ -457,21 +310,18 @@ func (a *acrossTurns) record(key callKey, sig uint64, turn int) {
 		c.turns = 1
 	}
 	c.sig, c.turn = sig, turn
+	a.calls[key] = c
 }
 
 // forget forgets a call that succeeded.
-func (a *acrossTurns) forget(key callKey) {
-	if a.calls != nil {
-		delete(a.calls, key)
-	}
-}
+func (a *acrossTurns) forget(key callKey) { delete(a.calls, key) }
 
 // check returns the number of consecutive earlier turns in which the call
 // failed the same way when it reaches min, and 0 otherwise. (The
 // escalation gives its hint once per turn.)
 func (a *acrossTurns) check(key callKey, turn, min int) int {
-	c := a.calls[key]
-	if c == nil || c.turn != turn-1 || c.turns < min {
+	c, ok := a.calls[key]
+	if !ok || c.turn != turn-1 || c.turns < min {
 		return 0
 	}
 	return c.turns
