@@ -13,14 +13,14 @@
 //
 //	tr := toolguard.NewTracker(toolguard.Policy{}) // the zero Policy is the defaults
 //	r := tr.Run(ctx, call, run)                    // run: func(ctx, Call) (string, error)
-//	fmt.Println(r.Text)                            // the tool's output, or a hint that it did not run
+//	fmt.Println(r.Text)                            // the output, or a hint that it did not run
 //
 // r.Decision.Skip() tells a hint or refusal from a real result; r.Err is the
 // tool's error, or for an Abort the reason to stop the turn. When r.Phase
 // changes (Guidance gives it at any time), give the model
-// tr.Guidance().Message and strip the tools from PhaseWindDown on. Run the calls of one model response with
-// tr.RunRound(ctx, calls, run). Call Reset when new user input starts a new
-// turn.
+// tr.Guidance().Message and strip the tools from PhaseWindDown on. Run the
+// calls of one model response with tr.RunRound(ctx, calls, run). Call Reset
+// when new user input starts a new turn.
 //
 // Without Run, ask before each call and report after it (see
 // ExampleTracker_ShouldSkip):

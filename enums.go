@@ -6,18 +6,15 @@ import "fmt"
 type Action int
 
 const (
-	// ActionHint (the default) answers the first firing with a Hint: a
-	// synthetic tool result telling the model what to do instead. If the
+	// ActionHint (the default) answers the first firing with a Hint; if the
 	// model sends the hinted call again anyway, that call is an Abort.
 	ActionHint Action = iota
 	// ActionAbort answers the first firing with an Abort and a *LoopError.
 	ActionAbort
 )
 
-var actionNames = [...]string{"hint", "abort"}
-
 // String returns "hint" or "abort".
-func (a Action) String() string { return enumString(actionNames[:], int(a), "Action") }
+func (a Action) String() string { return enumString([]string{"hint", "abort"}, int(a), "Action") }
 
 // budgetUnit is what the turn budget counts (Policy.CountRounds).
 type budgetUnit int
@@ -27,10 +24,10 @@ const (
 	unitRounds                   // model responses: a batch is one unit
 )
 
-var unitNames = [...]string{"calls", "rounds"}
-
 // String returns "calls" or "rounds".
-func (u budgetUnit) String() string { return enumString(unitNames[:], int(u), "budgetUnit") }
+func (u budgetUnit) String() string {
+	return enumString([]string{"calls", "rounds"}, int(u), "budgetUnit")
+}
 
 // Verdict is what the harness does with a call.
 type Verdict int

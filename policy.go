@@ -1,6 +1,7 @@
 package toolguard
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,22 +16,9 @@ import (
 	"github.com/toolguard/toolguard/store"
 )
 
-// Defaults of the Policy fields; docs/policy.md says where each comes from.
-const (
-	defaultMaxCallsPerTurn     = 300
-	defaultNudgeRatio          = 0.75
-	defaultMaxRepeats          = 2
-	defaultMaxFailures         = 3
-	defaultMaxFailureStreak    = 6
-	defaultMaxRewordings       = 2
-	defaultSimilarityThreshold = 0.75
-	defaultHighCostLimit       = 10
-	defaultCyclePeriod         = 4
-	defaultCycleRepeats        = 3
-	defaultWindow              = 10
-	defaultWindowLimit         = 5
-	defaultLedgerSize          = 4096
-)
+// defaultSimilarityThreshold is the default of Policy.SimilarityThreshold,
+// which the window rule uses when the similar-query check is off.
+const defaultSimilarityThreshold = 0.75
 
 // maxCyclePeriod and maxWindow bound what a policy may ask for, so a
 // configuration mistake cannot make every call expensive.
@@ -143,9 +131,6 @@ type Policy struct {
 	// default) keeps only hashes and a redacted purpose: they may hold secrets.
 	KeepRaw bool
 
-	// The call quotas, per tool over a session and shared through a store.
-	// Their zero values set none.
-
 	// SessionLimit is the rule default for calls to one tool in a session
 	// (across turns). 0 or negative means none.
 	SessionLimit int
@@ -166,13 +151,11 @@ type Policy struct {
 	// quotas are counted in this Tracker alone and SharedQuotas, if any, in
 	// a store.Memory private to it.
 	Store store.Store
-	// SessionID names the session in the Store, so the replicas serving its
-	// turns share its session quotas. Empty means they are counted in this
-	// Tracker alone.
+	// SessionID names the session in the Store, so the replicas serving it
+	// share its session quotas. Empty means this Tracker counts them alone.
 	SessionID string
 	// SharedQuotas are totals shared through Store by every Tracker that
-	// declares them (per tenant or operator, per hour or per day). nil
-	// means none.
+	// declares them (per tenant, per day…). nil means none.
 	SharedQuotas []store.SharedQuota
 	// StoreTimeout bounds each Store operation. 0 means 250ms.
 	StoreTimeout time.Duration
@@ -195,9 +178,8 @@ type Policy struct {
 	// OnEvent, when set, receives every decision, record and phase change,
 	// after the Tracker's lock is released; it may call back into the Tracker.
 	OnEvent func(Event)
-	// Logger, when set, logs firings at Warn and other decisions and records
-	// at Debug, with the attributes gen_ai.tool.name and gen_ai.tool.call.id.
-	// nil means silent.
+	// Logger, when set, logs firings at Warn, other decisions and records at
+	// Debug (attributes gen_ai.tool.name, gen_ai.tool.call.id). nil: silent.
 	Logger *slog.Logger
 }
 
@@ -309,11 +291,9 @@ func (p Policy) validateNames() []error {
 	return errs
 }
 
-// validateSharedQuotas reports the shared quotas that are ignored or
-// used otherwise than written, and those whose counter keys can meet: a
-// PerTool quota's key is its name, ':' and the tool's name, so a quota
-// named "t:web" would count the calls of tool "web" of a PerTool quota
-// named "t".
+// validateSharedQuotas reports the shared quotas that are ignored or used
+// otherwise than written, and those whose counter keys meet (a quota "t:web"
+// counts the calls of tool "web" of a PerTool quota "t").
 func validateSharedQuotas(qs []store.SharedQuota) []error {
 	var errs []error
 	for i, q := range qs {
@@ -354,42 +334,36 @@ func sharedKeyMeet(a, b store.SharedQuota) string {
 // config is a Policy with every default and fallback applied. It never
 // changes after NewTracker, so it is read without the lock.
 type config struct {
-	pol           Policy // as given; resolve reads its tool and quota fields
-	maxCalls      int    // 0: unlimited
-	nudgeAt       int    // 0: no nudge
-	unit          budgetUnit
-	maxRepeats    int // 0: off
-	maxFailures   int // 0: off
-	maxStreak     int // 0: off
-	maxRewordings int // 0: off
-	maxRevisits   int // 0: off; -1: twice the tool's MaxRepeats
-	threshold     float64
-	similarOn     bool
-	similarBlind  bool
-	searchTools   globs
-	thinkTools    globs
-	action        Action
-	sessionLimit  int // 0: none
-	highCostLimit int // 0: none
-	cyclePeriod   int // 0: off
-	cycleRepeats  int
-	window        int // 0: off
-	windowLimit   int
-	ledgerSize    int // 0: unbounded
-	ledgerKeep    int // the entries the ledger keeps: ledgerSize, at least what a cycle spans
-	keepRaw       bool
-	store         store.Store
-	shared        []store.SharedQuota
-	storeTimeout  time.Duration
-	ttl           time.Duration
-	failOpen      bool
-	fallback      *store.Memory // counts locally while the store is down (FailOpen)
-	breaker       *store.Breaker
-	now           func() time.Time
-	onEvent       func(Event)
-	logger        *slog.Logger
-	hooked        bool       // onEvent or logger is set: events are built
-	rules         *ruleCache // a Sessions' resolved tool policies; nil for NewTracker(p)
+	pol          Policy // as given; resolve reads the fields of tools and quotas
+	maxCalls     int    // 0: unlimited
+	nudgeAt      int    // 0: no nudge
+	unit         budgetUnit
+	maxFailures  int // 0: off
+	maxStreak    int // 0: off
+	maxRevisits  int // 0: off; -1: twice the tool's MaxRepeats
+	threshold    float64
+	similarOn    bool
+	similarBlind bool
+	action       Action
+	cyclePeriod  int // 0: off
+	cycleRepeats int
+	window       int // 0: off
+	windowLimit  int
+	ledgerSize   int // 0: unbounded
+	ledgerKeep   int // the entries the ledger keeps: ledgerSize, at least what a cycle spans
+	keepRaw      bool
+	store        store.Store
+	shared       []store.SharedQuota
+	storeTimeout time.Duration
+	ttl          time.Duration
+	failOpen     bool
+	fallback     *store.Memory // counts locally while the store is down (FailOpen)
+	breaker      *store.Breaker
+	now          func() time.Time
+	onEvent      func(Event)
+	logger       *slog.Logger
+	hooked       bool       // onEvent or logger is set: events are built
+	rules        *ruleCache // a Sessions' resolved tool policies; nil for NewTracker(p)
 }
 
 func newConfig(p Policy) config {
@@ -437,60 +411,36 @@ func (c *config) storeConfig(p Policy) {
 			c.breaker.Cooldown = -1 // the Store breaks per server itself
 		}
 	}
-	c.storeTimeout = p.StoreTimeout
-	if c.storeTimeout <= 0 {
-		c.storeTimeout = defaultStoreTimeout
-	}
-	c.ttl = p.ReservationTTL
-	if c.ttl <= 0 {
-		c.ttl = store.DefaultTTL
-	}
+	c.storeTimeout = cmp.Or(max(p.StoreTimeout, 0), defaultStoreTimeout)
+	c.ttl = cmp.Or(max(p.ReservationTTL, 0), store.DefaultTTL)
 }
 
 // ruleConfig applies the defaults and bounds of the rules' settings.
 func (c *config) ruleConfig(p Policy) {
-	c.maxCalls = orDefault(p.MaxCallsPerTurn, defaultMaxCallsPerTurn)
-	ratio := p.NudgeRatio
-	if ratio == 0 || math.IsNaN(ratio) {
-		ratio = defaultNudgeRatio
-	}
-	if c.maxCalls > 0 && ratio > 0 && ratio < 1 {
+	c.maxCalls = orDefault(p.MaxCallsPerTurn, 300)
+	if ratio := ratioOr(p.NudgeRatio, 0.75); c.maxCalls > 0 && ratio > 0 && ratio < 1 {
 		c.nudgeAt = int(math.Floor(ratio * float64(c.maxCalls)))
 	}
-	c.maxRepeats = orDefault(p.MaxRepeats, defaultMaxRepeats)
-	c.maxFailures = orDefault(p.MaxFailures, defaultMaxFailures)
-	c.maxStreak = orDefault(p.MaxFailureStreak, defaultMaxFailureStreak)
-	c.maxRewordings = orDefault(p.MaxRewordings, defaultMaxRewordings)
+	c.maxFailures = orDefault(p.MaxFailures, 3)
+	c.maxStreak = orDefault(p.MaxFailureStreak, 6)
 	c.maxRevisits = orDefault(p.MaxRevisits, -1) // -1: twice the tool's MaxRepeats (resolve)
-	c.threshold = p.SimilarityThreshold
-	if c.threshold == 0 || math.IsNaN(c.threshold) {
-		c.threshold = defaultSimilarityThreshold
-	}
+	c.threshold = ratioOr(p.SimilarityThreshold, defaultSimilarityThreshold)
 	if c.similarOn = c.threshold > 0 && c.threshold <= 1; !c.similarOn {
 		c.threshold = defaultSimilarityThreshold // the window rule still needs "similar"
 	}
-	c.searchTools, c.thinkTools = p.SearchTools, p.ThinkTools
-	if p.SearchTools == nil {
-		c.searchTools = defaultSearchTools
-	}
-	if p.ThinkTools == nil {
-		c.thinkTools = defaultThinkTools
-	}
-	c.sessionLimit = max(p.SessionLimit, 0)
-	c.highCostLimit = orDefault(p.HighCostLimit, defaultHighCostLimit)
 	c.windowConfig(p)
 }
 
 // windowConfig applies the defaults and bounds of the cycle and window
 // rules and of the ledger.
 func (c *config) windowConfig(p Policy) {
-	c.cyclePeriod = min(orDefault(p.CyclePeriod, defaultCyclePeriod), maxCyclePeriod)
+	c.cyclePeriod = min(orDefault(p.CyclePeriod, 4), maxCyclePeriod)
 	if c.cyclePeriod == 1 {
 		c.cyclePeriod = 2
 	}
-	c.cycleRepeats = min(max(orDefault(p.CycleRepeats, defaultCycleRepeats), 2), maxCycleRepeats)
-	c.window = min(orDefault(p.Window, defaultWindow), maxWindow)
-	c.windowLimit = max(orDefault(p.WindowLimit, defaultWindowLimit), 1)
+	c.cycleRepeats = min(max(orDefault(p.CycleRepeats, 3), 2), maxCycleRepeats)
+	c.window = min(orDefault(p.Window, 10), maxWindow)
+	c.windowLimit = max(orDefault(p.WindowLimit, 5), 1)
 	// A negative count turns its rule off, as it does for every rule.
 	if p.CycleRepeats < 0 {
 		c.cyclePeriod = 0
@@ -498,7 +448,7 @@ func (c *config) windowConfig(p Policy) {
 	if p.WindowLimit < 0 {
 		c.window = 0
 	}
-	c.ledgerSize = orDefault(p.LedgerSize, defaultLedgerSize)
+	c.ledgerSize = orDefault(p.LedgerSize, 4096)
 	c.ledgerKeep = c.ledgerSize
 	if c.ledgerKeep > 0 { // the cycle rule reads the turn's last calls in the ledger
 		c.ledgerKeep = max(c.ledgerKeep, c.cyclePeriod*c.cycleRepeats)
@@ -512,6 +462,22 @@ func orDefault(v, def int) int {
 		return def
 	case v < 0:
 		return 0
+	}
+	return v
+}
+
+// orBuiltin returns list, or builtin when list is nil.
+func orBuiltin(list, builtin []string) globs {
+	if list == nil {
+		return builtin
+	}
+	return list
+}
+
+// ratioOr maps 0 and NaN to def.
+func ratioOr(v, def float64) float64 {
+	if v == 0 || math.IsNaN(v) {
+		return def
 	}
 	return v
 }
@@ -578,13 +544,14 @@ type toolRule struct {
 
 func (c *config) resolve(tool string) *toolRule {
 	tp, _ := lookup(c.pol.Tools, tool, func(a, b string) bool { return a < b })
+	search := orBuiltin(c.pol.SearchTools, defaultSearchTools).match(tool)
 	r := &toolRule{
 		name:       tool,
 		limit:      max(tp.Limit, 0),
-		maxRepeats: c.maxRepeats,
+		maxRepeats: orDefault(c.pol.MaxRepeats, 2),
 		exempt:     tp.Exempt,
-		search:     tp.Search || !tp.NoSearch && c.searchTools.match(tool),
-		think:      c.thinkTools.match(tool),
+		search:     tp.Search || !tp.NoSearch && search,
+		think:      orBuiltin(c.pol.ThinkTools, defaultThinkTools).match(tool),
 		ignore:     tp.IgnoreArgs,
 	}
 	r.readOnly = tp.ReadOnly || r.search || r.think
@@ -595,7 +562,7 @@ func (c *config) resolve(tool string) *toolRule {
 		r.maxRepeats = tp.MaxRepeats
 	}
 	if r.maxRepeats > 0 && !r.search {
-		r.rewordings, r.threshold = c.maxRewordings, c.threshold
+		r.rewordings, r.threshold = orDefault(c.pol.MaxRewordings, 2), c.threshold
 	}
 	if !r.exempt {
 		r.cyclePeriod, r.cycleRepeats, r.revisits = int32(c.cyclePeriod), int32(c.cycleRepeats), int32(c.maxRevisits)

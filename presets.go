@@ -50,7 +50,8 @@ func PresetNames() []string { return slices.Sorted(maps.Keys(presets)) }
 func Preset(name string) (Policy, error) {
 	f, ok := presets[name]
 	if !ok {
-		return Policy{}, fmt.Errorf("toolguard: unknown preset %q (known: %s)", name, strings.Join(PresetNames(), ", "))
+		known := strings.Join(PresetNames(), ", ")
+		return Policy{}, fmt.Errorf("toolguard: unknown preset %q (known: %s)", name, known)
 	}
 	return f(), nil
 }

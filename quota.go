@@ -29,9 +29,9 @@ func quotaFor(q *Quota, tool string) int {
 // session limit is the least of the agent quota, the platform quota and
 // the rule default, over those that are set.
 func (c *config) resolveQuota(r *toolRule, tp ToolPolicy) {
-	rule := c.sessionLimit
-	if (tp.HighCost || globs(c.pol.HighCostTools).match(r.name)) && c.highCostLimit > 0 {
-		rule = c.highCostLimit
+	rule, high := max(c.pol.SessionLimit, 0), orDefault(c.pol.HighCostLimit, 10)
+	if high > 0 && (tp.HighCost || globs(c.pol.HighCostTools).match(r.name)) {
+		rule = high
 	}
 	consider := func(n int, from string) {
 		if n > 0 && (r.quota == 0 || n < r.quota) {
