@@ -43,10 +43,8 @@ var (
 )
 
 // Policy configures a Tracker. Its zero value is the defaults, listed with
-// each field (docs/policy.md says where each comes from). Values that make
-// no sense (NaN, ratios outside their range, malformed glob patterns) fall
-// back to a documented behaviour rather than failing; Validate reports them
-// for callers who prefer an error.
+// each field; docs/policy.md says where each comes from. Values that make no
+// sense fall back to a documented behaviour; Validate reports them.
 type Policy struct {
 	// MaxCallsPerTurn is the turn budget. 0 means 300, sized for long coding
 	// turns; negative means unlimited. The "turn-budget" preset sets 30.
@@ -55,18 +53,16 @@ type Policy struct {
 	// PhaseNudge. 0 or NaN means 0.75; negative or ≥ 1 (infinities too)
 	// disables the nudge: the turn goes from PhaseNormal to PhaseWindDown.
 	NudgeRatio float64
-	// CountRounds makes the turn budget count model responses: a batch
-	// checked with ShouldSkipRound uses one unit. false (the default) counts
-	// every executed call, so three parallel calls use three.
+	// CountRounds makes the turn budget count model responses (a round of
+	// calls uses one unit). false (the default) counts every executed call.
 	CountRounds bool
 
 	// MaxRepeats is how many identical calls (same tool, same canonical
 	// arguments) may run without progress; the next one fires. 0 means 2;
 	// negative disables the check.
 	MaxRepeats int
-	// MaxFailures is how many equivalent failures of one tool are allowed
-	// before its next call fires ReasonRepeatedFailure. 0 means 3; negative
-	// disables the check.
+	// MaxFailures is how many equivalent failures of one tool are allowed;
+	// its next call fires. 0 means 3; negative disables the check.
 	MaxFailures int
 	// MaxFailureStreak is how many calls of a turn in a row, of any tools,
 	// may fail; the next call gets one hint (never an abort) per such run.
@@ -82,14 +78,13 @@ type Policy struct {
 	// fires ReasonCycle (docs/patterns.md). 0 means twice the tool's
 	// MaxRepeats (4 by default, off where that is off); negative disables it.
 	MaxRevisits int
-	// SimilarityThreshold is the score at which two queries of one search
-	// tool count as the same question. 0 or NaN means 0.75; negative or
-	// above 1 disables the similar-query check.
+	// SimilarityThreshold is the score at which two queries of a search tool
+	// are the same question. 0 or NaN means 0.75; negative or above 1
+	// disables the similar-query check.
 	SimilarityThreshold float64
 	// SearchTools names the search tools (names or glob patterns). nil means
 	// the built-in list (search, *search*, *_query, grep, … in
-	// docs/policy.md); an empty non-nil slice means none. A search call is
-	// checked for similar queries only when its arguments carry a query.
+	// docs/policy.md); an empty non-nil slice means none.
 	SearchTools []string
 	// ThinkTools names the tools that only record the model's reasoning
 	// (names or glob patterns): read-only, never progress for other calls.
@@ -104,16 +99,15 @@ type Policy struct {
 	// ActionAbort. Other values mean ActionHint.
 	Action Action
 	// Tools holds per-tool overrides keyed by tool name or glob pattern; nil
-	// means none. An exact name wins over patterns; among patterns the
-	// longest wins, then the lexically smallest.
+	// means none. An exact name wins, then the longest pattern, then the
+	// lexically smallest.
 	Tools map[string]ToolPolicy
 
 	// CyclePeriod is the longest cycle detected (A,B,… of distinct calls).
 	// 0 means 4; 1 means 2; at most 16; negative disables cycle detection.
 	CyclePeriod int
-	// CycleRepeats is how many unchanged repetitions of a cycle are allowed;
-	// the call that would continue them fires. 0 means 3; 1 means 2; at most
-	// 64; negative disables cycle detection.
+	// CycleRepeats is how many unchanged repetitions of a cycle are allowed.
+	// 0 means 3; 1 means 2; at most 64; negative disables cycle detection.
 	CycleRepeats int
 	// Window is the number of most recent calls of the turn in which similar
 	// searches and fetches of one host and path are counted. 0 means 10; at
@@ -146,10 +140,9 @@ type Policy struct {
 	AgentQuota    *Quota
 	PlatformQuota *Quota
 
-	// Store shares quota counters between Trackers: store.NewMemory in one
-	// process, the redisstore module across processes. nil means session
-	// quotas are counted in this Tracker alone and SharedQuotas, if any, in
-	// a store.Memory private to it.
+	// Store shares quota counters between Trackers (store.NewMemory, or the
+	// redisstore module across processes). nil means session quotas are
+	// counted in this Tracker and SharedQuotas in a private store.Memory.
 	Store store.Store
 	// SessionID names the session in the Store, so the replicas serving it
 	// share its session quotas. Empty means this Tracker counts them alone.
@@ -163,9 +156,8 @@ type Policy struct {
 	// (a crashed replica). 0 means 5 minutes.
 	ReservationTTL time.Duration
 	// FailOpen chooses what happens when the Store does not answer: false
-	// (fail closed) refuses calls that need a shared quota with an error
-	// matching store.ErrUnavailable; true counts them in a store local to
-	// this Tracker until the Store answers, with an EventStore per failure.
+	// (fail closed) refuses calls that need it (store.ErrUnavailable); true
+	// counts them locally until it answers, with an EventStore per failure.
 	FailOpen bool
 	// Breaker stops asking the Store for a moment after it failed
 	// (store.Breaker). nil means one private to this Tracker (cooldown 1s),
@@ -176,7 +168,7 @@ type Policy struct {
 	// Now is the clock. nil means time.Now.
 	Now func() time.Time
 	// OnEvent, when set, receives every decision, record and phase change,
-	// after the Tracker's lock is released; it may call back into the Tracker.
+	// outside the Tracker's lock, so it may call back into it. nil: none.
 	OnEvent func(Event)
 	// Logger, when set, logs firings at Warn, other decisions and records at
 	// Debug (attributes gen_ai.tool.name, gen_ai.tool.call.id). nil: silent.
@@ -202,12 +194,10 @@ type ToolPolicy struct {
 	// and not read-only unless ReadOnly says so. Search wins over it.
 	NoSearch bool
 	// ReadOnly says the tool's calls never change the world, so they never
-	// count as progress for other calls. Search and think tools are
-	// read-only; leaving it false costs firings, never false ones.
+	// count as progress for other calls (as search and think tools).
 	ReadOnly bool
 	// NotReadOnly makes the MCP adapters and proxy ignore the server's
-	// readOnlyHint for the tool (a policy file's "read_only: false"). The
-	// Tracker reads only ReadOnly, which wins when both are set.
+	// readOnlyHint for the tool. The Tracker reads only ReadOnly, which wins.
 	NotReadOnly bool
 	// HighCost marks an external, paid or rate-limited tool: its rule
 	// default session limit is Policy.HighCostLimit.
@@ -524,9 +514,8 @@ type toolRule struct {
 	maxRepeats int     // 0: off
 	rewordings int     // Policy.MaxRewordings for this tool; 0: off
 	threshold  float64 // the similarity threshold, for the prose of rewordings
-	// The turn's rules, resolved for the tool (0: off; exempt tools are
-	// never part of a cycle or a revisit): Policy.CyclePeriod,
-	// CycleRepeats and MaxRevisits.
+	// Policy.CyclePeriod, CycleRepeats and MaxRevisits for the tool (0: off;
+	// exempt tools are never part of a cycle or a revisit).
 	cyclePeriod, cycleRepeats, revisits int32
 	exempt                              bool
 	search                              bool

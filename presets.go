@@ -8,17 +8,15 @@ import (
 )
 
 // presets are the ready policies of Preset, each reproducing one published
-// behaviour with its numbers, so a team moving from it keeps what it knows
-// (docs/policy.md, "Presets"). Rules a preset does not name are off. Every
-// preset but "turn-tracker", whose similar-query check stays result-blind
-// as in its seed, is result-aware (a repeat with a new result is progress).
+// behaviour with its numbers (docs/policy.md, "Presets"); rules a preset
+// does not name are off. All are result-aware (a repeat with a new result
+// is progress) but "turn-tracker", whose similar-query check stays
+// result-blind as in its seed.
 //
-//   - "quota-rule": a portable agent rule: 3 equivalent failing retries, 5
-//     similar calls in a rolling window of 10, 30 calls to one tool per
-//     session, 10 to a high-cost tool, ping-pong and cycles; no turn budget.
+//   - "quota-rule": a portable agent rule: failing retries, a rolling
+//     window, per-tool session quotas, ping-pong and cycles; no turn budget.
 //   - "turn-tracker": a chat service's per-turn tracker: per-tool limits per
-//     turn, the second identical call blocked, similar queries (0.75) for
-//     its search tools.
+//     turn, the second identical call blocked, similar queries (0.75).
 //   - "loop-detection" and "loop-detection-abort": an agent SDK's tool
 //     executor: maxRepeats 3 with a hint, or 2 with an abort.
 //   - "turn-budget": an agent runtime's turn budget: 30 calls per turn, a
