@@ -219,9 +219,8 @@ func (p Policy) Validate() error {
 	return nil
 }
 
-// validateNumbers reports the ratios and enums Validate rejects. NaN falls
-// back to the default; an infinity is outside the range, so it turns the
-// feature off (see ruleConfig).
+// validateNumbers reports the ratios and enums Validate rejects: NaN falls
+// back to the default, an infinity turns the feature off (ruleConfig).
 func (p Policy) validateNumbers() []error {
 	var errs []error
 	switch {
@@ -405,7 +404,8 @@ func (c *config) storeConfig(p Policy) {
 	c.ttl = cmp.Or(max(p.ReservationTTL, 0), store.DefaultTTL)
 }
 
-// ruleConfig applies the defaults and bounds of the rules' settings.
+// ruleConfig applies the defaults and bounds of the rules' and the ledger's
+// settings.
 func (c *config) ruleConfig(p Policy) {
 	c.maxCalls = orDefault(p.MaxCallsPerTurn, 300)
 	if ratio := ratioOr(p.NudgeRatio, 0.75); c.maxCalls > 0 && ratio > 0 && ratio < 1 {
@@ -418,12 +418,6 @@ func (c *config) ruleConfig(p Policy) {
 	if c.similarOn = c.threshold > 0 && c.threshold <= 1; !c.similarOn {
 		c.threshold = defaultSimilarityThreshold // the window rule still needs "similar"
 	}
-	c.windowConfig(p)
-}
-
-// windowConfig applies the defaults and bounds of the cycle and window
-// rules and of the ledger.
-func (c *config) windowConfig(p Policy) {
 	c.cyclePeriod = min(orDefault(p.CyclePeriod, 4), maxCyclePeriod)
 	if c.cyclePeriod == 1 {
 		c.cyclePeriod = 2
