@@ -46,12 +46,11 @@
 //     another; similar queries among them are distinct questions, and with
 //     Policy.CountRounds they use one budget unit. Tracker.WithRound with
 //     Run (or ShouldSkipContext): the same round, run in parallel goroutines.
-//   - ShouldSkip and Record (or ShouldSkipContext and RecordContext): the
-//     call runs where you do not control it with a function — a framework
-//     callback, a queue, another process — or you need the Decision first.
-//     Every allowed call must be recorded. ShouldSkipRound (or
-//     ShouldSkipRoundContext) checks one response's calls together before
-//     any runs; with a Store, it asks the Store once.
+//   - ShouldSkip and Record (or their Context forms): the call runs where
+//     you do not control it with a function — a framework callback, a queue,
+//     another process. Every allowed call must be recorded. ShouldSkipRound
+//     (or ShouldSkipRoundContext) checks one response's calls together
+//     before any runs; with a Store, it asks the Store once.
 //   - An adapter, when your agent runs on a framework (MCP servers,
 //     langchaingo, Eino, Genkit, Google ADK) or calls a provider SDK that has
 //     no hooks (OpenAI, Anthropic, Google Gen AI): each is a module of its own
