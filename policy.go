@@ -57,9 +57,8 @@ type Policy struct {
 	// calls uses one unit). false (the default) counts every executed call.
 	CountRounds bool
 
-	// MaxRepeats is how many identical calls (same tool, same canonical
-	// arguments) may run without progress; the next one fires. 0 means 2;
-	// negative disables the check.
+	// MaxRepeats is how many identical calls (same tool and canonical
+	// arguments) may run without progress. 0 means 2; negative: off.
 	MaxRepeats int
 	// MaxFailures is how many equivalent failures of one tool are allowed;
 	// its next call fires. 0 means 3; negative disables the check.
@@ -87,13 +86,12 @@ type Policy struct {
 	// docs/policy.md); an empty non-nil slice means none.
 	SearchTools []string
 	// ThinkTools names the tools that only record the model's reasoning
-	// (names or glob patterns): read-only, never progress for other calls.
-	// nil means the built-in list (think, reflect, plan, … in
-	// docs/policy.md); an empty non-nil slice means none.
+	// (names or glob patterns), so read-only. nil means the built-in list
+	// (think, reflect, plan, … in docs/policy.md); empty non-nil: none.
 	ThinkTools []string
-	// SimilarIgnoresResults makes the similar-query check result-blind: a
-	// query similar to any earlier one fires. false (the default) fires only
-	// after similar queries that brought nothing new.
+	// SimilarIgnoresResults makes the similar-query check result-blind.
+	// false (the default) fires only after similar queries that brought
+	// nothing new.
 	SimilarIgnoresResults bool
 	// Action is what the first firing does: ActionHint (zero) or
 	// ActionAbort. Other values mean ActionHint.
