@@ -154,8 +154,9 @@ type Policy struct {
 	// (a crashed replica). 0 means 5 minutes.
 	ReservationTTL time.Duration
 	// FailOpen chooses what happens when the Store does not answer: false
-	// (fail closed) refuses calls that need it (store.ErrUnavailable); true
-	// counts them locally until it answers, with an EventStore per failure.
+	// (fail closed) refuses calls that need a shared quota, with an error
+	// matching store.ErrUnavailable; true counts them locally until the
+	// Store answers, with an EventStore per failure.
 	FailOpen bool
 	// Breaker stops asking the Store for a moment after it failed
 	// (store.Breaker). nil means one private to this Tracker (cooldown 1s),
