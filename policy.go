@@ -322,9 +322,8 @@ func sharedKeyMeet(a, b store.SharedQuota) string {
 // config is a Policy with every default and fallback applied. It never
 // changes after NewTracker, so it is read without the lock.
 type config struct {
-	pol          Policy // as given; resolve reads the fields of tools and quotas
-	maxCalls     int    // 0: unlimited
-	nudgeAt      int    // 0: no nudge
+	maxCalls     int // 0: unlimited
+	nudgeAt      int // 0: no nudge
 	unit         budgetUnit
 	maxFailures  int // 0: off
 	maxStreak    int // 0: off
@@ -352,17 +351,35 @@ type config struct {
 	logger       *slog.Logger
 	hooked       bool       // onEvent or logger is set: events are built
 	rules        *ruleCache // a Sessions' resolved tool policies; nil for NewTracker(p)
+	// The Policy's fields that only resolve reads, as given.
+	tools                       map[string]ToolPolicy
+	searchTools, thinkTools     []string
+	highCostTools               []string
+	agent, platform             *Quota
+	sessionID                   string
+	maxRepeats, maxRewordings   int
+	sessionLimit, highCostLimit int
 }
 
 func newConfig(p Policy) config {
 	c := config{
-		pol:          p,
-		action:       p.Action,
-		similarBlind: p.SimilarIgnoresResults,
-		keepRaw:      p.KeepRaw,
-		now:          p.Now,
-		onEvent:      p.OnEvent,
-		logger:       p.Logger,
+		tools:         p.Tools,
+		searchTools:   p.SearchTools,
+		thinkTools:    p.ThinkTools,
+		highCostTools: p.HighCostTools,
+		agent:         p.AgentQuota,
+		platform:      p.PlatformQuota,
+		sessionID:     p.SessionID,
+		maxRepeats:    p.MaxRepeats,
+		maxRewordings: p.MaxRewordings,
+		sessionLimit:  p.SessionLimit,
+		highCostLimit: p.HighCostLimit,
+		action:        p.Action,
+		similarBlind:  p.SimilarIgnoresResults,
+		keepRaw:       p.KeepRaw,
+		now:           p.Now,
+		onEvent:       p.OnEvent,
+		logger:        p.Logger,
 	}
 	if c.action != ActionAbort {
 		c.action = ActionHint
@@ -525,15 +542,15 @@ type toolRule struct {
 }
 
 func (c *config) resolve(tool string) *toolRule {
-	tp, _ := lookup(c.pol.Tools, tool, func(a, b string) bool { return a < b })
-	search := orBuiltin(c.pol.SearchTools, defaultSearchTools).match(tool)
+	tp, _ := lookup(c.tools, tool, func(a, b string) bool { return a < b })
+	search := orBuiltin(c.searchTools, defaultSearchTools).match(tool)
 	r := &toolRule{
 		name:       tool,
 		limit:      max(tp.Limit, 0),
-		maxRepeats: orDefault(c.pol.MaxRepeats, 2),
+		maxRepeats: orDefault(c.maxRepeats, 2),
 		exempt:     tp.Exempt,
 		search:     tp.Search || !tp.NoSearch && search,
-		think:      orBuiltin(c.pol.ThinkTools, defaultThinkTools).match(tool),
+		think:      orBuiltin(c.thinkTools, defaultThinkTools).match(tool),
 		ignore:     tp.IgnoreArgs,
 	}
 	r.readOnly = tp.ReadOnly || r.search || r.think
@@ -544,7 +561,7 @@ func (c *config) resolve(tool string) *toolRule {
 		r.maxRepeats = tp.MaxRepeats
 	}
 	if r.maxRepeats > 0 && !r.search {
-		r.rewordings, r.threshold = orDefault(c.pol.MaxRewordings, 2), c.threshold
+		r.rewordings, r.threshold = orDefault(c.maxRewordings, 2), c.threshold
 	}
 	if !r.exempt {
 		r.cyclePeriod, r.cycleRepeats, r.revisits = int32(c.cyclePeriod), int32(c.cycleRepeats), int32(c.maxRevisits)

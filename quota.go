@@ -29,8 +29,8 @@ func quotaFor(q *Quota, tool string) int {
 // session limit is the least of the agent quota, the platform quota and
 // the rule default, over those that are set.
 func (c *config) resolveQuota(r *toolRule, tp ToolPolicy) {
-	rule, high := max(c.pol.SessionLimit, 0), orDefault(c.pol.HighCostLimit, 10)
-	if high > 0 && (tp.HighCost || globs(c.pol.HighCostTools).match(r.name)) {
+	rule, high := max(c.sessionLimit, 0), orDefault(c.highCostLimit, 10)
+	if high > 0 && (tp.HighCost || globs(c.highCostTools).match(r.name)) {
 		rule = high
 	}
 	consider := func(n int, from string) {
@@ -38,15 +38,15 @@ func (c *config) resolveQuota(r *toolRule, tp ToolPolicy) {
 			r.quota, r.quotaFrom = n, from
 		}
 	}
-	consider(quotaFor(c.pol.AgentQuota, r.name), "agent")
-	consider(quotaFor(c.pol.PlatformQuota, r.name), "platform")
+	consider(quotaFor(c.agent, r.name), "agent")
+	consider(quotaFor(c.platform, r.name), "platform")
 	consider(rule, "rule")
 }
 
 // resolveCounters lists the counters of r shared through the Store.
 func (c *config) resolveCounters(r *toolRule) {
-	if c.store != nil && c.pol.SessionID != "" && r.quota > 0 {
-		r.counters = append(r.counters, store.Counter{Key: sessionKey(c.pol.SessionID, r.name), Limit: r.quota})
+	if c.store != nil && c.sessionID != "" && r.quota > 0 {
+		r.counters = append(r.counters, store.Counter{Key: sessionKey(c.sessionID, r.name), Limit: r.quota})
 		r.counterOf = append(r.counterOf, r.quotaFrom)
 	}
 	for _, q := range c.shared {
