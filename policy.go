@@ -351,35 +351,29 @@ type config struct {
 	logger       *slog.Logger
 	hooked       bool       // onEvent or logger is set: events are built
 	rules        *ruleCache // a Sessions' resolved tool policies; nil for NewTracker(p)
-	// The Policy's fields that only resolve reads, as given.
+	// What only resolve reads.
 	tools                       map[string]ToolPolicy
-	searchTools, thinkTools     []string
-	highCostTools               []string
+	searchTools, thinkTools     globs
+	highCost                    globs
 	agent, platform             *Quota
 	sessionID                   string
-	maxRepeats, maxRewordings   int
-	sessionLimit, highCostLimit int
+	maxRepeats, maxRewordings   int // 0: off
+	sessionLimit, highCostLimit int // 0: none
 }
 
 func newConfig(p Policy) config {
 	c := config{
-		tools:         p.Tools,
-		searchTools:   p.SearchTools,
-		thinkTools:    p.ThinkTools,
-		highCostTools: p.HighCostTools,
-		agent:         p.AgentQuota,
-		platform:      p.PlatformQuota,
-		sessionID:     p.SessionID,
-		maxRepeats:    p.MaxRepeats,
-		maxRewordings: p.MaxRewordings,
-		sessionLimit:  p.SessionLimit,
-		highCostLimit: p.HighCostLimit,
-		action:        p.Action,
-		similarBlind:  p.SimilarIgnoresResults,
-		keepRaw:       p.KeepRaw,
-		now:           p.Now,
-		onEvent:       p.OnEvent,
-		logger:        p.Logger,
+		tools:        p.Tools,
+		highCost:     p.HighCostTools,
+		agent:        p.AgentQuota,
+		platform:     p.PlatformQuota,
+		sessionID:    p.SessionID,
+		action:       p.Action,
+		similarBlind: p.SimilarIgnoresResults,
+		keepRaw:      p.KeepRaw,
+		now:          p.Now,
+		onEvent:      p.OnEvent,
+		logger:       p.Logger,
 	}
 	if c.action != ActionAbort {
 		c.action = ActionHint
@@ -427,13 +421,19 @@ func (c *config) ruleConfig(p Policy) {
 	if ratio := ratioOr(p.NudgeRatio, 0.75); c.maxCalls > 0 && ratio > 0 && ratio < 1 {
 		c.nudgeAt = int(math.Floor(ratio * float64(c.maxCalls)))
 	}
+	c.maxRepeats = orDefault(p.MaxRepeats, 2)
 	c.maxFailures = orDefault(p.MaxFailures, 3)
 	c.maxStreak = orDefault(p.MaxFailureStreak, 6)
+	c.maxRewordings = orDefault(p.MaxRewordings, 2)
 	c.maxRevisits = orDefault(p.MaxRevisits, -1) // -1: twice the tool's MaxRepeats (resolve)
 	c.threshold = ratioOr(p.SimilarityThreshold, defaultSimilarityThreshold)
 	if c.similarOn = c.threshold > 0 && c.threshold <= 1; !c.similarOn {
 		c.threshold = defaultSimilarityThreshold // the window rule still needs "similar"
 	}
+	c.searchTools = orBuiltin(p.SearchTools, defaultSearchTools)
+	c.thinkTools = orBuiltin(p.ThinkTools, defaultThinkTools)
+	c.sessionLimit = max(p.SessionLimit, 0)
+	c.highCostLimit = orDefault(p.HighCostLimit, 10)
 	c.cyclePeriod = min(orDefault(p.CyclePeriod, 4), maxCyclePeriod)
 	if c.cyclePeriod == 1 {
 		c.cyclePeriod = 2
@@ -543,14 +543,13 @@ type toolRule struct {
 
 func (c *config) resolve(tool string) *toolRule {
 	tp, _ := lookup(c.tools, tool, func(a, b string) bool { return a < b })
-	search := orBuiltin(c.searchTools, defaultSearchTools).match(tool)
 	r := &toolRule{
 		name:       tool,
 		limit:      max(tp.Limit, 0),
-		maxRepeats: orDefault(c.maxRepeats, 2),
+		maxRepeats: c.maxRepeats,
 		exempt:     tp.Exempt,
-		search:     tp.Search || !tp.NoSearch && search,
-		think:      orBuiltin(c.thinkTools, defaultThinkTools).match(tool),
+		search:     tp.Search || !tp.NoSearch && c.searchTools.match(tool),
+		think:      c.thinkTools.match(tool),
 		ignore:     tp.IgnoreArgs,
 	}
 	r.readOnly = tp.ReadOnly || r.search || r.think
@@ -561,7 +560,7 @@ func (c *config) resolve(tool string) *toolRule {
 		r.maxRepeats = tp.MaxRepeats
 	}
 	if r.maxRepeats > 0 && !r.search {
-		r.rewordings, r.threshold = orDefault(c.maxRewordings, 2), c.threshold
+		r.rewordings, r.threshold = c.maxRewordings, c.threshold
 	}
 	if !r.exempt {
 		r.cyclePeriod, r.cycleRepeats, r.revisits = int32(c.cyclePeriod), int32(c.cycleRepeats), int32(c.maxRevisits)

@@ -29,9 +29,9 @@ func quotaFor(q *Quota, tool string) int {
 // session limit is the least of the agent quota, the platform quota and
 // the rule default, over those that are set.
 func (c *config) resolveQuota(r *toolRule, tp ToolPolicy) {
-	rule, high := max(c.sessionLimit, 0), orDefault(c.highCostLimit, 10)
-	if high > 0 && (tp.HighCost || globs(c.highCostTools).match(r.name)) {
-		rule = high
+	rule := c.sessionLimit
+	if c.highCostLimit > 0 && (tp.HighCost || c.highCost.match(r.name)) {
+		rule = c.highCostLimit
 	}
 	consider := func(n int, from string) {
 		if n > 0 && (r.quota == 0 || n < r.quota) {
