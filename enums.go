@@ -2,6 +2,33 @@ package toolguard
 
 import "fmt"
 
+// Action says what happens the first time a rule fires for a call.
+type Action int
+
+const (
+	// ActionHint (the default) answers the first firing with a Hint; if the
+	// model sends the hinted call again anyway, that call is an Abort.
+	ActionHint Action = iota
+	// ActionAbort answers the first firing with an Abort and a *LoopError.
+	ActionAbort
+)
+
+// String returns "hint" or "abort".
+func (a Action) String() string { return enumString([]string{"hint", "abort"}, int(a), "Action") }
+
+// budgetUnit is what the turn budget counts (Policy.CountRounds).
+type budgetUnit int
+
+const (
+	unitCalls  budgetUnit = iota // every executed call
+	unitRounds                   // model responses: a batch is one unit
+)
+
+// String returns "calls" or "rounds".
+func (u budgetUnit) String() string {
+	return enumString([]string{"calls", "rounds"}, int(u), "budgetUnit")
+}
+
 // Verdict is what the harness does with a call.
 type Verdict int
 

@@ -1,6 +1,7 @@
 package toolguard
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,7 +9,6 @@ import (
 	"math"
 	"path"
 	"slices"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -16,61 +16,9 @@ import (
 	"github.com/toolguard/toolguard/store"
 )
 
-// Action says what happens the first time a rule fires for a call.
-type Action int
-
-const (
-	// ActionHint (the default) answers the first firing with a Hint: a
-	// synthetic tool result telling the model what to do instead. If the
-	// model sends the hinted call again anyway, that call is an Abort.
-	ActionHint Action = iota
-	// ActionAbort answers the first firing with an Abort and a *LoopError.
-	ActionAbort
-)
-
-// String returns "hint" or "abort".
-func (a Action) String() string {
-	switch a {
-	case ActionHint:
-		return "hint"
-	case ActionAbort:
-		return "abort"
-	}
-	return fmt.Sprintf("Action(%d)", int(a))
-}
-
-// budgetUnit is what the turn budget counts (Policy.CountRounds).
-type budgetUnit int
-
-const (
-	unitCalls  budgetUnit = iota // every executed call
-	unitRounds                   // model responses: a batch is one unit
-)
-
-// String returns "calls" or "rounds".
-func (u budgetUnit) String() string {
-	if u == unitRounds {
-		return "rounds"
-	}
-	return "calls"
-}
-
-// Defaults of the Policy fields. Policy documents where each comes from.
-const (
-	defaultMaxCallsPerTurn     = 300
-	defaultNudgeRatio          = 0.75
-	defaultMaxRepeats          = 2
-	defaultMaxFailures         = 3
-	defaultMaxFailureStreak    = 6
-	defaultMaxRewordings       = 2
-	defaultSimilarityThreshold = 0.75
-	defaultHighCostLimit       = 10
-	defaultCyclePeriod         = 4
-	defaultCycleRepeats        = 3
-	defaultWindow              = 10
-	defaultWindowLimit         = 5
-	defaultLedgerSize          = 4096
-)
+// defaultSimilarityThreshold is the default of Policy.SimilarityThreshold,
+// which the window rule uses when the similar-query check is off.
+const defaultSimilarityThreshold = 0.75
 
 // maxCyclePeriod and maxWindow bound what a policy may ask for, so a
 // configuration mistake cannot make every call expensive.
@@ -80,209 +28,154 @@ const (
 	maxWindow       = 1024
 )
 
-// defaultSearchTools is the built-in list of search tools used when
-// Policy.SearchTools is nil (listed there): names and path.Match glob
-// patterns. It is never modified.
-var defaultSearchTools = []string{
-	"search", "*search*", "*Search*", "*_query", "query_*", "*_lookup", "lookup*", "Lookup*",
-	"web_fetch_search", "grep", "Grep", "*retrieve*", "*Retrieve*",
-}
-
-// defaultThinkTools is the built-in list of think-style tools used when
-// Policy.ThinkTools is nil (listed there). It is never modified.
-var defaultThinkTools = []string{
-	"think", "Think", "*_think", "reflect", "Reflect", "plan", "Plan",
-	"sequentialthinking", "sequential_thinking",
-}
-
-// Quota is a set of per-session call limits declared by an agent or by the
-// platform that runs it. Tools maps tool names or path.Match glob patterns
-// to the number of calls allowed in a session; Default applies to every
-// tool that Tools does not name. Zero or negative values mean "not set".
-type Quota struct {
-	Tools   map[string]int
-	Default int
-}
+// defaultSearchTools and defaultThinkTools are the built-in lists used when
+// Policy.SearchTools or Policy.ThinkTools is nil: names and path.Match glob
+// patterns. They are never modified.
+var (
+	defaultSearchTools = []string{
+		"search", "*search*", "*Search*", "*_query", "query_*", "*_lookup", "lookup*", "Lookup*",
+		"web_fetch_search", "grep", "Grep", "*retrieve*", "*Retrieve*",
+	}
+	defaultThinkTools = []string{
+		"think", "Think", "*_think", "reflect", "Reflect", "plan", "Plan",
+		"sequentialthinking", "sequential_thinking",
+	}
+)
 
 // Policy configures a Tracker. Its zero value is the defaults, listed with
-// each field. Values that make no sense (NaN, ratios outside their range,
-// malformed glob patterns) fall back to a documented behaviour rather than
-// failing; Validate reports them for callers who prefer an error.
+// each field; docs/policy.md says where each comes from. Values that make no
+// sense fall back to a documented behaviour; Validate reports them.
 type Policy struct {
 	// MaxCallsPerTurn is the turn budget. 0 means 300, sized for long coding
-	// turns: a coding agent with one shell tool runs 30–190 commands in a
-	// turn that succeeds, so a 200-command turn meets neither the nudge
-	// (225) nor the wind-down. Negative means unlimited. The "turn-budget"
-	// preset sets an agent runtime's 30.
+	// turns; negative means unlimited. The "turn-budget" preset sets 30.
 	MaxCallsPerTurn int
 	// NudgeRatio is the share of the budget at which the turn enters
-	// PhaseNudge. 0 (the zero Policy) or NaN means 0.75; a negative value,
-	// or one ≥ 1 (an infinity among them), disables the nudge: the turn
-	// goes straight from PhaseNormal to PhaseWindDown.
+	// PhaseNudge. 0 or NaN means 0.75; negative or ≥ 1 (infinities too)
+	// disables the nudge: the turn goes from PhaseNormal to PhaseWindDown.
 	NudgeRatio float64
-	// CountRounds makes the turn budget count model responses (rounds)
-	// instead of calls: a batch checked with ShouldSkipRound uses one unit
-	// however many calls it holds. false (the default) counts every
-	// executed call, so three parallel calls use three.
+	// CountRounds makes the turn budget count model responses (a round of
+	// calls uses one unit). false (the default) counts every executed call.
 	CountRounds bool
 
-	// MaxRepeats is how many identical calls (same tool, same canonical
-	// arguments) may run without progress; the next one fires. 0 means 2
-	// (the third identical call fires); negative disables the check.
+	// MaxRepeats is how many identical calls (same tool and canonical
+	// arguments) may run without progress. 0 means 2; negative: off.
 	MaxRepeats int
-	// MaxFailures is how many equivalent failures of one tool are allowed
-	// before its next call fires ReasonRepeatedFailure. 0 means 3;
-	// negative disables the check.
+	// MaxFailures is how many equivalent failures of one tool are allowed;
+	// its next call fires. 0 means 3; negative disables the check.
 	MaxFailures int
 	// MaxFailureStreak is how many calls of a turn in a row, of any tools,
-	// may fail with no success in between; the next call gets one hint
-	// (ReasonRepeatedFailure, never an abort) per such run. 0 means 6;
-	// negative disables the check.
+	// may fail; the next call gets one hint (never an abort) per such run.
+	// 0 means 6; negative disables the check.
 	MaxFailureStreak int
-	// MaxRewordings is how many calls of one tool that is not a search
-	// tool may ask for the same thing in other words — flags reordered, a
-	// path written another way, a request reworded — and return the same
-	// result in a row, with nothing else changed; the next rewording fires
-	// ReasonDuplicate (docs/patterns.md, "Same call reworded"). 0 means 2;
-	// negative disables the check. A tool's MaxRepeats of -1 or Exempt
-	// turns it off for that tool.
+	// MaxRewordings is how many calls of a tool that is not a search tool
+	// may ask for the same thing in other words and return the same result
+	// in a row; the next fires ReasonDuplicate (docs/patterns.md). 0 means 2;
+	// negative disables the check, as a tool's MaxRepeats of -1 or Exempt do.
 	MaxRewordings int
-	// MaxRevisits is how many calls of a turn in a row, whatever their
-	// keys, may each return what their key returned before (nothing new,
-	// nothing changed); the next call of a key the turn has seen fires
-	// ReasonCycle (docs/patterns.md, "Calls that change nothing between
-	// repeats"). 0 means twice the tool's MaxRepeats (4 by default), and
-	// off where that is off; negative disables the check.
+	// MaxRevisits is how many calls of a turn in a row may each return what
+	// their key returned before; the next call of a key the turn has seen
+	// fires ReasonCycle (docs/patterns.md). 0 means twice the tool's
+	// MaxRepeats (4 by default, off where that is off); negative disables it.
 	MaxRevisits int
-	// SimilarityThreshold is the score at which two queries of one search
-	// tool count as the same question. 0 or NaN means 0.75; negative or
-	// greater than 1 disables the similar-query check.
+	// SimilarityThreshold is the score at which two queries of a search tool
+	// are the same question. 0 or NaN means 0.75; negative or above 1
+	// disables the similar-query check.
 	SimilarityThreshold float64
-	// SearchTools names the search tools (names or glob patterns). nil
-	// means the built-in list: search, *search*, *Search*, *_query,
-	// query_*, *_lookup, lookup*, Lookup*, web_fetch_search, grep, Grep,
-	// *retrieve*, *Retrieve*. An empty non-nil slice means none. A search
-	// tool's call is checked for similar queries only when its arguments
-	// carry a query (the first string among query, search_query, q, text,
-	// question, prompt).
+	// SearchTools names the search tools (names or glob patterns). nil means
+	// the built-in list (search, *search*, *_query, grep, … in
+	// docs/policy.md); an empty non-nil slice means none.
 	SearchTools []string
 	// ThinkTools names the tools that only record the model's reasoning
-	// (names or glob patterns): they change nothing in the world, so they
-	// are read-only (ToolPolicy.ReadOnly) and never count as progress for
-	// other calls. nil means the built-in list: think, Think, *_think,
-	// reflect, Reflect, plan, Plan, sequentialthinking,
-	// sequential_thinking. An empty non-nil slice means none; a harness
-	// whose "plan" tool writes something names its list without it.
+	// (names or glob patterns), so read-only. nil means the built-in list
+	// (think, reflect, plan, … in docs/policy.md); empty non-nil: none.
 	ThinkTools []string
-	// SimilarIgnoresResults makes the similar-query check result-blind: a
-	// query similar to any earlier one fires, whatever that one returned.
+	// SimilarIgnoresResults makes the similar-query check result-blind.
 	// false (the default) fires only after similar queries that brought
-	// nothing new, so a reworded query after a fruitful one is refinement.
-	// The "turn-tracker" preset sets it.
+	// nothing new.
 	SimilarIgnoresResults bool
 	// Action is what the first firing does: ActionHint (zero) or
 	// ActionAbort. Other values mean ActionHint.
 	Action Action
-	// Tools holds per-tool overrides keyed by tool name or glob pattern. An
-	// exact name wins over patterns; among patterns the longest wins, then
-	// the lexically smallest.
+	// Tools holds per-tool overrides keyed by tool name or glob pattern; nil
+	// means none. An exact name wins, then the longest pattern, then the
+	// lexically smallest.
 	Tools map[string]ToolPolicy
 
 	// CyclePeriod is the longest cycle detected (A,B,… of distinct calls).
-	// 0 means 4; 1 means 2; negative disables cycle detection. At most 16.
+	// 0 means 4; 1 means 2; at most 16; negative disables cycle detection.
 	CyclePeriod int
-	// CycleRepeats is how many unchanged repetitions of a cycle are allowed;
-	// the call that would continue them fires. 0 means 3; 1 means 2;
-	// negative disables cycle detection (as a negative CyclePeriod does).
-	// At most 64.
+	// CycleRepeats is how many unchanged repetitions of a cycle are allowed.
+	// 0 means 3; 1 means 2; at most 64; negative disables cycle detection.
 	CycleRepeats int
-	// Window is the number of most recent calls of the turn in which
-	// similar searches and fetches of one host and path are counted. 0
-	// means 10; negative disables the rule. At most 1024.
+	// Window is the number of most recent calls of the turn in which similar
+	// searches and fetches of one host and path are counted. 0 means 10; at
+	// most 1024; negative disables the rule.
 	Window int
 	// WindowLimit is how many such calls the window may hold; the next one
-	// fires. 0 means 5; negative disables the rule (as a negative Window
-	// does).
+	// fires. 0 means 5; negative disables the rule.
 	WindowLimit int
 
-	// LedgerSize caps the entries the ledger reports; older entries are
-	// dropped (per-tool totals stay exact). 0 means 4096; negative means
-	// unbounded. The ledger keeps at least CyclePeriod·CycleRepeats
-	// entries, which the cycle rule reads.
+	// LedgerSize caps the entries the ledger reports (per-tool totals stay
+	// exact). 0 means 4096; negative means unbounded. At least
+	// CyclePeriod·CycleRepeats entries are kept, for the cycle rule.
 	LedgerSize int
-	// KeepRaw keeps the raw arguments and results in the ledger. They may
-	// hold secrets, so the default keeps only hashes and a redacted purpose.
+	// KeepRaw keeps the raw arguments and results in the ledger. false (the
+	// default) keeps only hashes and a redacted purpose: they may hold secrets.
 	KeepRaw bool
 
-	// The call quotas over a session and across sessions: the per-tool
-	// session quotas (agent, platform and rule default) and the quotas
-	// shared through a store. Their zero values set none.
-
 	// SessionLimit is the rule default for calls to one tool in a session
-	// (across turns). 0 or negative means none: the zero Policy sets no
-	// per-tool session quota (the "quota-rule" preset sets 30).
+	// (across turns). 0 or negative means none.
 	SessionLimit int
-	// HighCostLimit is the rule default for a high-cost tool (an external,
-	// paid or rate-limited API, named by HighCostTools or
-	// ToolPolicy.HighCost). 0 means 10; negative means high-cost tools get
-	// SessionLimit.
+	// HighCostLimit is the rule default for a high-cost tool (HighCostTools,
+	// ToolPolicy.HighCost). 0 means 10; negative means SessionLimit.
 	HighCostLimit int
-	// HighCostTools names high-cost tools (names or glob patterns), in
-	// addition to ToolPolicy.HighCost. nil means none.
+	// HighCostTools names high-cost tools (names or glob patterns): external,
+	// paid or rate-limited APIs. nil means none.
 	HighCostTools []string
 	// AgentQuota and PlatformQuota are the quotas declared by the agent
-	// definition and by the platform. nil means not set. The effective
-	// session limit of a tool is the minimum of the agent quota, the
-	// platform quota and the rule default, over those that are set.
+	// definition and by the platform; nil means not set. A tool's session
+	// limit is the least of them and the rule default, over those set.
 	AgentQuota    *Quota
 	PlatformQuota *Quota
 
-	// Store shares quota counters between Trackers: a store.Memory from
-	// store.NewMemory inside one process, or the redisstore module across
-	// processes. nil means the session quotas are counted in this Tracker
-	// alone and SharedQuotas, if any, in a store.Memory private to it.
+	// Store shares quota counters between Trackers (store.NewMemory, or the
+	// redisstore module across processes). nil means session quotas are
+	// counted in this Tracker and SharedQuotas in a private store.Memory.
 	Store store.Store
-	// SessionID names the session in the Store, so the replicas that serve
-	// one session's turns share its per-tool session quotas. Empty means
-	// session quotas are counted in this Tracker alone.
+	// SessionID names the session in the Store, so the replicas serving it
+	// share its session quotas. Empty means this Tracker counts them alone.
 	SessionID string
 	// SharedQuotas are totals shared through Store by every Tracker that
-	// declares them (per tenant or operator, per hour or per day).
+	// declares them (per tenant, per day…). nil means none.
 	SharedQuotas []store.SharedQuota
 	// StoreTimeout bounds each Store operation. 0 means 250ms.
 	StoreTimeout time.Duration
-	// ReservationTTL is how long a reservation holds quota without a
-	// Record (a crashed replica). 0 means 5 minutes.
+	// ReservationTTL is how long a reservation holds quota without a Record
+	// (a crashed replica). 0 means 5 minutes.
 	ReservationTTL time.Duration
 	// FailOpen chooses what happens when the Store does not answer: false
 	// (fail closed) refuses calls that need a shared quota, with an error
-	// matching store.ErrUnavailable; true counts them in a store local to
-	// this Tracker for as long as the Store fails, and reports an
-	// EventStore for each failure. Once the Store answers again, its own
-	// totals count.
+	// matching store.ErrUnavailable; true counts them locally until the
+	// Store answers, with an EventStore per failure.
 	FailOpen bool
-	// Breaker stops asking the Store for a moment after it failed, so an
-	// outage costs one StoreTimeout rather than one per call (see
-	// store.Breaker for its rules). nil means a Breaker private to this
-	// Tracker with the default cooldown (1s), or none in front of a Store
-	// that breaks per server itself (store.ServerBreaker: redisstore); share
-	// one among the Trackers of a process so they learn of an outage
-	// together; &store.Breaker{Cooldown: -1} turns it off.
+	// Breaker stops asking the Store for a moment after it failed
+	// (store.Breaker). nil means one private to this Tracker (cooldown 1s),
+	// or none before a store.ServerBreaker (redisstore); share one among a
+	// process's Trackers; &store.Breaker{Cooldown: -1} turns it off.
 	Breaker *store.Breaker
 
 	// Now is the clock. nil means time.Now.
 	Now func() time.Time
-	// OnEvent, when set, receives every decision, record and phase change.
-	// It runs after the Tracker's lock is released and may call back into
-	// the Tracker.
+	// OnEvent, when set, receives every decision, record and phase change,
+	// outside the Tracker's lock, so it may call back into it. nil: none.
 	OnEvent func(Event)
-	// Logger, when set, logs firings at Warn and other decisions and records
-	// at Debug, with the attributes gen_ai.tool.name and gen_ai.tool.call.id.
-	// nil means silent.
+	// Logger, when set, logs firings at Warn, other decisions and records at
+	// Debug (attributes gen_ai.tool.name, gen_ai.tool.call.id). nil: silent.
 	Logger *slog.Logger
 }
 
 // ToolPolicy overrides the Policy for one tool or a glob pattern of tools.
+// Its zero value overrides nothing.
 type ToolPolicy struct {
 	// Limit is the number of calls of this tool allowed per turn. 0 means no
 	// per-turn limit.
@@ -290,26 +183,20 @@ type ToolPolicy struct {
 	// MaxRepeats overrides Policy.MaxRepeats for this tool. 0 means inherit;
 	// negative disables the check for this tool.
 	MaxRepeats int
-	// Exempt marks a polling tool: it never counts as a repeat, a repeated
-	// failure, part of a cycle or of the window rule. Budgets and quotas
-	// still count it.
+	// Exempt marks a polling tool: never a repeat, a repeated failure, part
+	// of a cycle or of the window rule. Budgets and quotas still count it.
 	Exempt bool
 	// Search subjects the tool to the similar-query check even when it is
 	// not in Policy.SearchTools.
 	Search bool
-	// NoSearch takes the tool off Policy.SearchTools (or the built-in
-	// list): no similar-query check, and not read-only unless ReadOnly
-	// says so. Search wins when both are set.
+	// NoSearch takes the tool off the search tools: no similar-query check,
+	// and not read-only unless ReadOnly says so. Search wins over it.
 	NoSearch bool
-	// ReadOnly says the tool's calls never change the world (a read, a
-	// lookup, a status check), so their results never count as progress
-	// for other calls: a repeat after them is still a repeat. Search tools
-	// and think tools (Policy.ThinkTools) count as read-only. Leaving it false costs firings, never false ones.
+	// ReadOnly says the tool's calls never change the world, so they never
+	// count as progress for other calls (as search and think tools).
 	ReadOnly bool
-	// NotReadOnly overrides what a server says of the tool: the MCP
-	// adapters and the MCP proxy do not mark it read-only from its
-	// readOnlyHint annotation (a policy file's "read_only: false"). The
-	// Tracker itself reads only ReadOnly, which wins when both are set.
+	// NotReadOnly makes the MCP adapters and proxy ignore the server's
+	// readOnlyHint for the tool. The Tracker reads only ReadOnly, which wins.
 	NotReadOnly bool
 	// HighCost marks an external, paid or rate-limited tool: its rule
 	// default session limit is Policy.HighCostLimit.
@@ -324,18 +211,15 @@ type ToolPolicy struct {
 // per-tool limits and quotas. A nil result means every value is used as
 // written.
 func (p Policy) Validate() error {
-	errs := p.validateNumbers()
-	errs = append(errs, p.validateNames()...)
-	errs = append(errs, validateSharedQuotas(p.SharedQuotas)...)
-	if len(errs) == 0 {
-		return nil
+	errs := append(p.validateNumbers(), p.validateNames()...)
+	if err := errors.Join(append(errs, validateSharedQuotas(p.SharedQuotas)...)...); err != nil {
+		return fmt.Errorf("toolguard: invalid policy: %w", err)
 	}
-	return fmt.Errorf("toolguard: invalid policy: %w", errors.Join(errs...))
+	return nil
 }
 
-// validateNumbers reports the ratios and enums Validate rejects. NaN falls
-// back to the default; an infinity is outside the range, so it turns the
-// feature off (see newConfig).
+// validateNumbers reports the ratios and enums Validate rejects: NaN falls
+// back to the default, an infinity turns the feature off (ruleConfig).
 func (p Policy) validateNumbers() []error {
 	var errs []error
 	switch {
@@ -395,11 +279,9 @@ func (p Policy) validateNames() []error {
 	return errs
 }
 
-// validateSharedQuotas reports the shared quotas that are ignored or
-// used otherwise than written, and those whose counter keys can meet: a
-// PerTool quota's key is its name, ':' and the tool's name, so a quota
-// named "t:web" would count the calls of tool "web" of a PerTool quota
-// named "t".
+// validateSharedQuotas reports the shared quotas that are ignored or used
+// otherwise than written, and those whose counter keys meet (a quota "t:web"
+// counts the calls of tool "web" of a PerTool quota "t").
 func validateSharedQuotas(qs []store.SharedQuota) []error {
 	var errs []error
 	for i, q := range qs {
@@ -440,57 +322,54 @@ func sharedKeyMeet(a, b store.SharedQuota) string {
 // config is a Policy with every default and fallback applied. It never
 // changes after NewTracker, so it is read without the lock.
 type config struct {
-	maxCalls      int // 0: unlimited
-	nudgeAt       int // 0: no nudge
-	unit          budgetUnit
-	maxRepeats    int // 0: off
-	maxFailures   int // 0: off
-	maxStreak     int // 0: off
-	maxRewordings int // 0: off
-	maxRevisits   int // 0: off; -1: twice the tool's MaxRepeats
-	threshold     float64
-	similarOn     bool
-	similarBlind  bool
-	searchTools   globs
-	thinkTools    globs
-	action        Action
-	tools         map[string]ToolPolicy
-	patterns      globs // glob keys of tools, longest first
-	sessionLimit  int   // 0: none
-	highCostLimit int   // 0: none
-	highCost      globs
-	agent         *Quota
-	platform      *Quota
-	cyclePeriod   int // 0: off
-	cycleRepeats  int
-	window        int // 0: off
-	windowLimit   int
-	ledgerSize    int // 0: unbounded
-	ledgerKeep    int // the entries the ledger keeps: ledgerSize, at least what a cycle spans
-	keepRaw       bool
-	store         store.Store
-	sessionID     string
-	shared        []store.SharedQuota
-	storeTimeout  time.Duration
-	ttl           time.Duration
-	failOpen      bool
-	fallback      *store.Memory // counts locally while the store is down (FailOpen)
-	breaker       *store.Breaker
-	now           func() time.Time
-	onEvent       func(Event)
-	logger        *slog.Logger
-	hooked        bool       // onEvent or logger is set: events are built
-	rules         *ruleCache // a Sessions' resolved tool policies; nil for NewTracker(p)
+	maxCalls     int // 0: unlimited
+	nudgeAt      int // 0: no nudge
+	unit         budgetUnit
+	maxFailures  int // 0: off
+	maxStreak    int // 0: off
+	maxRevisits  int // 0: off; -1: twice the tool's MaxRepeats
+	threshold    float64
+	similarOn    bool
+	similarBlind bool
+	action       Action
+	cyclePeriod  int // 0: off
+	cycleRepeats int
+	window       int // 0: off
+	windowLimit  int
+	ledgerSize   int // 0: unbounded
+	ledgerKeep   int // the entries the ledger keeps: ledgerSize, at least what a cycle spans
+	keepRaw      bool
+	store        store.Store
+	shared       []store.SharedQuota
+	storeTimeout time.Duration
+	ttl          time.Duration
+	failOpen     bool
+	fallback     *store.Memory // counts locally while the store is down (FailOpen)
+	breaker      *store.Breaker
+	now          func() time.Time
+	onEvent      func(Event)
+	logger       *slog.Logger
+	hooked       bool       // onEvent or logger is set: events are built
+	rules        *ruleCache // a Sessions' resolved tool policies; nil for NewTracker(p)
+	// What only resolve reads.
+	tools                       map[string]ToolPolicy
+	searchTools, thinkTools     globs
+	highCost                    globs
+	agent, platform             *Quota
+	sessionID                   string
+	maxRepeats, maxRewordings   int // 0: off
+	sessionLimit, highCostLimit int // 0: none
 }
 
 func newConfig(p Policy) config {
 	c := config{
-		action:       p.Action,
-		similarBlind: p.SimilarIgnoresResults,
 		tools:        p.Tools,
 		highCost:     p.HighCostTools,
 		agent:        p.AgentQuota,
 		platform:     p.PlatformQuota,
+		sessionID:    p.SessionID,
+		action:       p.Action,
+		similarBlind: p.SimilarIgnoresResults,
 		keepRaw:      p.KeepRaw,
 		now:          p.Now,
 		onEvent:      p.OnEvent,
@@ -508,13 +387,12 @@ func newConfig(p Policy) config {
 	c.hooked = c.onEvent != nil || c.logger != nil
 	c.storeConfig(p)
 	c.ruleConfig(p)
-	c.patterns = toolPatterns(p.Tools)
 	return c
 }
 
 // storeConfig applies the defaults of the Store's settings.
 func (c *config) storeConfig(p Policy) {
-	c.store, c.sessionID, c.failOpen = p.Store, p.SessionID, p.FailOpen
+	c.store, c.failOpen = p.Store, p.FailOpen
 	for _, q := range p.SharedQuotas {
 		if q.Limit > 0 && q.Name != "" {
 			c.shared = append(c.shared, q)
@@ -532,65 +410,37 @@ func (c *config) storeConfig(p Policy) {
 			c.breaker.Cooldown = -1 // the Store breaks per server itself
 		}
 	}
-	c.storeTimeout = p.StoreTimeout
-	if c.storeTimeout <= 0 {
-		c.storeTimeout = defaultStoreTimeout
-	}
-	c.ttl = p.ReservationTTL
-	if c.ttl <= 0 {
-		c.ttl = store.DefaultTTL
-	}
+	c.storeTimeout = cmp.Or(max(p.StoreTimeout, 0), defaultStoreTimeout)
+	c.ttl = cmp.Or(max(p.ReservationTTL, 0), store.DefaultTTL)
 }
 
-// ruleConfig applies the defaults of the rules' settings.
+// ruleConfig applies the defaults and bounds of the rules' and the ledger's
+// settings.
 func (c *config) ruleConfig(p Policy) {
-	c.maxCalls = orDefault(p.MaxCallsPerTurn, defaultMaxCallsPerTurn)
-	ratio := p.NudgeRatio
-	if ratio == 0 || math.IsNaN(ratio) {
-		ratio = defaultNudgeRatio
-	}
-	if c.maxCalls > 0 && ratio > 0 && ratio < 1 {
+	c.maxCalls = orDefault(p.MaxCallsPerTurn, 300)
+	if ratio := ratioOr(p.NudgeRatio, 0.75); c.maxCalls > 0 && ratio > 0 && ratio < 1 {
 		c.nudgeAt = int(math.Floor(ratio * float64(c.maxCalls)))
 	}
-
-	c.maxRepeats = orDefault(p.MaxRepeats, defaultMaxRepeats)
-	c.maxFailures = orDefault(p.MaxFailures, defaultMaxFailures)
-	c.maxStreak = orDefault(p.MaxFailureStreak, defaultMaxFailureStreak)
-	c.maxRewordings = orDefault(p.MaxRewordings, defaultMaxRewordings)
+	c.maxRepeats = orDefault(p.MaxRepeats, 2)
+	c.maxFailures = orDefault(p.MaxFailures, 3)
+	c.maxStreak = orDefault(p.MaxFailureStreak, 6)
+	c.maxRewordings = orDefault(p.MaxRewordings, 2)
 	c.maxRevisits = orDefault(p.MaxRevisits, -1) // -1: twice the tool's MaxRepeats (resolve)
-
-	c.threshold = p.SimilarityThreshold
-	if c.threshold == 0 || math.IsNaN(c.threshold) {
-		c.threshold = defaultSimilarityThreshold
+	c.threshold = ratioOr(p.SimilarityThreshold, defaultSimilarityThreshold)
+	if c.similarOn = c.threshold > 0 && c.threshold <= 1; !c.similarOn {
+		c.threshold = defaultSimilarityThreshold // the window rule still needs "similar"
 	}
-	c.similarOn = c.threshold > 0 && c.threshold <= 1
-	if !c.similarOn {
-		// The window rule still needs a notion of "similar".
-		c.threshold = defaultSimilarityThreshold
-	}
-	c.searchTools, c.thinkTools = p.SearchTools, p.ThinkTools
-	if p.SearchTools == nil {
-		c.searchTools = defaultSearchTools
-	}
-	if p.ThinkTools == nil {
-		c.thinkTools = defaultThinkTools
-	}
-
+	c.searchTools = orBuiltin(p.SearchTools, defaultSearchTools)
+	c.thinkTools = orBuiltin(p.ThinkTools, defaultThinkTools)
 	c.sessionLimit = max(p.SessionLimit, 0)
-	c.highCostLimit = orDefault(p.HighCostLimit, defaultHighCostLimit)
-	c.windowConfig(p)
-}
-
-// windowConfig applies the defaults of the cycle and window rules and of
-// the ledger.
-func (c *config) windowConfig(p Policy) {
-	c.cyclePeriod = min(orDefault(p.CyclePeriod, defaultCyclePeriod), maxCyclePeriod)
+	c.highCostLimit = orDefault(p.HighCostLimit, 10)
+	c.cyclePeriod = min(orDefault(p.CyclePeriod, 4), maxCyclePeriod)
 	if c.cyclePeriod == 1 {
 		c.cyclePeriod = 2
 	}
-	c.cycleRepeats = min(max(orDefault(p.CycleRepeats, defaultCycleRepeats), 2), maxCycleRepeats)
-	c.window = min(orDefault(p.Window, defaultWindow), maxWindow)
-	c.windowLimit = max(orDefault(p.WindowLimit, defaultWindowLimit), 1)
+	c.cycleRepeats = min(max(orDefault(p.CycleRepeats, 3), 2), maxCycleRepeats)
+	c.window = min(orDefault(p.Window, 10), maxWindow)
+	c.windowLimit = max(orDefault(p.WindowLimit, 5), 1)
 	// A negative count turns its rule off, as it does for every rule.
 	if p.CycleRepeats < 0 {
 		c.cyclePeriod = 0
@@ -598,30 +448,11 @@ func (c *config) windowConfig(p Policy) {
 	if p.WindowLimit < 0 {
 		c.window = 0
 	}
-	c.ledgerSize = orDefault(p.LedgerSize, defaultLedgerSize)
+	c.ledgerSize = orDefault(p.LedgerSize, 4096)
 	c.ledgerKeep = c.ledgerSize
-	if c.ledgerKeep > 0 {
-		// The cycle rule reads the turn's last calls in the ledger.
+	if c.ledgerKeep > 0 { // the cycle rule reads the turn's last calls in the ledger
 		c.ledgerKeep = max(c.ledgerKeep, c.cyclePeriod*c.cycleRepeats)
 	}
-}
-
-// toolPatterns returns the glob keys of tools, longest first.
-func toolPatterns(tools map[string]ToolPolicy) globs {
-	var patterns []string
-	for name := range tools {
-		if isPattern(name) {
-			patterns = append(patterns, name)
-		}
-	}
-	sort.Slice(patterns, func(i, j int) bool {
-		a, b := patterns[i], patterns[j]
-		if len(a) != len(b) {
-			return len(a) > len(b)
-		}
-		return a < b
-	})
-	return patterns
 }
 
 // orDefault maps 0 to def and a negative value to 0 ("off").
@@ -635,12 +466,45 @@ func orDefault(v, def int) int {
 	return v
 }
 
+// orBuiltin returns list, or builtin when list is nil.
+func orBuiltin(list, builtin []string) globs {
+	if list == nil {
+		return builtin
+	}
+	return list
+}
+
+// ratioOr maps 0 and NaN to def.
+func ratioOr(v, def float64) float64 {
+	if v == 0 || math.IsNaN(v) {
+		return def
+	}
+	return v
+}
+
 func isPattern(s string) bool { return strings.ContainsAny(s, `*?[\`) }
 
 // match is path.Match without the error.
 func match(pattern, name string) bool {
 	ok, err := path.Match(pattern, name)
 	return err == nil && ok
+}
+
+// lookup returns what m holds for name: its own value, else that of the
+// longest pattern name matches, ties going to the pattern less puts
+// first; ok is false when there is none.
+func lookup[V any](m map[string]V, name string, less func(a, b string) bool) (v V, ok bool) {
+	if v, ok := m[name]; ok {
+		return v, true
+	}
+	best := ""
+	for pat, pv := range m {
+		if isPattern(pat) && match(pat, name) &&
+			(!ok || len(pat) > len(best) || len(pat) == len(best) && less(pat, best)) {
+			v, ok, best = pv, true, pat
+		}
+	}
+	return v, ok
 }
 
 // globs is a list of tool names and path.Match patterns.
@@ -660,9 +524,8 @@ type toolRule struct {
 	maxRepeats int     // 0: off
 	rewordings int     // Policy.MaxRewordings for this tool; 0: off
 	threshold  float64 // the similarity threshold, for the prose of rewordings
-	// The turn's rules, resolved for the tool (0: off; exempt tools are
-	// never part of a cycle or a revisit): Policy.CyclePeriod,
-	// CycleRepeats and MaxRevisits.
+	// Policy.CyclePeriod, CycleRepeats and MaxRevisits for the tool (0: off;
+	// exempt tools are never part of a cycle or a revisit).
 	cyclePeriod, cycleRepeats, revisits int32
 	exempt                              bool
 	search                              bool
@@ -679,25 +542,22 @@ type toolRule struct {
 }
 
 func (c *config) resolve(tool string) *toolRule {
-	tp := c.toolPolicy(tool)
+	tp, _ := lookup(c.tools, tool, func(a, b string) bool { return a < b })
 	r := &toolRule{
 		name:       tool,
 		limit:      max(tp.Limit, 0),
 		maxRepeats: c.maxRepeats,
 		exempt:     tp.Exempt,
 		search:     tp.Search || !tp.NoSearch && c.searchTools.match(tool),
+		think:      c.thinkTools.match(tool),
 		ignore:     tp.IgnoreArgs,
 	}
-	r.think = c.thinkTools.match(tool)
 	r.readOnly = tp.ReadOnly || r.search || r.think
 	switch {
+	case r.exempt || tp.MaxRepeats < 0:
+		r.maxRepeats = 0
 	case tp.MaxRepeats > 0:
 		r.maxRepeats = tp.MaxRepeats
-	case tp.MaxRepeats < 0:
-		r.maxRepeats = 0
-	}
-	if r.exempt {
-		r.maxRepeats = 0
 	}
 	if r.maxRepeats > 0 && !r.search {
 		r.rewordings, r.threshold = c.maxRewordings, c.threshold
@@ -711,54 +571,4 @@ func (c *config) resolve(tool string) *toolRule {
 	c.resolveQuota(r, tp)
 	c.resolveCounters(r)
 	return r
-}
-
-// toolPolicy returns the ToolPolicy of tool: its own, or that of the
-// longest pattern it matches.
-func (c *config) toolPolicy(tool string) ToolPolicy {
-	if tp, ok := c.tools[tool]; ok {
-		return tp
-	}
-	for _, pat := range c.patterns {
-		if match(pat, tool) {
-			return c.tools[pat]
-		}
-	}
-	return ToolPolicy{}
-}
-
-// resolveQuota is the min-of-three resolver: agent quota, platform quota,
-// rule default.
-func (c *config) resolveQuota(r *toolRule, tp ToolPolicy) {
-	tool := r.name
-	rule := c.sessionLimit
-	if tp.HighCost || c.highCost.match(tool) {
-		if c.highCostLimit > 0 {
-			rule = c.highCostLimit
-		}
-	}
-	consider := func(n int, from string) {
-		if n > 0 && (r.quota == 0 || n < r.quota) {
-			r.quota, r.quotaFrom = n, from
-		}
-	}
-	consider(quotaFor(c.agent, tool), "agent")
-	consider(quotaFor(c.platform, tool), "platform")
-	consider(rule, "rule")
-}
-
-// resolveCounters lists the counters of r shared through the Store.
-func (c *config) resolveCounters(r *toolRule) {
-	tool := r.name
-	if c.store != nil && c.sessionID != "" && r.quota > 0 {
-		r.counters = append(r.counters, store.Counter{Key: sessionKey(c.sessionID, tool), Limit: r.quota})
-		r.counterOf = append(r.counterOf, r.quotaFrom)
-	}
-	for _, q := range c.shared {
-		if q.Tools != nil && !globs(q.Tools).match(tool) {
-			continue
-		}
-		r.counters = append(r.counters, store.Counter{Key: q.Key(tool), Limit: q.Limit, Window: q.Window})
-		r.counterOf = append(r.counterOf, "shared "+q.Name)
-	}
 }

@@ -4,30 +4,21 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 )
 
-// Presets are ready policies, each reproducing one published behaviour with
-// its numbers, so a team moving from it keeps what it knows. Every preset
-// but "turn-tracker", whose similar-query check stays result-blind as in
-// its seed, is result-aware (a repeat with a new result is progress): that
-// is where toolguard goes past them.
+// presets are the ready policies of Preset, each reproducing one published
+// behaviour with its numbers (docs/policy.md, "Presets"); rules a preset
+// does not name are off. All are result-aware (a repeat with a new result
+// is progress) but "turn-tracker", whose similar-query check stays
+// result-blind as in its seed.
 //
-//   - "quota-rule": a portable agent rule: 3 equivalent failing retries, 5
-//     similar calls in a rolling window of 10, 30 calls to one tool per
-//     session, 10 to a high-cost tool (quotaRuleHighCostTools), ping-pong
-//     and cycles; no turn budget; escalation with Tracker.Summary.
-//   - "turn-tracker": a chat service's per-turn tracker: per-tool limits
-//     per turn (composio_execute 2; search_knowledge, semantic_search,
-//     search_codebase, smart_query_database, query_database 2; read_file 3;
-//     write_file and list_directory 2; every other tool 3), the second
-//     identical call blocked, similar queries (0.75) for the search tools,
-//     result-blind as in the seed.
-//   - "loop-detection": an agent SDK's tool executor: the counter key is
-//     tool + arguments, maxRepeats 3, action hint (the model is told; if it
-//     repeats the hinted call, the call aborts).
-//   - "loop-detection-abort": the same with maxRepeats 2 and action abort.
+//   - "quota-rule": a portable agent rule: failing retries, a rolling
+//     window, per-tool session quotas, ping-pong and cycles; no turn budget.
+//   - "turn-tracker": a chat service's per-turn tracker: per-tool limits per
+//     turn, the second identical call blocked, similar queries (0.75).
+//   - "loop-detection" and "loop-detection-abort": an agent SDK's tool
+//     executor: maxRepeats 3 with a hint, or 2 with an abort.
 //   - "turn-budget": an agent runtime's turn budget: 30 calls per turn, a
 //     nudge at 75%, wind-down at 100%, refusal after that.
 var presets = map[string]func() Policy{
@@ -35,7 +26,11 @@ var presets = map[string]func() Policy{
 	"turn-tracker":         presetTurnTracker,
 	"loop-detection":       func() Policy { return presetLoopDetection(3, ActionHint) },
 	"loop-detection-abort": func() Policy { return presetLoopDetection(2, ActionAbort) },
-	"turn-budget":          presetTurnBudget,
+	"turn-budget": func() Policy {
+		p := off()
+		p.MaxCallsPerTurn, p.NudgeRatio = 30, 0.75
+		return p
+	},
 }
 
 // quotaRuleHighCostTools are the tools the "quota-rule" preset treats as
@@ -53,9 +48,8 @@ func PresetNames() []string { return slices.Sorted(maps.Keys(presets)) }
 func Preset(name string) (Policy, error) {
 	f, ok := presets[name]
 	if !ok {
-		names := PresetNames()
-		sort.Strings(names)
-		return Policy{}, fmt.Errorf("toolguard: unknown preset %q (known: %s)", name, strings.Join(names, ", "))
+		known := strings.Join(PresetNames(), ", ")
+		return Policy{}, fmt.Errorf("toolguard: unknown preset %q (known: %s)", name, known)
 	}
 	return f(), nil
 }
@@ -113,14 +107,6 @@ func presetTurnTracker() Policy {
 
 func presetLoopDetection(maxRepeats int, action Action) Policy {
 	p := off()
-	p.MaxRepeats = maxRepeats
-	p.Action = action
-	return p
-}
-
-func presetTurnBudget() Policy {
-	p := off()
-	p.MaxCallsPerTurn = 30
-	p.NudgeRatio = 0.75
+	p.MaxRepeats, p.Action = maxRepeats, action
 	return p
 }

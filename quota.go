@@ -1,38 +1,59 @@
 package toolguard
 
-// Session quotas. A tool's calls are counted over the whole session (Reset
-// keeps them). Its effective limit is the minimum of up to three limits,
-// over those that are set:
-//
-//   - the agent quota (Policy.AgentQuota: what the agent definition declares),
-//   - the platform quota (Policy.PlatformQuota: what the operator allows),
-//   - the rule default (Policy.SessionLimit, 30; Policy.HighCostLimit, 10,
-//     for high-cost tools).
-//
-// The resolution happens once per tool name, in config.resolve.
+import "github.com/toolguard/toolguard/store"
+
+// Quota is a set of per-session call limits declared by an agent or by the
+// platform that runs it. Tools maps tool names or path.Match glob patterns
+// to the number of calls allowed in a session; Default applies to every
+// tool that Tools does not name. Zero or negative values mean "not set".
+type Quota struct {
+	Tools   map[string]int
+	Default int
+}
 
 // quotaFor returns the limit q sets for tool: an exact name, else the
-// longest matching pattern, else Default. 0 means not set.
+// longest matching pattern (the least limit among equals), else Default.
+// 0 means not set.
 func quotaFor(q *Quota, tool string) int {
 	if q == nil {
 		return 0
 	}
-	if n, ok := q.Tools[tool]; ok {
-		return max(n, 0)
+	n, ok := lookup(q.Tools, tool, func(a, b string) bool { return q.Tools[a] < q.Tools[b] })
+	if !ok {
+		n = q.Default
 	}
-	best, bestLen := 0, -1
-	for pat, n := range q.Tools {
-		if !isPattern(pat) || len(pat) < bestLen {
+	return max(n, 0)
+}
+
+// resolveQuota is the min-of-three resolver (docs/policy.md): a tool's
+// session limit is the least of the agent quota, the platform quota and
+// the rule default, over those that are set.
+func (c *config) resolveQuota(r *toolRule, tp ToolPolicy) {
+	rule := c.sessionLimit
+	if c.highCostLimit > 0 && (tp.HighCost || c.highCost.match(r.name)) {
+		rule = c.highCostLimit
+	}
+	consider := func(n int, from string) {
+		if n > 0 && (r.quota == 0 || n < r.quota) {
+			r.quota, r.quotaFrom = n, from
+		}
+	}
+	consider(quotaFor(c.agent, r.name), "agent")
+	consider(quotaFor(c.platform, r.name), "platform")
+	consider(rule, "rule")
+}
+
+// resolveCounters lists the counters of r shared through the Store.
+func (c *config) resolveCounters(r *toolRule) {
+	if c.store != nil && c.sessionID != "" && r.quota > 0 {
+		r.counters = append(r.counters, store.Counter{Key: sessionKey(c.sessionID, r.name), Limit: r.quota})
+		r.counterOf = append(r.counterOf, r.quotaFrom)
+	}
+	for _, q := range c.shared {
+		if q.Tools != nil && !globs(q.Tools).match(r.name) {
 			continue
 		}
-		if match(pat, tool) {
-			if len(pat) > bestLen || n < best {
-				best, bestLen = max(n, 0), len(pat)
-			}
-		}
+		r.counters = append(r.counters, store.Counter{Key: q.Key(r.name), Limit: q.Limit, Window: q.Window})
+		r.counterOf = append(r.counterOf, "shared "+q.Name)
 	}
-	if bestLen >= 0 {
-		return best
-	}
-	return max(q.Default, 0)
 }
