@@ -107,19 +107,7 @@ func refines(k, e *simKey) bool {
 		w, rest, _ = strings.Cut(rest, " ")
 		w = w[strings.IndexByte(w, ':')+1:]
 		b0, b1 := simWordBits([]byte(w))
-		if k.specific[0]&b0 != 0 && k.specific[1]&b1 != 0 && !holdsWord(e.sorted, w) {
-			return true
-		}
-	}
-	return false
-}
-
-// holdsWord reports whether the key words sorted hold w, marked or not.
-func holdsWord(sorted, w string) bool {
-	for rest := sorted; rest != ""; {
-		var v string
-		v, rest, _ = strings.Cut(rest, " ")
-		if v[strings.IndexByte(v, ':')+1:] == w {
+		if k.specific[0]&b0 != 0 && k.specific[1]&b1 != 0 && !simHas(e.sorted, w, true) {
 			return true
 		}
 	}
