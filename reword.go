@@ -2,24 +2,19 @@ package toolguard
 
 import (
 	"bytes"
+	"slices"
 
 	"github.com/toolguard/toolguard/internal/canon"
 )
 
-// reworded is the rule of reworded calls (Policy.MaxRewordings): a tool
-// that is not a search tool called again and again for the same thing in
-// other words — flags reordered ("ls -la src", "ls -al ./src/"), a path
-// written another way, an edit asked for in new words — each call
-// returning the same result with nothing new in between. Two calls are
-// rewordings of each other when they name the same arguments and their
-// forms (rewordForm) are equal, the first prose argument compared by the
-// similar-query score instead. Result-aware like every rule: a rewording
-// that returned something new, or any other call that made progress of its
-// own in between or since (a new result, a failure that reads differently:
-// the test between two edits), starts over. Identical calls are the repeat
-// rule's. Its state is the turn's last chain of rewordings and the turn's
-// count of calls that made progress: a call new to the turn is progress,
-// so only calls that brought nothing new can sit between two links.
+// reworded is the rule of reworded calls (Policy.MaxRewordings;
+// docs/patterns.md, "Same call reworded"): a tool that is not a search
+// tool called again and again for the same thing in other words, each call
+// returning the same result with no progress in between. Two calls are
+// rewordings when their forms (rewordForm) are the same. Its state is the
+// turn's last chain of rewordings and the turn's count of calls that made
+// progress: a call new to the turn is progress, so only calls that brought
+// nothing new can sit between two links.
 type reworded struct {
 	st *rewordState // made at the session's first Record: a session holds no more until then
 }
@@ -30,9 +25,9 @@ type rewordState struct {
 	news    uint32 // the turn's recorded calls that made progress of their own
 }
 
-// rewordPending is the form of an allowed call, read while its arguments
-// are scanned, until its Record. At most maxRewordPending are kept: past
-// that, the oldest is dropped and its call compares to nothing.
+// rewordPending is the form of an allowed call until its Record. At most
+// maxRewordPending are kept: past that, the oldest is dropped and its call
+// compares to nothing.
 type rewordPending struct {
 	seq  uint64
 	form rewordForm
@@ -68,6 +63,14 @@ const maxRewordForm = 480
 // is not a search tool, exempt, or without a repeat check (toolRule.rewordings).
 func (r *reworded) on(p *probe) bool { return p.rule.rewordings > 0 }
 
+// state returns the rule's state, made at its first use.
+func (r *reworded) state() *rewordState {
+	if r.st == nil {
+		r.st = &rewordState{}
+	}
+	return r.st
+}
+
 func (r *reworded) check(p *probe) (firing, bool) {
 	if r.st == nil {
 		return firing{}, false
@@ -93,25 +96,11 @@ func (r *reworded) allowed(p *probe) {
 	if !ok {
 		return
 	}
-	if r.st == nil {
-		r.st = &rewordState{}
-	}
-	st := r.st
+	st := r.state()
 	if len(st.pending) == maxRewordPending {
-		st.pending = append(st.pending[:0], st.pending[1:]...)
+		st.pending = slices.Delete(st.pending, 0, 1)
 	}
 	st.pending = append(st.pending, rewordPending{seq: p.seq, form: form})
-}
-
-// takePending returns the form of the allowed call seq and forgets it.
-func (st *rewordState) takePending(seq uint64) (rewordForm, bool) {
-	for i, pc := range st.pending {
-		if pc.seq == seq {
-			st.pending = append(st.pending[:i], st.pending[i+1:]...)
-			return pc.form, true
-		}
-	}
-	return rewordForm{}, false
 }
 
 // recorded counts the calls that made progress, whatever their tool, and
@@ -119,21 +108,23 @@ func (st *rewordState) takePending(seq uint64) (rewordForm, bool) {
 // new chain with it. A call that made no progress and continues nothing
 // leaves the chain as it is.
 func (r *reworded) recorded(p *probe, o *outcome) {
-	if r.st == nil {
-		r.st = &rewordState{}
-	}
-	st := r.st
+	st := r.state()
 	before := st.news
 	if o.progress {
 		st.news++
 	}
-	form, ok := st.takePending(o.seq)
+	i := slices.IndexFunc(st.pending, func(pc rewordPending) bool { return pc.seq == o.seq })
+	var form rewordForm
+	if i >= 0 {
+		form = st.pending[i].form
+		st.pending = slices.Delete(st.pending, i, i+1)
+	}
 	if o.failed || !r.on(p) {
 		return
 	}
 	c := &st.chain
 	switch {
-	case !ok: // news moved on if it made progress: the chain ends there
+	case i < 0: // news moved on if it made progress: the chain ends there
 	case c.on && c.tool == p.rule && c.after == before && c.digest == o.digest.short() && c.form.same(&form, p.rule.threshold):
 		c.n++
 		c.distinct = c.distinct || c.first != p.key.args.short()
@@ -218,27 +209,23 @@ func isProse(v []byte) bool {
 			break
 		}
 		w = bytes.TrimRight(w, ".,;:!?")
-		if len(w) == 0 || w[0] == '-' || w[len(w)-1] == '-' {
+		if len(w) == 0 || w[0] == '-' || w[len(w)-1] == '-' || bytes.ContainsFunc(w, notProse) {
 			return false
-		}
-		for _, c := range w {
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '\'' || c >= 0x80) {
-				return false
-			}
 		}
 		words++
 	}
 	return words >= 3
 }
 
+func notProse(r rune) bool { return !asciiLetter(r) && r != '-' && r != '\'' && r < 0x80 }
+
 // normalizeArg appends to dst the form of an argument's value v as the
-// rule compares it: its words (split at white space) with enclosing quotes
-// dropped and paths written one way ("./src//a.py/" is "src/a.py"), in
-// their order, then its short flags, one letter each ("-la" is "-l -a"),
-// and its other flags, deduplicated and sorted. So flags may be reordered,
-// merged or split, and a path written another way, while the words around
-// them keep their order ("cp a b" is not "cp b a"). ok is false when the
-// form does not fit in dst's capacity.
+// rule compares it: its words (split at ASCII white space) with enclosing
+// quotes dropped and paths written one way (appendPath), in their order,
+// then its short flags, one letter each ("-la" is "-l -a"), and its other
+// flags, deduplicated and sorted: flags may be reordered, merged or split
+// while the other words keep their order ("cp a b" is not "cp b a"). ok is
+// false when the form does not fit in dst's capacity.
 func normalizeArg(dst, v []byte) (_ []byte, ok bool) {
 	room := cap(dst)
 	var long [32][]byte
@@ -252,7 +239,7 @@ func normalizeArg(dst, v []byte) (_ []byte, ok bool) {
 		w = bytes.Trim(w, "'\"`")
 		switch {
 		case len(w) == 0:
-		case isShortFlags(w):
+		case len(w) > 1 && w[0] == '-' && !bytes.ContainsFunc(w[1:], notASCIILetter): // "-l", "-la"
 			for _, c := range w[1:] {
 				short[c] = true
 			}
@@ -291,11 +278,6 @@ func sortFlags(fs [][]byte) {
 	}
 }
 
-// isShortFlags reports whether w is one or more short flags ("-l", "-la").
-func isShortFlags(w []byte) bool {
-	return len(w) > 1 && w[0] == '-' && w[1] != '-' && allLetters(w[1:])
-}
-
 // nextField returns the next run of bytes other than ASCII white space in
 // v from i, and the index after it; nil at the end.
 func nextField(v []byte, i int) ([]byte, int) {
@@ -312,18 +294,10 @@ func nextField(v []byte, i int) ([]byte, int) {
 	return v[i:j], j
 }
 
-func isBlank(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
-}
+func isBlank(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' }
 
-func allLetters(w []byte) bool {
-	for _, c := range w {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			return false
-		}
-	}
-	return len(w) > 0
-}
+func asciiLetter(r rune) bool    { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }
+func notASCIILetter(r rune) bool { return !asciiLetter(r) }
 
 // appendPath appends a word with the path written one way: runs of "/"
 // as one, "./" segments dropped, a trailing "/" dropped (but for "/"
