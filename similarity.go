@@ -132,24 +132,22 @@ func simKeyOf(s string) simKey {
 	if len(words) == 0 {
 		text, words = simWords(buf[:0], spans[:0], in, false)
 	}
+	slices.SortFunc(words, func(x, y [2]int) int {
+		return bytes.Compare(text[x[0]:x[1]], text[y[0]:y[1]])
+	})
 	var k simKey
-	for _, w := range words {
+	sorted := out[:0]
+	for i, w := range words {
 		word := text[w[0]:w[1]]
 		bare := word[bytes.IndexByte(word, ':')+1:]
 		k.agree |= simDestructive[string(bare)]
 		if simNegations[string(bare)] {
 			k.agree |= simNegation
 		}
-	}
-	slices.SortFunc(words, func(x, y [2]int) int {
-		return bytes.Compare(text[x[0]:x[1]], text[y[0]:y[1]])
-	})
-	sorted := out[:0]
-	for i, w := range words {
 		if i > 0 {
 			sorted = append(sorted, ' ')
 		}
-		sorted = append(sorted, text[w[0]:w[1]]...)
+		sorted = append(sorted, word...)
 	}
 	k.text = simString(text, s)
 	k.sorted = simString(sorted, k.text)
@@ -451,31 +449,18 @@ var simDestructive = map[string]uint32{
 	"uninstall": simUninstall, "uninstalls": simUninstall, "uninstalled": simUninstall, "uninstalling": simUninstall,
 }
 
-// simFoldTable lists the lowercase Latin letters with diacritics that
-// simFold maps to a plain ASCII letter.
-var simFoldTable = [...]struct {
-	from string
-	to   rune
-}{
-	{"àáâãäåāăą", 'a'}, {"çćĉċč", 'c'}, {"ďđ", 'd'}, {"èéêëēĕėęě", 'e'},
-	{"ĝğġģ", 'g'}, {"ĥħ", 'h'}, {"ìíîïĩīĭįı", 'i'}, {"ĵ", 'j'}, {"ķ", 'k'},
-	{"ĺļľŀł", 'l'}, {"ñńņň", 'n'}, {"òóôõöøōŏő", 'o'}, {"ŕŗř", 'r'},
-	{"śŝşš", 's'}, {"ţťŧ", 't'}, {"ùúûüũūŭůűų", 'u'}, {"ŵ", 'w'},
-	{"ýÿŷ", 'y'}, {"źżž", 'z'},
-}
+// simFolds holds, for each rune from U+00E0 to U+017F, the plain letter
+// simFold maps it to, or '.' where it keeps the rune.
+const simFolds = "aaaaaa.ceeeeiiii.nooooo.ouuuuy.y" +
+	".a.a.a.c.c.c.c.d.d.e.e.e.e.e.g.g.g.g.h.h.i.i.i.i.i...j.k..l.l.l." +
+	"l.l.n.n.n....o.o.o...r.r.r.s.s.s.s.t.t.t.u.u.u.u.u.u.w.y..z.z.z."
 
 // simFold returns the plain letter for a lowercase Latin-1 or Latin
-// Extended-A letter with a diacritic ('é' → 'e'), and r otherwise, so that
-// "café" and "cafe" compare equal. Letters that are not a plain letter with
-// a mark, such as 'ß', 'æ' and 'þ', are kept.
+// Extended-A letter with a diacritic ('é' → 'e'), and r otherwise: 'ß',
+// 'æ' and 'þ' are kept.
 func simFold(r rune) rune {
-	if r < 0xC0 || r > 0x17F {
-		return r
-	}
-	for _, f := range simFoldTable {
-		if strings.ContainsRune(f.from, r) {
-			return f.to
-		}
+	if r >= 0xE0 && r <= 0x17F && simFolds[r-0xE0] != '.' {
+		return rune(simFolds[r-0xE0])
 	}
 	return r
 }
