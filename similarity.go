@@ -11,22 +11,17 @@ import (
 	"github.com/agnivade/levenshtein"
 )
 
-// Similar queries: whether two search queries are the same search reworded
-// ("fix bug", "fix the bug"). A query is normalized (normalizeQuery),
-// reduced to a key (simKeyOf) and scored against earlier keys (simScore).
-// A false "similar" tells the model to reuse an answer to another question,
-// a false "different" costs one more search, so every rule errs towards
-// "different". docs/concepts.md, "Similar queries", gives the rules.
+// Similar queries (docs/concepts.md, "Similar queries"): a query is
+// normalized (normalizeQuery), reduced to a key (simKeyOf) and scored
+// against earlier keys (simScore); every rule errs towards "different".
 
 const (
 	// queryMaxRunes is the most runes normalizeQuery keeps and a key reads:
-	// a search query is a sentence, and a comparison stays within 256*256
-	// steps.
+	// a comparison stays within 256*256 steps.
 	queryMaxRunes = 256
 
-	// queryMaxBytes is the prefix normalizeQuery reads, enough for
-	// queryMaxRunes runes of any width; no normalized query or key is
-	// longer.
+	// queryMaxBytes is the prefix normalizeQuery reads, queryMaxRunes runes
+	// of any width; no normalized query or key is longer.
 	queryMaxBytes = utf8.UTFMax * queryMaxRunes
 
 	// queryIndexWindow is how many of its most recent distinct queries a
@@ -38,14 +33,11 @@ const (
 	queryIndexCap = 1024
 )
 
-// normalizeQuery returns the comparable form of a search query: lowercase,
-// only word runes (letters, decimal digits, '_') and single spaces between
-// them ("How do I reset my password?" is "how do i reset my password");
-// combining marks are dropped, so a decomposed "é" becomes "e". It reads at
-// most queryMaxBytes bytes and keeps at most queryMaxRunes runes, cut
-// between words unless the first word alone is longer, so that two long
-// queries do not end in different halves of a word. The result is valid
-// UTF-8, and normalizing it again returns it unchanged.
+// normalizeQuery returns the comparable form of a search query: lowercase
+// word runes (letters, decimal digits, '_'; a combining mark is dropped)
+// and single spaces between them. It reads at most queryMaxBytes bytes and
+// keeps at most queryMaxRunes runes, cut between words unless the first
+// word alone is longer. The result is valid UTF-8 and normalized.
 func normalizeQuery(s string) string {
 	in := s // returned when already normalized
 	if len(s) > queryMaxBytes {
@@ -105,25 +97,20 @@ func simString(b []byte, s string) string {
 
 // simKey is the part of a query that simScore compares.
 type simKey struct {
-	text   string // content words, folded and marked, joined by single spaces
-	sorted string // the words of text, sorted
-	runes  int    // runes in text
-	agree  uint32 // simDestructive groups and simNegation: must match
-	// specific holds two bits (simWordBits) per word the raw query wrote
-	// as a name or quoted, set by the caller that has it (specificBits).
-	specific [2]uint64
+	text     string    // content words, folded and marked, joined by single spaces
+	sorted   string    // the words of text, sorted
+	runes    int       // runes in text
+	agree    uint32    // simDestructive groups and simNegation: must match
+	specific [2]uint64 // specificBits of the raw query, set by its caller
 	hist     [32]uint8 // runes of text, counted by their value modulo 32, up to 255
 }
 
-// simMaxWords is the most words a key can have: queryMaxRunes runes hold
-// at most this many words and the spaces between them.
+// simMaxWords is the most words queryMaxRunes runes hold.
 const simMaxWords = queryMaxRunes/2 + 1
 
-// simKeyOf returns the key of s: its words that are not stop words (all of
-// them when all are), each rune folded (simFold), the word after a
-// direction word marked with it (simDirections), joined by single spaces,
-// in their order and sorted. Words are runs of runes other than white
-// space, read from the first queryMaxRunes runes of s (simCut).
+// simKeyOf returns the key of s: the words (simWords) of its first
+// queryMaxRunes runes (simCut), without stop words unless all are, in
+// their order and sorted.
 func simKeyOf(s string) simKey {
 	var buf, out [queryMaxBytes]byte
 	var spans [simMaxWords][2]int
@@ -160,8 +147,8 @@ func simKeyOf(s string) simKey {
 	return k
 }
 
-// simCut returns the first queryMaxRunes runes of s, less the word they
-// cut in two unless it is the first. A normalized query is returned whole.
+// simCut returns the first queryMaxRunes runes of s, less a word they cut
+// in two unless it is the first.
 func simCut(s string) string {
 	n := 0
 	for i, r := range s {
@@ -179,9 +166,10 @@ func simCut(s string) string {
 
 func simWordRune(r rune) bool { return !unicode.IsSpace(r) }
 
-// simWords appends the folded words of s to buf, joined by single spaces,
-// without stop words and with direction words marking the next word if
-// dropStop is set, and returns buf and where each word is in it.
+// simWords appends the words of s to buf, runes folded (simFold) and
+// joined by single spaces; if dropStop is set, without stop words and with
+// each direction word marking the next word (simDirections). It returns
+// buf and where each word is in it.
 func simWords(buf []byte, spans [][2]int, s string, dropStop bool) ([]byte, [][2]int) {
 	mark := ""         // the mark of a direction word, waiting for its word
 	afterStop := false // the word read last is a stop word
@@ -207,8 +195,7 @@ func simWords(buf []byte, spans [][2]int, s string, dropStop bool) ([]byte, [][2
 		}
 		afterStop = stop
 	}
-	// A direction word left with no word to mark is a word of its own,
-	// unless it is a stop word.
+	// A direction word with no word to mark is a word, unless a stop word.
 	if w := strings.TrimSuffix(mark, ":"); w != "" && !simStopWords[w] {
 		if len(buf) > 0 {
 			buf = append(buf, ' ')
@@ -220,8 +207,7 @@ func simWords(buf []byte, spans [][2]int, s string, dropStop bool) ([]byte, [][2
 }
 
 // simWordBits returns two bits for w, one of 64 each, from its FNV-1a hash
-// mixed by the MurmurHash3 finalizer so that every byte moves every bit: a
-// Bloom filter of words, for simKey.specific.
+// mixed by the MurmurHash3 finalizer: a Bloom filter of words.
 func simWordBits(w []byte) (uint64, uint64) {
 	h := fnv64(w)
 	h ^= h >> 33
@@ -233,13 +219,8 @@ func simWordBits(w []byte) (uint64, uint64) {
 }
 
 // simScore returns the similarity of two keys, in [0, 1] and symmetric
-// (docs/concepts.md, "Similar queries"), or 0 when it can tell cheaply that
-// it is below floor: 0 for a key without a word or keys whose destructive
-// verbs or negations differ (agree), 1 for equal sorted keys, 0 when their
-// words disagree (simWordsAgree), and otherwise the Levenshtein ratio
-// 1 - d/max(len(a), len(b)) in runes, of the keys sorted or in query order,
-// whichever is higher. The work is bounded by a small multiple of
-// queryMaxRunes squared.
+// (docs/concepts.md, "Similar queries"), or 0 when it can tell cheaply
+// that it is below floor.
 func simScore(a, b *simKey, floor float64) float64 {
 	if a.runes == 0 || b.runes == 0 || a.agree != b.agree {
 		return 0
@@ -262,11 +243,10 @@ func simScore(a, b *simKey, floor float64) float64 {
 }
 
 // simHistBound returns a lower bound on the Levenshtein distance of two
-// keys, in query order or sorted, from their rune counts by class (hist):
-// each edit settles at most one surplus rune of each key, class by class,
-// so the distance is at least the larger surplus, that is half the sum of
-// the count differences and the length difference. A count stopped at 255
-// only makes the bound smaller.
+// keys, sorted or not, from their rune counts by class (hist): an edit
+// settles at most one surplus rune of each key, so the distance is at
+// least the larger surplus, half the sum of the count differences and the
+// length difference. A count stopped at 255 only lowers the bound.
 func simHistBound(a, b *simKey) int {
 	sum := 0
 	for i := range a.hist {
@@ -277,9 +257,8 @@ func simHistBound(a, b *simKey) int {
 }
 
 // simWordsAgree reports whether two key texts may be one question: no word
-// with a digit is in one but not the other, and the words one lacks are no
-// substitution: either side has none, or all of one side's are close
-// (simClose) to some of the other side's.
+// with a digit is in one only, and either side has no word the other
+// lacks or all of one side's are close (simClose) to some of the other's.
 func simWordsAgree(a, b string) bool {
 	var sa, sb [simMaxWords]string
 	onlyA, onlyB := simOnly(sa[:0], a, b), simOnly(sb[:0], b, a)
@@ -329,8 +308,7 @@ func simHasDigit(w string) bool { return strings.ContainsFunc(w, unicode.IsDigit
 var simSuffixes = [...]string{"ation", "ing", "ion", "ed", "es", "s"}
 
 // simStem returns w without the first of simSuffixes it ends with, if at
-// least three bytes remain: "configuring", "configures", "configuration"
-// become "configur". A final "e" is kept ("care" and "cars" must differ).
+// least three bytes remain ("configuring", "configuration": "configur").
 func simStem(w string) string {
 	for _, s := range simSuffixes {
 		if len(w)-len(s) >= 3 && strings.HasSuffix(w, s) {
@@ -340,13 +318,11 @@ func simStem(w string) string {
 	return w
 }
 
-// simClose reports whether two different words may be one word reworded:
-// with the same mark (simDirections, "to:londn" and "to:london"), their
-// stems (simStem) are equal ("pod", "pods"); or the shorter stem begins the
-// longer and has at least four runes ("config", "configuration") or, as an
-// abbreviation, fewer than half as many ("go", "golang"); or the longer
-// word has at least five runes and their edit distance is at most a
-// quarter of that ("kubernets", "kubernetes"). "car" and "card" are not.
+// simClose reports whether two different words with the same mark may be
+// one word reworded: equal stems ("pod", "pods"), a stem that begins the
+// other and has four runes or more ("config", "configuration") or fewer
+// than half as many ("go", "golang"), or an edit distance of at most a
+// quarter of the longer word, of five runes or more ("kubernets").
 func simClose(x, y string) bool {
 	ix, iy := strings.IndexByte(x, ':')+1, strings.IndexByte(y, ':')+1
 	if x[:ix] != y[:iy] {
@@ -375,31 +351,29 @@ func simClose(x, y string) bool {
 }
 
 // simStopWords are the English words a key leaves out: articles,
-// prepositions, pronouns and auxiliaries. Negations, question words that
-// pick the answer (when, where, who) and directions change the question
-// and are not stop words, but "to" where it is not a direction.
-var simStopWords = map[string]bool{
-	"a": true, "about": true, "am": true, "an": true, "and": true,
-	"are": true, "at": true, "be": true, "by": true, "can": true,
-	"did": true, "do": true, "does": true, "for": true, "how": true,
-	"i": true, "in": true, "is": true, "me": true, "my": true,
-	"of": true, "on": true, "or": true, "our": true, "please": true,
-	"that": true, "the": true, "this": true, "to": true, "was": true,
-	"we": true, "were": true, "what": true, "with": true, "you": true,
-	"your": true,
+// prepositions, pronouns and auxiliaries, not negations, question words
+// or directions (but "to" where it is no direction).
+var simStopWords = simSet(`a about am an and are at be by can did do does for how i in is me my of
+	on or our please that the this to was we were what with you your`)
+
+// simSet returns the set of the words of s.
+func simSet(s string) map[string]bool {
+	set := make(map[string]bool)
+	for _, w := range strings.Fields(s) {
+		set[w] = true
+	}
+	return set
 }
 
 // simDirections maps each direction word to the mark it leaves on the next
-// word that is not a stop word ("usd to eur" is "usd to:eur"), so that
-// "eur to usd" differs in any word order. "to" right after a stop word
-// starts an infinitive ("how to fix") and is a stop word.
+// word ("usd to eur" is "usd to:eur"). "to" right after a stop word starts
+// an infinitive ("how to fix") and is a stop word.
 var simDirections = map[string]string{
 	"to": "to:", "from": "from:", "into": "into:", "onto": "onto:", "than": "than:",
 	"towards": "towards:", "toward": "toward:",
 }
 
-// The groups of destructive verbs (see simDestructive) and the bit for a
-// negation (see simNegations), as bits of simKey.agree.
+// The bits of simKey.agree: a group of simDestructive, or a negation.
 const (
 	simDelete uint32 = 1 << iota
 	simRemove
@@ -422,11 +396,7 @@ const (
 
 // simNegations are the words that turn a query around; apostrophes are
 // gone by then ("dont").
-var simNegations = map[string]bool{
-	"not": true, "no": true, "never": true, "without": true, "cannot": true,
-	"cant": true, "dont": true, "doesnt": true, "didnt": true, "isnt": true,
-	"arent": true, "wasnt": true, "wont": true, "shouldnt": true,
-}
+var simNegations = simSet("not no never without cannot cant dont doesnt didnt isnt arent wasnt wont shouldnt")
 
 // simDestructive maps each destructive verb, in its usual inflections, to
 // its group: "delete user" and "deactivate user" are not similar.
@@ -455,9 +425,8 @@ const simFolds = "aaaaaa.ceeeeiiii.nooooo.ouuuuy.y" +
 	".a.a.a.c.c.c.c.d.d.e.e.e.e.e.g.g.g.g.h.h.i.i.i.i.i...j.k..l.l.l." +
 	"l.l.n.n.n....o.o.o...r.r.r.s.s.s.s.t.t.t.u.u.u.u.u.u.w.y..z.z.z."
 
-// simFold returns the plain letter for a lowercase Latin-1 or Latin
-// Extended-A letter with a diacritic ('é' → 'e'), and r otherwise: 'ß',
-// 'æ' and 'þ' are kept.
+// simFold returns the plain letter of a lowercase Latin-1 or Latin
+// Extended-A letter with a diacritic ('é' → 'e'; 'ß', 'æ', 'þ' are kept).
 func simFold(r rune) rune {
 	if r >= 0xE0 && r <= 0x17F && simFolds[r-0xE0] != '.' {
 		return rune(simFolds[r-0xE0])
@@ -466,19 +435,16 @@ func simFold(r rune) rune {
 }
 
 // queryIndex remembers the normalized queries of one search tool in one
-// turn, each with its scope (a hash of the call's other arguments), the
-// round it was first asked in and whether it brought a new fact, and
-// answers whether a new query repeats one of them. A new query is looked
-// up exactly among the last queryIndexCap distinct queries and scored
-// (simScore) against the last queryIndexWindow, so that the cost per call
-// stops growing with the turn. The zero value is an empty index; it is not
-// safe for concurrent use.
+// turn and answers whether a new query repeats one of them: exactly among
+// the last queryIndexCap distinct queries, or by score (simScore) among
+// the last queryIndexWindow, so the cost per call stops growing with the
+// turn. The zero value is an empty index; it is not safe for concurrent use.
 type queryIndex struct {
 	entries []queryEntry // a ring of at most queryIndexCap entries
-	next    int          // where the next entry goes in the ring
+	added   int          // entries ever added: the next goes at added % queryIndexCap
 	results []Hash       // the distinct digests of the results recorded so far
-	// byQuery finds the entries past queryIndexWindow of them: an exact
-	// match costs no scan of a long turn.
+	// byQuery, made past queryIndexWindow entries, finds an exact match
+	// without a scan of a long turn.
 	byQuery map[queryID]int32
 }
 
@@ -500,11 +466,7 @@ type queryEntry struct {
 
 // ring returns the j-th newest entry, j from 1 to len(x.entries).
 func (x *queryIndex) ring(j int) *queryEntry {
-	i := x.next - j
-	if i < 0 {
-		i += len(x.entries)
-	}
-	return &x.entries[i]
+	return &x.entries[(x.added-j)%len(x.entries)]
 }
 
 // find returns the entry of the query q in scope, or nil.
@@ -524,10 +486,10 @@ func (x *queryIndex) find(q string, scope Hash) *queryEntry {
 }
 
 // addKey records the normalized query q, whose key is k, as asked in
-// round, in scope, by the call seq, and returns the key it keeps for q, or
-// nil. A query asked before in the same scope keeps its place, its key and
-// the earlier of its rounds, and waits for the outcome of seq. A query
-// without a word is not recorded: it is similar to nothing.
+// round, in scope (a hash of the call's other arguments), by the call seq,
+// and returns the key it keeps for q: nil for a query without a word. A
+// query asked before in the scope keeps its place, its key and the earlier
+// of its rounds, and waits for the outcome of seq.
 func (x *queryIndex) addKey(q string, k *simKey, scope Hash, round, seq uint64) *simKey {
 	q = queryBound(q)
 	if e := x.find(q, scope); e != nil {
@@ -538,14 +500,14 @@ func (x *queryIndex) addKey(q string, k *simKey, scope Hash, round, seq uint64) 
 		return nil
 	}
 	e := queryEntry{query: q, scope: scope, key: heldKey(nil, k), round: round, seq: seq}
-	i := x.next
+	i := x.added % queryIndexCap
 	if len(x.entries) < queryIndexCap {
 		x.entries = append(x.entries, e)
 	} else {
 		delete(x.byQuery, queryID{x.entries[i].scope, x.entries[i].query})
 		x.entries[i] = e
 	}
-	x.next = (x.next + 1) % queryIndexCap
+	x.added++
 	switch {
 	case x.byQuery != nil:
 		x.byQuery[queryID{scope, q}] = int32(i)
@@ -558,9 +520,8 @@ func (x *queryIndex) addKey(q string, k *simKey, scope Hash, round, seq uint64) 
 	return e.key
 }
 
-// heldKey returns held when it is not nil, and otherwise a copy of k to
-// keep, or nil when k has no word: each distinct query's key is copied
-// once and shared by its holders.
+// heldKey returns held if not nil, else a copy of k to keep (nil when k
+// has no word): a query's key is copied once and shared.
 func heldKey(held, k *simKey) *simKey {
 	if held != nil || k.runes == 0 {
 		return held
@@ -569,12 +530,10 @@ func heldKey(held, k *simKey) *simKey {
 	return &c
 }
 
-// settle records the outcome of the call seq: it brought a new fact if it
-// succeeded with a result that no call settled before returned; until
-// settled, a query counts as having brought one. Results of calls without
-// a query in the index count all the same. Past queryIndexCap distinct
-// results the index starts over: a result seen before counts as new again,
-// which can only delay a firing.
+// settle records the outcome of the call seq: a new fact if it succeeded
+// with a result no call settled before returned (until settled, a query
+// counts as one). Past queryIndexCap distinct results the index starts
+// over: a result seen before is new again, which can only delay a firing.
 func (x *queryIndex) settle(seq uint64, failed bool, digest Hash) {
 	seen := slices.Contains(x.results, digest)
 	for j := 1; j <= len(x.entries); j++ { // the newest first: usually the call just asked
@@ -593,12 +552,10 @@ func (x *queryIndex) settle(seq uint64, failed bool, digest Hash) {
 }
 
 // similarKey reports whether the normalized query q, whose key is k,
-// repeats a query recorded in the same scope in a round before round: the
-// same text among the last queryIndexCap distinct queries, or a score
-// (simScore) of at least threshold among the last queryIndexWindow. Unless
-// blind is set, only a query settled without a new fact counts, and not
-// when q adds a specific term to it (refines). A threshold above 1 or NaN
-// matches nothing.
+// repeats a query recorded in scope in a round before round, exactly or
+// with a score of at least threshold (above 1 or NaN: never). Unless blind
+// is set, only a query settled without a new fact counts, and not when q
+// adds a specific term to it (refines).
 func (x *queryIndex) similarKey(q string, k *simKey, scope Hash, round uint64, threshold float64, blind bool) bool {
 	if !(threshold <= 1) || k.runes == 0 {
 		return false // a query without a word is similar to nothing
@@ -618,8 +575,8 @@ func (x *queryIndex) similarKey(q string, k *simKey, scope Hash, round uint64, t
 	return false
 }
 
-// queryBound returns q, normalized if it is longer than a normalized query
-// can be, so that an index stays bounded however it is misused.
+// queryBound returns q, normalized if longer than a normalized query can
+// be: an index stays bounded however it is misused.
 func queryBound(q string) string {
 	if len(q) <= queryMaxBytes {
 		return q
