@@ -9,12 +9,10 @@ import (
 
 // reworded is the rule of reworded calls (Policy.MaxRewordings;
 // docs/patterns.md, "Same call reworded"): a tool that is not a search
-// tool called again and again for the same thing in other words, each call
-// returning the same result with no progress in between. Two calls are
-// rewordings when their forms (rewordForm) are the same. Its state is the
-// turn's last chain of rewordings and the turn's count of calls that made
-// progress: a call new to the turn is progress, so only calls that brought
-// nothing new can sit between two links.
+// tool called for the same thing in other words (the same rewordForm),
+// each call returning the same result with no progress in between. Its
+// state is the turn's last chain of rewordings and the turn's count of
+// calls that made progress.
 type reworded struct {
 	st *rewordState // made at the session's first Record: a session holds no more until then
 }
@@ -25,9 +23,8 @@ type rewordState struct {
 	news    uint32 // the turn's recorded calls that made progress of their own
 }
 
-// rewordPending is the form of an allowed call until its Record. At most
-// maxRewordPending are kept: past that, the oldest is dropped and its call
-// compares to nothing.
+// rewordPending is the form of an allowed call until its Record; past
+// maxRewordPending, the oldest is dropped and its call compares to nothing.
 type rewordPending struct {
 	seq  uint64
 	form rewordForm
@@ -47,20 +44,19 @@ type rewordChain struct {
 	on       bool
 }
 
-// rewordForm is what a rewording keeps of a call's arguments: a digest of
-// their names and normalized values (normalizeArg), the first prose value
-// left out and kept as a similar-query key.
+// rewordForm is a digest of a call's argument names and normalized values
+// (normalizeArg), the first prose value kept as a similar-query key instead.
 type rewordForm struct {
 	digest uint64
 	prose  *simKey // nil without a prose value
 }
 
-// maxRewordForm bounds the normalized arguments compared: calls whose
-// arguments are longer (a file's content, a heredoc) are not compared.
+// maxRewordForm bounds the normalized arguments: longer ones (a file's
+// content) are not compared.
 const maxRewordForm = 480
 
-// on reports whether the rule compares the calls of the probe's tool: it
-// is not a search tool, exempt, or without a repeat check (toolRule.rewordings).
+// on reports whether the rule compares the calls of the probe's tool
+// (toolRule.rewordings: not a search tool, exempt or without repeat check).
 func (r *reworded) on(p *probe) bool { return p.rule.rewordings > 0 }
 
 // state returns the rule's state, made at its first use.
@@ -104,9 +100,8 @@ func (r *reworded) allowed(p *probe) {
 }
 
 // recorded counts the calls that made progress, whatever their tool, and
-// adds a success the rule compares to the chain it continues, or starts a
-// new chain with it. A call that made no progress and continues nothing
-// leaves the chain as it is.
+// adds a success of a tool the rule compares to the chain it continues, or
+// starts a chain with it if it made progress.
 func (r *reworded) recorded(p *probe, o *outcome) {
 	st := r.state()
 	before := st.news
@@ -134,8 +129,7 @@ func (r *reworded) recorded(p *probe, o *outcome) {
 	}
 }
 
-// endTurn forgets the chain; calls still pending belong to the old turn
-// and are dropped with it.
+// endTurn forgets the chain and the calls still pending.
 func (r *reworded) endTurn(int) {
 	if st := r.st; st != nil {
 		clear(st.pending)
@@ -151,10 +145,9 @@ func (f *rewordForm) same(g *rewordForm, threshold float64) bool {
 	return f.prose == nil || simScore(f.prose, g.prose, threshold) >= threshold
 }
 
-// rewordFormOf returns the form of the scanned arguments: ok is false when
-// they are not a JSON object of strings, numbers, booleans and nulls whose
-// normalized form fits maxRewordForm bytes. Members named in ignore are
-// left out, as from the call's key.
+// rewordFormOf returns the form of the scanned arguments without the
+// members named in ignore: ok is false unless they are an object of
+// scalars whose normalized form fits maxRewordForm bytes.
 func rewordFormOf(s *canon.Args, ignore []string) (f rewordForm, ok bool) {
 	var buf, val [maxRewordForm]byte
 	out := buf[:0]
@@ -199,8 +192,7 @@ func fnv64(b []byte) uint64 {
 }
 
 // isProse reports whether v reads as a sentence: three or more words of
-// letters (a trailing comma, full stop or the like, an inner hyphen or
-// apostrophe allowed), nothing that reads as a path, a flag or code.
+// letters, inner hyphens and apostrophes, and trailing punctuation.
 func isProse(v []byte) bool {
 	words := 0
 	for i := 0; ; {
@@ -219,13 +211,11 @@ func isProse(v []byte) bool {
 
 func notProse(r rune) bool { return !asciiLetter(r) && r != '-' && r != '\'' && r < 0x80 }
 
-// normalizeArg appends to dst the form of an argument's value v as the
-// rule compares it: its words (split at ASCII white space) with enclosing
-// quotes dropped and paths written one way (appendPath), in their order,
-// then its short flags, one letter each ("-la" is "-l -a"), and its other
-// flags, deduplicated and sorted: flags may be reordered, merged or split
-// while the other words keep their order ("cp a b" is not "cp b a"). ok is
-// false when the form does not fit in dst's capacity.
+// normalizeArg appends to dst the form of an argument's value v: its
+// words, without enclosing quotes and with paths written one way
+// (appendPath), in their order ("cp a b" is not "cp b a"), then its short
+// flags, one letter each ("-la" is "-l -a"), and its other flags, both
+// deduplicated and sorted. ok is false when it does not fit in cap(dst).
 func normalizeArg(dst, v []byte) (_ []byte, ok bool) {
 	room := cap(dst)
 	var long [32][]byte
@@ -299,9 +289,8 @@ func isBlank(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' }
 func asciiLetter(r rune) bool    { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }
 func notASCIILetter(r rune) bool { return !asciiLetter(r) }
 
-// appendPath appends a word with the path written one way: runs of "/"
-// as one, "./" segments dropped, a trailing "/" dropped (but for "/"
-// itself). Any other word is appended as it is.
+// appendPath appends a word with a path in it written one way: runs of
+// "/" as one, "./" segments and a trailing "/" (but for "/" itself) dropped.
 func appendPath(dst, w []byte) []byte {
 	if bytes.IndexByte(w, '/') < 0 {
 		return append(dst, w...)
