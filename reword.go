@@ -41,7 +41,6 @@ type rewordChain struct {
 	after    uint32 // reworded.news after its last link
 	n        int32  // its links
 	distinct bool   // two or more distinct calls
-	on       bool
 }
 
 // rewordForm is a digest of a call's argument names and normalized values
@@ -72,7 +71,7 @@ func (r *reworded) check(p *probe) (firing, bool) {
 		return firing{}, false
 	}
 	c := &r.st.chain
-	if !c.on || !c.distinct || int(c.n) < p.rule.rewordings || c.tool != p.rule || c.after != r.st.news ||
+	if !c.distinct || int(c.n) < p.rule.rewordings || c.tool != p.rule || c.after != r.st.news ||
 		!r.on(p) || p.ks.seen {
 		return firing{}, false // a call seen in the turn is the repeat rule's
 	}
@@ -120,12 +119,12 @@ func (r *reworded) recorded(p *probe, o *outcome) {
 	c := &st.chain
 	switch {
 	case i < 0: // news moved on if it made progress: the chain ends there
-	case c.on && c.tool == p.rule && c.after == before && c.digest == o.digest.short() && c.form.same(&form, p.rule.threshold):
+	case c.tool == p.rule && c.after == before && c.digest == o.digest.short() && c.form.same(&form, p.rule.threshold):
 		c.n++
 		c.distinct = c.distinct || c.first != p.key.args.short()
 		c.after = st.news
 	case o.progress:
-		*c = rewordChain{tool: p.rule, form: form, first: p.key.args.short(), digest: o.digest.short(), after: st.news, n: 1, on: true}
+		*c = rewordChain{tool: p.rule, form: form, first: p.key.args.short(), digest: o.digest.short(), after: st.news, n: 1}
 	}
 }
 
