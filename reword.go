@@ -228,7 +228,7 @@ func normalizeArg(dst, v []byte) (_ []byte, ok bool) {
 		w = bytes.Trim(w, "'\"`")
 		switch {
 		case len(w) == 0:
-		case len(w) > 1 && w[0] == '-' && !bytes.ContainsFunc(w[1:], notASCIILetter): // "-l", "-la"
+		case isShortFlags(w):
 			for _, c := range w[1:] {
 				short[c] = true
 			}
@@ -281,6 +281,11 @@ func nextField(v []byte, i int) ([]byte, int) {
 		return nil, j
 	}
 	return v[i:j], j
+}
+
+// isShortFlags reports whether w is one or more short flags ("-l", "-la").
+func isShortFlags(w []byte) bool {
+	return len(w) > 1 && w[0] == '-' && !bytes.ContainsFunc(w[1:], notASCIILetter)
 }
 
 func isBlank(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' }

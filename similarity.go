@@ -156,15 +156,14 @@ func simCut(s string) string {
 			n++
 			continue
 		}
-		if cut := strings.TrimRightFunc(s[:i], simWordRune); !unicode.IsSpace(r) && strings.TrimSpace(cut) != "" {
-			return cut
+		cut := strings.TrimRightFunc(s[:i], func(r rune) bool { return !unicode.IsSpace(r) })
+		if unicode.IsSpace(r) || strings.TrimSpace(cut) == "" {
+			return s[:i] // no word cut, or the first
 		}
-		return s[:i]
+		return cut
 	}
 	return s
 }
-
-func simWordRune(r rune) bool { return !unicode.IsSpace(r) }
 
 // simWords appends the words of s to buf, runes folded (simFold) and
 // joined by single spaces; if dropStop is set, without stop words and with
