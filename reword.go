@@ -191,7 +191,8 @@ func fnv64(b []byte) uint64 {
 }
 
 // isProse reports whether v reads as a sentence: three or more words of
-// letters, inner hyphens and apostrophes, and trailing punctuation.
+// letters (or non-ASCII runes) and inner hyphens and apostrophes, with
+// trailing punctuation; nothing that reads as a path, a flag or code.
 func isProse(v []byte) bool {
 	words := 0
 	for i := 0; ; {
