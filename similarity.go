@@ -455,8 +455,7 @@ type queryID struct {
 
 // queryEntry is one distinct query, in one scope, of a queryIndex.
 type queryEntry struct {
-	query string
-	scope Hash
+	queryID
 	key   *simKey // of query, shared with the turn's window
 	round uint64  // the earliest round the query was asked in
 	seq   uint64  // the call that asked it last
@@ -477,7 +476,7 @@ func (x *queryIndex) find(q string, scope Hash) *queryEntry {
 		return nil
 	}
 	for i := range x.entries {
-		if e := &x.entries[i]; e.scope == scope && e.query == q {
+		if e := &x.entries[i]; e.queryID == (queryID{scope, q}) {
 			return e
 		}
 	}
@@ -498,22 +497,22 @@ func (x *queryIndex) addKey(q string, k *simKey, scope Hash, round, seq uint64) 
 	if k.runes == 0 {
 		return nil
 	}
-	e := queryEntry{query: q, scope: scope, key: heldKey(nil, k), round: round, seq: seq}
+	e := queryEntry{queryID: queryID{scope, q}, key: heldKey(nil, k), round: round, seq: seq}
 	i := x.added % queryIndexCap
 	if len(x.entries) < queryIndexCap {
 		x.entries = append(x.entries, e)
 	} else {
-		delete(x.byQuery, queryID{x.entries[i].scope, x.entries[i].query})
+		delete(x.byQuery, x.entries[i].queryID)
 		x.entries[i] = e
 	}
 	x.added++
 	switch {
 	case x.byQuery != nil:
-		x.byQuery[queryID{scope, q}] = int32(i)
+		x.byQuery[e.queryID] = int32(i)
 	case len(x.entries) > queryIndexWindow:
 		x.byQuery = make(map[queryID]int32, 2*len(x.entries))
 		for j, e := range x.entries {
-			x.byQuery[queryID{e.scope, e.query}] = int32(j)
+			x.byQuery[e.queryID] = int32(j)
 		}
 	}
 	return e.key
