@@ -2,24 +2,17 @@ package toolguard
 
 import (
 	"bytes"
+	"slices"
 
 	"github.com/toolguard/toolguard/internal/canon"
 )
 
-// reworded is the rule of reworded calls (Policy.MaxRewordings): a tool
-// that is not a search tool called again and again for the same thing in
-// other words — flags reordered ("ls -la src", "ls -al ./src/"), a path
-// written another way, an edit asked for in new words — each call
-// returning the same result with nothing new in between. Two calls are
-// rewordings of each other when they name the same arguments and their
-// forms (rewordForm) are equal, the first prose argument compared by the
-// similar-query score instead. Result-aware like every rule: a rewording
-// that returned something new, or any other call that made progress of its
-// own in between or since (a new result, a failure that reads differently:
-// the test between two edits), starts over. Identical calls are the repeat
-// rule's. Its state is the turn's last chain of rewordings and the turn's
-// count of calls that made progress: a call new to the turn is progress,
-// so only calls that brought nothing new can sit between two links.
+// reworded is the rule of reworded calls (Policy.MaxRewordings;
+// docs/patterns.md, "Same call reworded"): a tool that is not a search
+// tool called for the same thing in other words (the same rewordForm),
+// each call returning the same result with no progress in between. Its
+// state is the turn's last chain of rewordings and the turn's count of
+// calls that made progress.
 type reworded struct {
 	st *rewordState // made at the session's first Record: a session holds no more until then
 }
@@ -30,9 +23,8 @@ type rewordState struct {
 	news    uint32 // the turn's recorded calls that made progress of their own
 }
 
-// rewordPending is the form of an allowed call, read while its arguments
-// are scanned, until its Record. At most maxRewordPending are kept: past
-// that, the oldest is dropped and its call compares to nothing.
+// rewordPending is the form of an allowed call until its Record; past
+// maxRewordPending, the oldest is dropped and its call compares to nothing.
 type rewordPending struct {
 	seq  uint64
 	form rewordForm
@@ -49,31 +41,37 @@ type rewordChain struct {
 	after    uint32 // reworded.news after its last link
 	n        int32  // its links
 	distinct bool   // two or more distinct calls
-	on       bool
 }
 
-// rewordForm is what a rewording keeps of a call's arguments: a digest of
-// their names and normalized values (normalizeArg), the first prose value
-// left out and kept as a similar-query key.
+// rewordForm is a digest of a call's argument names and normalized values
+// (normalizeArg), the first prose value kept as a similar-query key instead.
 type rewordForm struct {
 	digest uint64
 	prose  *simKey // nil without a prose value
 }
 
-// maxRewordForm bounds the normalized arguments compared: calls whose
-// arguments are longer (a file's content, a heredoc) are not compared.
+// maxRewordForm bounds the normalized arguments: longer ones (a file's
+// content) are not compared.
 const maxRewordForm = 480
 
-// on reports whether the rule compares the calls of the probe's tool: it
-// is not a search tool, exempt, or without a repeat check (toolRule.rewordings).
+// on reports whether the rule compares the calls of the probe's tool
+// (toolRule.rewordings: not a search tool, exempt or without repeat check).
 func (r *reworded) on(p *probe) bool { return p.rule.rewordings > 0 }
+
+// state returns the rule's state, made at its first use.
+func (r *reworded) state() *rewordState {
+	if r.st == nil {
+		r.st = &rewordState{}
+	}
+	return r.st
+}
 
 func (r *reworded) check(p *probe) (firing, bool) {
 	if r.st == nil {
 		return firing{}, false
 	}
 	c := &r.st.chain
-	if !c.on || !c.distinct || int(c.n) < p.rule.rewordings || c.tool != p.rule || c.after != r.st.news ||
+	if !c.distinct || int(c.n) < p.rule.rewordings || c.tool != p.rule || c.after != r.st.news ||
 		!r.on(p) || p.ks.seen {
 		return firing{}, false // a call seen in the turn is the repeat rule's
 	}
@@ -93,58 +91,44 @@ func (r *reworded) allowed(p *probe) {
 	if !ok {
 		return
 	}
-	if r.st == nil {
-		r.st = &rewordState{}
-	}
-	st := r.st
+	st := r.state()
 	if len(st.pending) == maxRewordPending {
-		st.pending = append(st.pending[:0], st.pending[1:]...)
+		st.pending = slices.Delete(st.pending, 0, 1)
 	}
 	st.pending = append(st.pending, rewordPending{seq: p.seq, form: form})
 }
 
-// takePending returns the form of the allowed call seq and forgets it.
-func (st *rewordState) takePending(seq uint64) (rewordForm, bool) {
-	for i, pc := range st.pending {
-		if pc.seq == seq {
-			st.pending = append(st.pending[:i], st.pending[i+1:]...)
-			return pc.form, true
-		}
-	}
-	return rewordForm{}, false
-}
-
 // recorded counts the calls that made progress, whatever their tool, and
-// adds a success the rule compares to the chain it continues, or starts a
-// new chain with it. A call that made no progress and continues nothing
-// leaves the chain as it is.
+// adds a success of a tool the rule compares to the chain it continues, or
+// starts a chain with it if it made progress.
 func (r *reworded) recorded(p *probe, o *outcome) {
-	if r.st == nil {
-		r.st = &rewordState{}
-	}
-	st := r.st
+	st := r.state()
 	before := st.news
 	if o.progress {
 		st.news++
 	}
-	form, ok := st.takePending(o.seq)
+	i := slices.IndexFunc(st.pending, func(pc rewordPending) bool { return pc.seq == o.seq })
+	var form rewordForm
+	if i >= 0 {
+		form = st.pending[i].form
+		st.pending = slices.Delete(st.pending, i, i+1)
+	}
 	if o.failed || !r.on(p) {
 		return
 	}
 	c := &st.chain
 	switch {
-	case !ok: // news moved on if it made progress: the chain ends there
-	case c.on && c.tool == p.rule && c.after == before && c.digest == o.digest.short() && c.form.same(&form, p.rule.threshold):
+	case i < 0: // news moved on if it made progress: the chain ends there
+	case c.tool == p.rule && c.after == before && c.digest == o.digest.short() && c.form.same(&form, p.rule.threshold):
 		c.n++
 		c.distinct = c.distinct || c.first != p.key.args.short()
 		c.after = st.news
 	case o.progress:
-		*c = rewordChain{tool: p.rule, form: form, first: p.key.args.short(), digest: o.digest.short(), after: st.news, n: 1, on: true}
+		*c = rewordChain{tool: p.rule, form: form, first: p.key.args.short(), digest: o.digest.short(), after: st.news, n: 1}
 	}
 }
 
-// endTurn forgets the chain; calls still pending belong to the old turn
-// and are dropped with it.
+// endTurn forgets the chain and the calls still pending.
 func (r *reworded) endTurn(int) {
 	if st := r.st; st != nil {
 		clear(st.pending)
@@ -160,10 +144,9 @@ func (f *rewordForm) same(g *rewordForm, threshold float64) bool {
 	return f.prose == nil || simScore(f.prose, g.prose, threshold) >= threshold
 }
 
-// rewordFormOf returns the form of the scanned arguments: ok is false when
-// they are not a JSON object of strings, numbers, booleans and nulls whose
-// normalized form fits maxRewordForm bytes. Members named in ignore are
-// left out, as from the call's key.
+// rewordFormOf returns the form of the scanned arguments without the
+// members named in ignore: ok is false unless they are an object of
+// scalars whose normalized form fits maxRewordForm bytes.
 func rewordFormOf(s *canon.Args, ignore []string) (f rewordForm, ok bool) {
 	var buf, val [maxRewordForm]byte
 	out := buf[:0]
@@ -208,8 +191,8 @@ func fnv64(b []byte) uint64 {
 }
 
 // isProse reports whether v reads as a sentence: three or more words of
-// letters (a trailing comma, full stop or the like, an inner hyphen or
-// apostrophe allowed), nothing that reads as a path, a flag or code.
+// letters (or non-ASCII runes) and inner hyphens and apostrophes, with
+// trailing punctuation; nothing that reads as a path, a flag or code.
 func isProse(v []byte) bool {
 	words := 0
 	for i := 0; ; {
@@ -218,27 +201,21 @@ func isProse(v []byte) bool {
 			break
 		}
 		w = bytes.TrimRight(w, ".,;:!?")
-		if len(w) == 0 || w[0] == '-' || w[len(w)-1] == '-' {
+		if len(w) == 0 || w[0] == '-' || w[len(w)-1] == '-' || bytes.ContainsFunc(w, notProse) {
 			return false
-		}
-		for _, c := range w {
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '\'' || c >= 0x80) {
-				return false
-			}
 		}
 		words++
 	}
 	return words >= 3
 }
 
-// normalizeArg appends to dst the form of an argument's value v as the
-// rule compares it: its words (split at white space) with enclosing quotes
-// dropped and paths written one way ("./src//a.py/" is "src/a.py"), in
-// their order, then its short flags, one letter each ("-la" is "-l -a"),
-// and its other flags, deduplicated and sorted. So flags may be reordered,
-// merged or split, and a path written another way, while the words around
-// them keep their order ("cp a b" is not "cp b a"). ok is false when the
-// form does not fit in dst's capacity.
+func notProse(r rune) bool { return !asciiLetter(r) && r != '-' && r != '\'' && r < 0x80 }
+
+// normalizeArg appends to dst the form of an argument's value v: its
+// words, without enclosing quotes and with paths written one way
+// (appendPath), in their order ("cp a b" is not "cp b a"), then its short
+// flags, one letter each ("-la" is "-l -a"), and its other flags, both
+// deduplicated and sorted. ok is false when it does not fit in cap(dst).
 func normalizeArg(dst, v []byte) (_ []byte, ok bool) {
 	room := cap(dst)
 	var long [32][]byte
@@ -291,11 +268,6 @@ func sortFlags(fs [][]byte) {
 	}
 }
 
-// isShortFlags reports whether w is one or more short flags ("-l", "-la").
-func isShortFlags(w []byte) bool {
-	return len(w) > 1 && w[0] == '-' && w[1] != '-' && allLetters(w[1:])
-}
-
 // nextField returns the next run of bytes other than ASCII white space in
 // v from i, and the index after it; nil at the end.
 func nextField(v []byte, i int) ([]byte, int) {
@@ -312,22 +284,18 @@ func nextField(v []byte, i int) ([]byte, int) {
 	return v[i:j], j
 }
 
-func isBlank(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+// isShortFlags reports whether w is one or more short flags ("-l", "-la").
+func isShortFlags(w []byte) bool {
+	return len(w) > 1 && w[0] == '-' && !bytes.ContainsFunc(w[1:], notASCIILetter)
 }
 
-func allLetters(w []byte) bool {
-	for _, c := range w {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			return false
-		}
-	}
-	return len(w) > 0
-}
+func isBlank(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' }
 
-// appendPath appends a word with the path written one way: runs of "/"
-// as one, "./" segments dropped, a trailing "/" dropped (but for "/"
-// itself). Any other word is appended as it is.
+func asciiLetter(r rune) bool    { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }
+func notASCIILetter(r rune) bool { return !asciiLetter(r) }
+
+// appendPath appends a word with a path in it written one way: runs of
+// "/" as one, "./" segments and a trailing "/" (but for "/" itself) dropped.
 func appendPath(dst, w []byte) []byte {
 	if bytes.IndexByte(w, '/') < 0 {
 		return append(dst, w...)

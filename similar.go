@@ -9,8 +9,7 @@ import (
 // similar is the rule of similar search queries (Policy.SimilarityThreshold):
 // a search tool's query reworded after an earlier one of the turn, in the
 // same scope, that brought nothing new. Its state is each search tool's
-// query index for the turn (toolState.queries, made at the tool's first
-// query) and the number of queries the turn remembers.
+// query index for the turn (toolState.queries) and a count of queries.
 type similar struct {
 	cfg        *config
 	remembered int32 // queries remembered this turn, at most maxTurnQueries
@@ -45,24 +44,14 @@ func (s *similar) recorded(p *probe, r *outcome) {
 	}
 }
 
-// endTurn forgets the turn's queries: the Tracker drops the tools' turn
-// state, their indexes with it.
+// endTurn: the Tracker drops the tools' turn state, their indexes with it.
 func (s *similar) endTurn(int) { s.remembered = 0 }
 
-// A refinement: after similar queries that brought nothing new, a query
-// that adds a specific term to each of them — a name the model wrote
-// capitalized ("Kiss Me Kate Cole Porter"), a quoted term ("Kiss Me Kate
-// \"cast\"") — asks something the earlier ones did not, and runs. A
-// generic word added ("convert usd to eur rate"), a reordering ("pod
-// restart kubernetes" after "kubernetes pod restart") or a synonym still
-// fires. A number needs no rule: different numbers keep two queries apart
-// already. docs/patterns.md, "Broad search churn", has the figures.
-
 // specificBits returns the bits (simWordBits) of the words of the raw
-// query q that are specific: inside double quotes, or starting with an
-// upper-case letter when they are not q's first word. Each word is
-// normalized and folded as a key's words are, so that refines finds it in
-// a key.
+// query q that are specific: inside double quotes, or capitalized when not
+// q's first word; each as a key holds it, for refines. (A refinement adds
+// a specific term to a similar query and runs: docs/patterns.md, "Broad
+// search churn".)
 func specificBits(q string) (bits [2]uint64) {
 	quoted := false
 	for i, w := range strings.Fields(q) {
@@ -71,11 +60,7 @@ func specificBits(q string) (bits [2]uint64) {
 		if open && len(w) > 1 {
 			w = w[1:]
 		}
-		if strings.HasSuffix(w, "\"") {
-			quoted = false
-		} else if open {
-			quoted = true
-		}
+		quoted = spec && !strings.HasSuffix(w, "\"")
 		if !spec && i > 0 {
 			r, _ := utf8.DecodeRuneInString(strings.TrimLeft(w, "([{'"))
 			spec = unicode.IsUpper(r)
@@ -95,31 +80,16 @@ func specificBits(q string) (bits [2]uint64) {
 	return bits
 }
 
-// refines reports whether the query of k adds a specific term to the
-// earlier query of e: a word of k, not in e, that its raw query wrote as
-// specific (simKey.specific).
+// refines reports whether the query of k adds a specific term (a word of
+// simKey.specific) to the earlier query of e.
 func refines(k, e *simKey) bool {
 	if k.specific == [2]uint64{} {
 		return false
 	}
-	for rest := k.sorted; rest != ""; {
-		var w string
-		w, rest, _ = strings.Cut(rest, " ")
+	for w := range strings.SplitSeq(k.sorted, " ") {
 		w = w[strings.IndexByte(w, ':')+1:]
 		b0, b1 := simWordBits([]byte(w))
-		if k.specific[0]&b0 != 0 && k.specific[1]&b1 != 0 && !holdsWord(e.sorted, w) {
-			return true
-		}
-	}
-	return false
-}
-
-// holdsWord reports whether the key words sorted hold w, marked or not.
-func holdsWord(sorted, w string) bool {
-	for rest := sorted; rest != ""; {
-		var v string
-		v, rest, _ = strings.Cut(rest, " ")
-		if v[strings.IndexByte(v, ':')+1:] == w {
+		if k.specific[0]&b0 != 0 && k.specific[1]&b1 != 0 && !simHas(e.sorted, w, true) {
 			return true
 		}
 	}
