@@ -2,7 +2,6 @@ package canon
 
 import (
 	"math"
-	"slices"
 )
 
 // EachScalar calls fn with each top-level member of the scanned object, in
@@ -18,7 +17,7 @@ func (c *Args) EachScalar(ignore []string, fn func(name, value []byte, str bool)
 	}
 	in := c.in
 	for _, k := range keys {
-		if slices.ContainsFunc(ignore, func(name string) bool { return c.keyIs(k, name) }) {
+		if c.ignored(k, ignore) {
 			continue
 		}
 		i := c.valueOf(k)
