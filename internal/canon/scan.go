@@ -30,7 +30,7 @@ const (
 )
 
 // Bounds of the argument canonicalizer. Payloads beyond them are hashed as
-// raw bytes (see the root package's hashArgs, which says what the hash is).
+// raw bytes (docs/concepts.md, "How arguments are hashed").
 const (
 	canonMaxDepth = 512      // maximum nesting of arrays and objects
 	canonMaxBytes = 64 << 20 // maximum payload size in bytes
@@ -78,33 +78,27 @@ func (c *Args) Clear() int {
 func (c *Args) Scan(in []byte) {
 	c.in, c.ok = in, false
 	c.open, c.keys, c.objs = c.open[:0], c.keys[:0], c.objs[:0]
-	if len(in) > canonMaxBytes {
-		return
+	if i := SkipWS(in, 0); len(in) <= canonMaxBytes {
+		c.ok = i == len(in) || SkipWS(in, c.scanValue(i, 0)) == len(in)
 	}
-	if i := SkipWS(in, 0); i < len(in) {
-		if i = c.scanValue(i, 0); i < 0 || SkipWS(in, i) < len(in) {
-			return
-		}
-	}
-	c.ok = true
 }
 
-// Hash returns the hash of the scanned payload (see the root package's
-// hashArgs) with the top-level members whose key is in ignore dropped.
+// Hash returns the hash of the scanned payload (docs/concepts.md, "How
+// arguments are hashed") with the top-level members whose key is in ignore
+// dropped.
 func (c *Args) Hash(ignore []string) [16]byte {
 	if c.h == nil {
 		c.h = sha256.New()
 	}
 	c.h.Reset()
-	if !c.ok {
+	if c.ok {
+		c.buf, c.ignore = append(c.buf[:0], canonPrefixJSON...), ignore
+		c.form()
+		c.h.Write(c.buf)
+	} else {
 		c.h.Write(append(c.buf[:0], canonPrefixRaw...))
 		c.h.Write(c.in)
-		return [16]byte(c.h.Sum(c.sum[:0]))
 	}
-	c.buf = append(c.buf[:0], canonPrefixJSON...)
-	c.ignore = ignore
-	c.form()
-	c.h.Write(c.buf)
 	return [16]byte(c.h.Sum(c.sum[:0]))
 }
 
@@ -122,10 +116,7 @@ func (c *Args) form() {
 // or -1.
 func (c *Args) scanValue(i, depth int) int {
 	in := c.in
-	if i < 0 {
-		return -1
-	}
-	if i = SkipWS(in, i); i >= len(in) {
+	if i = SkipWS(in, i); i < 0 || i >= len(in) {
 		return -1
 	}
 	switch in[i] {
@@ -151,22 +142,19 @@ func (c *Args) scanContainer(i, depth int) int {
 	if obj {
 		c.objs = append(canonGrow(c.objs, 1), canonObj{start: int32(i)})
 	}
-	if i = SkipWS(in, i+1); i >= len(in) || in[i] != closer {
-		for {
-			if obj {
-				i = c.scanKey(i)
-			}
-			if i = c.scanValue(i, depth); i < 0 {
-				return -1
-			}
-			if i = SkipWS(in, i); i < len(in) && in[i] == closer {
-				break
-			}
-			if i >= len(in) || in[i] != ',' {
-				return -1
-			}
-			i++
+	for first := true; ; first = false {
+		if i = SkipWS(in, i+1); first && i < len(in) && in[i] == closer {
+			break
 		}
+		if obj {
+			i = c.scanKey(i)
+		}
+		if i = SkipWS(in, c.scanValue(i, depth)); i < 0 || i >= len(in) || in[i] != ',' {
+			break
+		}
+	}
+	if i < 0 || i >= len(in) || in[i] != closer {
+		return -1
 	}
 	if obj {
 		c.list(o, base)
@@ -183,10 +171,7 @@ func (c *Args) scanKey(i int) int {
 		return -1
 	}
 	c.open = append(canonGrow(c.open, 1), int32(i))
-	if i = ScanString(in, i); i < 0 {
-		return -1
-	}
-	if i = SkipWS(in, i); i >= len(in) || in[i] != ':' {
+	if i = SkipWS(in, ScanString(in, i)); i < 0 || i >= len(in) || in[i] != ':' {
 		return -1
 	}
 	return i + 1
@@ -398,27 +383,21 @@ func canonGrow[T any](s []T, n int) []T {
 	return t
 }
 
-// cmpKeys compares the keys at in[a] and in[b] by their decoded bytes,
-// lone surrogates as generalized UTF-8 (see canonAppendRune).
-func (c *Args) cmpKeys(a, b int32) int {
-	x, y := c.rawStr(a), c.rawStr(b)
-	if bytes.IndexByte(x, '\\') >= 0 || bytes.IndexByte(y, '\\') >= 0 {
-		c.ka = unescape(c.ka[:0], x, true, math.MaxInt)
-		c.kb = unescape(c.kb[:0], y, true, math.MaxInt)
-		x, y = c.ka, c.kb
+// key returns the decoded bytes of the key at in[k], lone surrogates as
+// generalized UTF-8 (see canonAppendRune): decoded into *dst if escaped.
+func (c *Args) key(k int32, dst *[]byte) []byte {
+	if x := c.rawStr(k); bytes.IndexByte(x, '\\') < 0 {
+		return x
 	}
-	return bytes.Compare(x, y)
+	*dst = unescape((*dst)[:0], c.rawStr(k), true, math.MaxInt)
+	return *dst
 }
 
+// cmpKeys compares the keys at in[a] and in[b] by their decoded bytes.
+func (c *Args) cmpKeys(a, b int32) int { return bytes.Compare(c.key(a, &c.ka), c.key(b, &c.kb)) }
+
 // keyIs reports whether the key at in[k] decodes to s.
-func (c *Args) keyIs(k int32, s string) bool {
-	x := c.rawStr(k)
-	if bytes.IndexByte(x, '\\') >= 0 {
-		c.ka = unescape(c.ka[:0], x, true, math.MaxInt)
-		x = c.ka
-	}
-	return string(x) == s
-}
+func (c *Args) keyIs(k int32, s string) bool { return string(c.key(k, &c.ka)) == s }
 
 // rawStr returns the content, escapes not decoded, of the valid string at
 // in[k].
@@ -525,9 +504,10 @@ func canonHex4(b []byte) rune {
 	return rune(r)
 }
 
-// SkipWS returns the index of the first non-whitespace byte at or after i.
+// SkipWS returns the index of the first non-whitespace byte at or after i
+// (-1 if i is -1).
 func SkipWS(in []byte, i int) int {
-	for i < len(in) {
+	for 0 <= i && i < len(in) {
 		switch in[i] {
 		case ' ', '\t', '\n', '\r':
 			i++
@@ -563,9 +543,9 @@ func canonScanLiteral(in []byte, i int) int {
 // which the form is written and then moved over it.
 func canonAppendNumber(dst, num []byte) []byte {
 	neg := num[0] == '-'
-	mant, exp := num[b2i(neg):], "0"
+	mant, exp := num[b2i(neg):], []byte{'0'}
 	if k := bytes.IndexAny(mant, "eE"); k >= 0 {
-		mant, exp = mant[:k], string(mant[k+1:])
+		mant, exp = mant[:k], mant[k+1:]
 	}
 	whole, frac, _ := bytes.Cut(mant, []byte("."))
 	p0 := len(dst)
@@ -579,14 +559,14 @@ func canonAppendNumber(dst, num []byte) []byte {
 	if neg {
 		dst = append(dst, '-')
 	}
-	e, err := strconv.ParseInt(exp, 10, 64)
+	e, err := strconv.ParseInt(string(exp), 10, 64)
 	adj, k := int64(len(whole)-lead), int64(len(d))
 	switch n := adj + e; {
 	case err != nil || e <= -1<<60 || e >= 1<<60:
 		// An astronomical exponent: n is far outside the plain forms.
 		// Compute n-1 exactly.
 		var x big.Int
-		x.SetString(exp, 10)
+		x.SetString(string(exp), 10)
 		dst = x.Add(&x, big.NewInt(adj-1)).Append(canonAppendMantissa(dst, d), 10)
 	case k <= n && n <= canonNumMax:
 		dst = append(append(dst, d...), "000000000000000000000"[:n-k]...)
@@ -616,27 +596,17 @@ func canonDigitsEnd[T string | []byte](in T, i int) int {
 	return i
 }
 
-// canonSomeDigits returns the end of the run of decimal digits at in[i:],
-// or -1 if there is none.
-func canonSomeDigits(in []byte, i int) int {
-	if e := canonDigitsEnd(in, i); e > i {
-		return e
-	}
-	return -1
-}
-
 // canonScanNumber returns the end of the JSON number at in[i], or -1.
 func canonScanNumber(in []byte, i int) int {
 	if i < len(in) && in[i] == '-' {
 		i++
 	}
-	if i < len(in) && in[i] == '0' {
-		i++
-	} else if i = canonSomeDigits(in, i); i < 0 {
-		return -1
+	e := canonDigitsEnd(in, i)
+	if e == i || in[i] == '0' && e > i+1 {
+		return -1 // no digit, or a leading zero
 	}
-	if i < len(in) && in[i] == '.' {
-		if i = canonSomeDigits(in, i+1); i < 0 {
+	if i = e; i < len(in) && in[i] == '.' {
+		if i = canonDigitsEnd(in, i+1); in[i-1] == '.' {
 			return -1
 		}
 	}
@@ -644,7 +614,10 @@ func canonScanNumber(in []byte, i int) int {
 		if i++; i < len(in) && (in[i] == '+' || in[i] == '-') {
 			i++
 		}
-		return canonSomeDigits(in, i)
+		if e = canonDigitsEnd(in, i); e == i {
+			return -1
+		}
+		i = e
 	}
 	return i
 }
