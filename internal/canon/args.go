@@ -14,8 +14,7 @@ import (
 // listed: nothing here scans the payload again.
 
 // topKeys returns the key positions of the top-level object's members, in
-// key order (Scan lists the top-level object always); nil for any other
-// payload.
+// key order; nil for any other payload.
 func (c *Args) topKeys() []int32 {
 	if i := SkipWS(c.in, 0); c.ok && i < len(c.in) && c.in[i] == '{' {
 		return c.members(i)
@@ -138,7 +137,7 @@ func (c *Args) AppendNames(dst []byte) []byte {
 	return dst
 }
 
-// shape returns the arguments with their particulars masked, for the
+// Shape returns the arguments with their particulars masked, for the
 // failure rule's Tweaked retries: the names and the values of the JSON
 // arguments, written out ("name: value ", object members in key order,
 // numbers as Go formats a float64, null as <nil>), masked by maskError and

@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"cmp"
 	"crypto/sha256"
-	"encoding/binary"
 	"hash"
 	"math"
 	"math/big"
@@ -53,11 +52,11 @@ type Args struct {
 	ignore []string // top-level keys Hash drops
 	h      hash.Hash
 	sum    [sha256.Size]byte
-	buf    []byte  // canonical bytes not hashed yet; the shape being written
-	num    []byte  // the canonical form of a number
-	mat    int     // > 0: write to vals instead, to order duplicate keys
-	vals   []byte  // values of duplicate keys, each after its length
-	offs   []int32 // their offsets in vals, while they are ordered
+	buf    []byte     // canonical bytes not hashed yet; the shape being written
+	num    []byte     // the canonical form of a number
+	mat    int        // > 0: write to vals instead, to order duplicate keys
+	vals   []byte     // values of duplicate keys
+	spans  [][2]int32 // their spans in vals, while they are ordered
 }
 
 // canonObj is an object: the position of its '{', and its members' key
@@ -68,7 +67,7 @@ type canonObj struct{ start, off, n int32 }
 // scratch space it keeps for the next.
 func (c *Args) Clear() int {
 	c.in, c.ignore = nil, nil
-	return cap(c.buf) + cap(c.num) + cap(c.vals) + cap(c.ka) + cap(c.kb) + 4*cap(c.offs) +
+	return cap(c.buf) + cap(c.num) + cap(c.vals) + cap(c.ka) + cap(c.kb) + 8*cap(c.spans) +
 		12*cap(c.objs) + 4*cap(c.keys) + 4*cap(c.open)
 }
 
@@ -111,9 +110,8 @@ func (c *Args) form() {
 	}
 }
 
-// scanValue validates the value at in[i:] (after white space; none if i
-// is -1), inside depth arrays and objects, and returns the index after it,
-// or -1.
+// scanValue validates the value at in[i:] (after white space) inside
+// depth arrays and objects, and returns the index after it, or -1.
 func (c *Args) scanValue(i, depth int) int {
 	in := c.in
 	if i = SkipWS(in, i); i < 0 || i >= len(in) {
@@ -162,12 +160,11 @@ func (c *Args) scanContainer(i, depth int) int {
 	return i + 1
 }
 
-// scanKey validates the key and the colon of a member at in[i:] (after
-// white space), adds the key's position to open and returns the index
-// after the colon, or -1.
+// scanKey validates the key and the colon of a member at in[i], adds the
+// key's position to open and returns the index after the colon, or -1.
 func (c *Args) scanKey(i int) int {
 	in := c.in
-	if i = SkipWS(in, i); i >= len(in) || in[i] != '"' {
+	if i >= len(in) || in[i] != '"' {
 		return -1
 	}
 	c.open = append(canonGrow(c.open, 1), int32(i))
@@ -289,35 +286,32 @@ func (c *Args) valueOf(k int32) int {
 
 // duplicates writes the members whose keys, at the positions ks, are equal,
 // ordered by their canonical values. The values are written to vals first,
-// each after its length, to be compared, their offsets to offs; both are
-// truncated back when done, so nested duplicates share them. It returns
-// the index after the value that ends last in the payload.
+// to be compared, their spans to spans; both are truncated back when done,
+// so nested duplicates share them. It returns the index after the value
+// that ends last in the payload.
 func (c *Args) duplicates(ks []int32) int {
-	v0, o0, end := len(c.vals), len(c.offs), 0
+	v0, s0, end := len(c.vals), len(c.spans), 0
 	c.mat++
 	for _, k := range ks {
 		lo := len(c.vals)
-		c.vals = append(canonGrow(c.vals, 4), 0, 0, 0, 0)
 		end = max(end, c.value(c.valueOf(k)))
-		binary.LittleEndian.PutUint32(c.vals[lo:], uint32(len(c.vals)-lo-4))
-		c.offs = append(canonGrow(c.offs, 1), int32(lo))
+		c.spans = append(canonGrow(c.spans, 1), [2]int32{int32(lo), int32(len(c.vals))})
 	}
 	c.mat--
-	val := func(lo int32) []byte {
-		return c.vals[lo+4 : lo+4+int32(binary.LittleEndian.Uint32(c.vals[lo:]))]
-	}
-	offs := c.offs[o0:]
-	slices.SortFunc(offs, func(a, b int32) int { return bytes.Compare(val(a), val(b)) })
+	spans := c.spans[s0:]
+	slices.SortFunc(spans, func(a, b [2]int32) int {
+		return bytes.Compare(c.vals[a[0]:a[1]], c.vals[b[0]:b[1]])
+	})
 	v1 := len(c.vals)
-	for n, lo := range offs {
+	for n, sp := range spans {
 		if n > 0 {
 			c.byte(',')
 		}
 		c.str(int(ks[0]))
 		c.byte(':')
-		c.write(val(lo))
+		c.write(c.vals[sp[0]:sp[1]])
 	}
-	c.offs = c.offs[:o0]
+	c.spans = c.spans[:s0]
 	// Nested, the members were written to vals too: move them over the
 	// values.
 	c.vals = append(c.vals[:v0], c.vals[min(v1, len(c.vals)):]...)
@@ -386,11 +380,12 @@ func canonGrow[T any](s []T, n int) []T {
 // key returns the decoded bytes of the key at in[k], lone surrogates as
 // generalized UTF-8 (see canonAppendRune): decoded into *dst if escaped.
 func (c *Args) key(k int32, dst *[]byte) []byte {
-	if x := c.rawStr(k); bytes.IndexByte(x, '\\') < 0 {
-		return x
+	x := c.rawStr(k)
+	if bytes.IndexByte(x, '\\') >= 0 {
+		*dst = unescape((*dst)[:0], x, true, math.MaxInt)
+		x = *dst
 	}
-	*dst = unescape((*dst)[:0], c.rawStr(k), true, math.MaxInt)
-	return *dst
+	return x
 }
 
 // cmpKeys compares the keys at in[a] and in[b] by their decoded bytes.
@@ -429,16 +424,6 @@ func unescape(dst, raw []byte, exact bool, limit int) []byte {
 		raw = raw[n:]
 	}
 	return dst
-}
-
-// canonTrim returns the bounds of b without leading and trailing JSON
-// whitespace.
-func canonTrim(b []byte) (lo, hi int) {
-	lo, hi = SkipWS(b, 0), len(b)
-	for hi > lo && (b[hi-1] == ' ' || b[hi-1] == '\t' || b[hi-1] == '\n' || b[hi-1] == '\r') {
-		hi--
-	}
-	return lo, hi
 }
 
 func b2i(b bool) int {
