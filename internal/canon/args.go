@@ -2,6 +2,7 @@ package canon
 
 import (
 	"bytes"
+	"cmp"
 	"math"
 	"net/url"
 	"slices"
@@ -82,10 +83,7 @@ func (c *Args) URL() (host, path string, ok bool) {
 	if first < 0 {
 		return "", "", false
 	}
-	if path == "" {
-		path = "/"
-	}
-	return host, path, true
+	return host, cmp.Or(path, "/"), true
 }
 
 // Limits of AppendNames.
