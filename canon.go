@@ -46,34 +46,13 @@ func (h *Hash) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// hashArgs returns the hash of a JSON tool-call argument payload such that two
-// payloads hash equal exactly when they are equal as JSON values:
-//
-//   - object keys are sorted (by their decoded bytes) at every depth, and
-//     members with duplicate keys are all kept, ordered by key and then by
-//     their canonical value;
-//   - insignificant whitespace is ignored and strings are compared by their
-//     decoded value, so "\u0041" equals "A"; invalid UTF-8 inside a string is
-//     kept as bytes, and lone UTF-16 surrogate escapes decode to their
-//     generalized UTF-8 (WTF-8) bytes;
-//   - numbers are compared exactly by decimal value without float64 rounding:
-//     1, 1.0, 1e0 and 10e-1 are one number, -0 equals 0, and
-//     12345678901234567890 differs from 12345678901234567891;
-//   - nil, empty and whitespace-only payloads, null and {} all mean "no
-//     arguments" and hash equal;
-//   - top-level object members whose key is listed in ignore are dropped
-//     (ignore does not apply to nested objects).
-//
-// A payload that is not valid JSON (trailing garbage and invalid UTF-8
-// outside strings included), that nests arrays and objects deeper than
-// canonMaxDepth (512), or that is larger than canonMaxBytes (64 MiB) is
-// hashed as its raw bytes under a different domain prefix, so its hash never
-// equals the hash of a canonical payload; ignore is not applied then.
-// (v0.1.0 hashed payloads over 16 MiB raw; up to 16 MiB every hash is
-// unchanged.)
-//
-// hashArgs is one scan and one hash of internal/canon's Args; a Tracker
-// keeps the scan to read the query, the URL and the argument names too.
+// hashArgs returns the hash of a JSON tool-call argument payload: two
+// payloads hash equal exactly when they are equal as JSON values, with the
+// top-level members whose key is in ignore dropped (docs/concepts.md, "How
+// arguments are hashed", says what equal means and which payloads are
+// hashed as raw bytes). It is one scan and one hash of internal/canon's
+// Args; a Tracker keeps the scan to read the query, the URL and the
+// argument names too.
 func hashArgs(args []byte, ignore []string) Hash {
 	s := getScratch()
 	s.scan.Scan(args)

@@ -2,6 +2,7 @@ package canon
 
 import (
 	"bytes"
+	"cmp"
 	"math"
 	"net/url"
 	"slices"
@@ -14,17 +15,12 @@ import (
 // listed: nothing here scans the payload again.
 
 // topKeys returns the key positions of the top-level object's members, in
-// key order (Scan lists the top-level object always); nil for any other
-// payload.
+// key order; nil for any other payload.
 func (c *Args) topKeys() []int32 {
-	if !c.ok || c.topStart < 0 {
-		return nil
+	if i := SkipWS(c.in, 0); c.ok && i < len(c.in) && c.in[i] == '{' {
+		return c.members(i)
 	}
-	o, ok := c.listed(int(c.topStart))
-	if !ok {
-		return nil // {}
-	}
-	return c.keys[o.off : o.off+o.n]
+	return nil
 }
 
 // stringValue returns the raw content of the value of the key at in[k] if
@@ -74,11 +70,8 @@ func (c *Args) URL() (host, path string, ok bool) {
 			continue
 		}
 		var pre [16]byte
-		p := unescape(pre[:0], raw, false, 8)
-		for k, ch := range p {
-			p[k] = maskLower(ch)
-		}
-		if !bytes.HasPrefix(p, []byte("http://")) && !bytes.HasPrefix(p, []byte("https://")) {
+		scheme, _, _ := bytes.Cut(unescape(pre[:0], raw, false, 8), []byte("://"))
+		if !bytes.EqualFold(scheme, []byte("http")) && !bytes.EqualFold(scheme, []byte("https")) {
 			continue
 		}
 		u, err := url.Parse(decode(raw, len(raw)))
@@ -90,10 +83,7 @@ func (c *Args) URL() (host, path string, ok bool) {
 	if first < 0 {
 		return "", "", false
 	}
-	if path == "" {
-		path = "/"
-	}
-	return host, path, true
+	return host, cmp.Or(path, "/"), true
 }
 
 // Limits of AppendNames.
@@ -111,15 +101,41 @@ const (
 // the payload is not a valid JSON object or has no keys, dst is returned
 // unchanged. It allocates only to grow dst.
 func (c *Args) AppendNames(dst []byte) []byte {
-	var set canonNameSet
-	var name [canonNameMax + utf8.UTFMax]byte
-	for _, k := range c.topKeys() {
-		set.add(unescape(name[:0], c.rawStr(k), false, canonNameMax))
+	type name struct {
+		b [canonNameMax]byte
+		n int
 	}
-	return set.appendTo(dst)
+	var store [canonNamesMax + 1]name // the smallest names, sorted
+	set := store[:0]
+	for _, k := range c.topKeys() {
+		var key [canonNameMax + utf8.UTFMax]byte
+		var nm name
+		nm.n = copy(nm.b[:], unescape(key[:0], c.rawStr(k), false, canonNameMax))
+		for i, ch := range nm.b[:nm.n] {
+			if ch < 0x20 || ch >= 0x7f || ch == ',' {
+				nm.b[i] = '?'
+			}
+		}
+		pos, found := slices.BinarySearchFunc(set, nm, func(a, b name) int {
+			return bytes.Compare(a.b[:a.n], b.b[:b.n])
+		})
+		if !found && pos < len(store) {
+			set = slices.Insert(set[:min(len(set), len(store)-1)], pos, nm)
+		}
+	}
+	for i, nm := range set[:min(len(set), canonNamesMax)] {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, nm.b[:nm.n]...)
+	}
+	if len(set) > canonNamesMax {
+		dst = append(dst, ",…"...)
+	}
+	return dst
 }
 
-// shape returns the arguments with their particulars masked, for the
+// Shape returns the arguments with their particulars masked, for the
 // failure rule's Tweaked retries: the names and the values of the JSON
 // arguments, written out ("name: value ", object members in key order,
 // numbers as Go formats a float64, null as <nil>), masked by maskError and
@@ -129,90 +145,63 @@ func (c *Args) AppendNames(dst []byte) []byte {
 // masked as they are. The shape stays in memory for the failure rule: it
 // is never logged.
 func (c *Args) Shape() string {
-	lo, hi := canonTrim(c.in)
-	if len(c.in) <= InspectMax && c.ok && lo < hi {
-		var b []byte
-		if _, ok := c.shapeOf(&b, lo); ok {
-			return cutShape(maskError(string(b)))
-		}
+	c.buf = c.buf[:0]
+	if i := SkipWS(c.in, 0); len(c.in) <= InspectMax && c.ok && i < len(c.in) && c.shape(i) >= 0 {
+		return cutShape(maskError(string(c.buf)))
 	}
 	return cutShape(maskError(string(c.in[:min(len(c.in), InspectMax)])))
 }
 
-// shapeOf appends the shape of the value at in[i] to b and returns the
-// index after the value; ok is false for a number out of float64's range.
-func (c *Args) shapeOf(b *[]byte, i int) (end int, ok bool) {
+// shape appends the shape of the value at in[i] to buf and returns the
+// index after the value, or -1 for a number out of float64's range. An
+// object's members are written in key order, the last of duplicate keys
+// only, as encoding/json decodes them into a map.
+func (c *Args) shape(i int) int {
 	in := c.in
 	switch in[i] {
 	case '{':
-		return c.shapeObject(b, i)
+		ks, end := c.members(i), i+1
+		for a, b := 0, 0; a < len(ks); a = b {
+			b = c.keyRun(ks, a)
+			k := slices.Max(ks[a:b])
+			c.buf = append(appendDecoded(c.buf, c.rawStr(k)), ':', ' ')
+			e := c.shape(c.valueOf(k))
+			if e < 0 {
+				return -1
+			}
+			c.buf, end = append(c.buf, ' '), max(end, e)
+		}
+		return SkipWS(in, end) + 1
 	case '[':
 		for i = SkipWS(in, i+1); in[i] != ']'; {
-			if i, ok = c.shapeOf(b, i); !ok {
-				return 0, false
+			if i = c.shape(i); i < 0 {
+				return -1
 			}
-			*b = append(*b, ' ')
+			c.buf = append(c.buf, ' ')
 			if i = SkipWS(in, i); in[i] == ',' {
 				i = SkipWS(in, i+1)
 			}
 		}
-		return i + 1, true
+		return i + 1
 	case '"':
 		e := ScanString(in, i)
-		*b = appendDecoded(*b, in[i+1:e-1])
-		return e, true
+		c.buf = appendDecoded(c.buf, in[i+1:e-1])
+		return e
+	case 'n':
+		c.buf = append(c.buf, "<nil>"...)
+		return i + 4
 	case 't', 'f':
 		e := canonScanLiteral(in, i)
-		*b = append(*b, in[i:e]...)
-		return e, true
-	case 'n':
-		*b = append(*b, "<nil>"...)
-		return i + 4, true
+		c.buf = append(c.buf, in[i:e]...)
+		return e
 	}
 	e := canonScanNumber(in, i)
 	f, err := strconv.ParseFloat(string(in[i:e]), 64)
 	if err != nil {
-		return 0, false
+		return -1
 	}
-	*b = strconv.AppendFloat(*b, f, 'g', -1, 64)
-	return e, true
-}
-
-// shapeObject is shapeOf of an object: its members in key order, the last
-// of duplicate keys only, as encoding/json decodes them into a map.
-func (c *Args) shapeObject(b *[]byte, i int) (end int, ok bool) {
-	in := c.in
-	member := func(k int) (int, bool) {
-		e := ScanString(in, k)
-		*b = appendDecoded(*b, in[k+1:e-1])
-		*b = append(*b, ':', ' ')
-		e, ok := c.shapeOf(b, SkipWS(in, SkipWS(in, e)+1))
-		*b = append(*b, ' ')
-		return e, ok
-	}
-	o, listed := c.listed(i)
-	if !listed {
-		for i = SkipWS(in, i+1); in[i] != '}'; {
-			if i, ok = member(i); !ok {
-				return 0, false
-			}
-			if i = SkipWS(in, i); in[i] == ',' {
-				i = SkipWS(in, i+1)
-			}
-		}
-		return i + 1, true
-	}
-	ks := c.keys[o.off : o.off+o.n]
-	end = i + 1
-	for a, b := 0, 0; a < len(ks); a = b {
-		b = c.keyRun(ks, a)
-		e, ok := member(int(slices.Max(ks[a:b])))
-		if !ok {
-			return 0, false
-		}
-		end = max(end, e)
-	}
-	return SkipWS(in, end) + 1, true
+	c.buf = strconv.AppendFloat(c.buf, f, 'g', -1, 64)
+	return e
 }
 
 // appendDecoded appends the decoded raw JSON string content raw as
@@ -227,60 +216,50 @@ func appendDecoded(dst, raw []byte) []byte {
 // decode returns the decoded raw JSON string content raw, lone surrogates
 // as U+FFFD, cut to at most max bytes.
 func decode(raw []byte, max int) string {
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw[:min(len(raw), max)])
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		raw = unescape(make([]byte, 0, min(len(raw), max)+utf8.UTFMax), raw, false, max)
 	}
-	b := unescape(make([]byte, 0, min(len(raw), max)+utf8.UTFMax), raw, false, max)
-	return string(b[:min(len(b), max)])
+	return string(raw[:min(len(raw), max)])
 }
 
-// canonNameSet collects key names for appendKeyNames: the sorted,
-// de-duplicated smallest canonNamesMax+1 of them.
-type canonNameSet struct {
-	names [canonNamesMax + 1][canonNameMax]byte
-	lens  [canonNamesMax + 1]int
-	count int
-}
-
-// add adds the name of the decoded key.
-func (s *canonNameSet) add(key []byte) {
-	var name [canonNameMax]byte
-	n := copy(name[:], key)
-	for i, c := range name[:n] {
-		if c < 0x20 || c >= 0x7f || c == ',' {
-			name[i] = '?'
+// EachScalar calls fn with each top-level member of the scanned object, in
+// key order, leaving out the keys in ignore: its raw key, and its value — a
+// string's raw content (escapes not decoded; str is true), or a number's or
+// a literal's text. It stops when fn returns false and reports false when
+// the payload is not a valid JSON object with members, or a member's value
+// is an object or an array.
+func (c *Args) EachScalar(ignore []string, fn func(name, value []byte, str bool) bool) bool {
+	keys := c.topKeys()
+	if len(keys) == 0 {
+		return false
+	}
+	in := c.in
+	for _, k := range keys {
+		if c.ignored(k, ignore) {
+			continue
+		}
+		i := c.valueOf(k)
+		var v []byte
+		switch {
+		case in[i] == '"':
+			v = c.rawStr(int32(i))
+		case in[i] == 't' || in[i] == 'f' || in[i] == 'n':
+			v = in[i:canonScanLiteral(in, i)]
+		case in[i] == '-' || canonIsDigit(in[i]):
+			v = in[i:canonScanNumber(in, i)]
+		default:
+			return false // an object or an array
+		}
+		if !fn(c.rawStr(k), v, in[i] == '"') {
+			return false
 		}
 	}
-	// Insert into the sorted set of the smallest names.
-	pos := 0
-	for pos < s.count && bytes.Compare(s.names[pos][:s.lens[pos]], name[:n]) < 0 {
-		pos++
-	}
-	if pos < s.count && bytes.Equal(s.names[pos][:s.lens[pos]], name[:n]) || pos == len(s.names) {
-		return
-	}
-	if s.count < len(s.names) {
-		s.count++
-	}
-	copy(s.names[pos+1:s.count], s.names[pos:s.count-1])
-	copy(s.lens[pos+1:s.count], s.lens[pos:s.count-1])
-	s.names[pos], s.lens[pos] = name, n
+	return true
 }
 
-// appendTo appends the names, comma-separated, with ",…" if there are more
-// than canonNamesMax.
-func (s *canonNameSet) appendTo(dst []byte) []byte {
-	for i := range min(s.count, canonNamesMax) {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, s.names[i][:s.lens[i]]...)
-	}
-	if s.count > canonNamesMax {
-		dst = append(dst, ",…"...)
-	}
-	return dst
-}
+// Decode appends the decoded raw JSON string content raw to dst (a lone
+// surrogate as U+FFFD); the result is never longer than raw.
+func Decode(dst, raw []byte) []byte { return unescape(dst, raw, false, math.MaxInt) }
 
 // InspectMax is the size above which arguments are hashed but not read for
 // their shape (nor, in the root package, for their names and URL).

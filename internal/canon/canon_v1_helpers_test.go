@@ -9,6 +9,16 @@ import (
 	"crypto/sha256"
 )
 
+// canonTrim returns the bounds of b without leading and trailing JSON
+// whitespace.
+func canonTrim(b []byte) (lo, hi int) {
+	lo, hi = SkipWS(b, 0), len(b)
+	for hi > lo && (b[hi-1] == ' ' || b[hi-1] == '\t' || b[hi-1] == '\n' || b[hi-1] == '\r') {
+		hi--
+	}
+	return lo, hi
+}
+
 // v1Small is the size up to which v1Sum hashes from the stack.
 const v1Small = 480
 

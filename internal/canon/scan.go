@@ -11,13 +11,13 @@ import (
 	"bytes"
 	"cmp"
 	"crypto/sha256"
-	"encoding/binary"
 	"hash"
 	"math"
 	"math/big"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -29,7 +29,7 @@ const (
 )
 
 // Bounds of the argument canonicalizer. Payloads beyond them are hashed as
-// raw bytes (see the root package's hashArgs, which says what the hash is).
+// raw bytes (docs/concepts.md, "How arguments are hashed").
 const (
 	canonMaxDepth = 512      // maximum nesting of arrays and objects
 	canonMaxBytes = 64 << 20 // maximum payload size in bytes
@@ -38,96 +38,88 @@ const (
 )
 
 // Args is one scan of a call's arguments. Scan validates them and lists
-// the objects whose members must be reordered; Hash then streams the
-// canonical form into SHA-256, and the methods of args.go read the
-// top-level members. The canonical form is never held whole: an object is
-// listed (its key positions sorted) only if its members are not already in
-// key order, or if it is the top-level object, whose ignored keys Hash
-// drops; every other value is written as it is read.
+// every object with its members' key positions in key order; Hash then
+// streams the canonical form into SHA-256, and the methods of args.go read
+// the top-level members. The canonical form is never held whole.
 type Args struct {
-	in       []byte
-	ok       bool       // valid JSON within canonMaxBytes and canonMaxDepth
-	topStart int32      // position of the top-level '{', -1 if not an object
-	objs     []canonObj // the listed objects, by position once Scan is done
-	keys     []int32    // their members' key positions, each object's in key order
-	open     []int32    // key positions of the members of the objects being scanned
-	ka, kb   []byte     // escaped keys decoded to be compared
+	in     []byte
+	ok     bool       // valid JSON within canonMaxBytes and canonMaxDepth
+	objs   []canonObj // the objects, in the order they open
+	keys   []int32    // their members' key positions, each object's in key order
+	open   []int32    // key positions of the members of the objects being scanned
+	ka, kb []byte     // escaped keys decoded to be compared
 
 	ignore []string // top-level keys Hash drops
 	h      hash.Hash
 	sum    [sha256.Size]byte
-	buf    []byte  // canonical bytes not hashed yet
-	num    []byte  // the canonical form of a number
-	mat    int     // > 0: write to vals instead, to order duplicate keys
-	vals   []byte  // values of duplicate keys, each after its length
-	offs   []int32 // their offsets in vals, while they are ordered
+	buf    []byte     // canonical bytes not hashed yet; the shape being written
+	num    []byte     // the canonical form of a number
+	mat    int        // > 0: write to vals instead, to order duplicate keys
+	vals   []byte     // values of duplicate keys
+	spans  [][2]int32 // their spans in vals, while they are ordered
 }
 
-// canonObj is a listed object: the position of its '{', and its members'
-// key positions, keys[off:off+n].
+// canonObj is an object: the position of its '{', and its members' key
+// positions, keys[off:off+n].
 type canonObj struct{ start, off, n int32 }
 
 // Clear drops the references c holds to a payload and returns the bytes of
 // scratch space it keeps for the next.
 func (c *Args) Clear() int {
 	c.in, c.ignore = nil, nil
-	return cap(c.buf) + cap(c.num) + cap(c.vals) + cap(c.ka) + cap(c.kb) + 4*cap(c.offs) +
+	return cap(c.buf) + cap(c.num) + cap(c.vals) + cap(c.ka) + cap(c.kb) + 8*cap(c.spans) +
 		12*cap(c.objs) + 4*cap(c.keys) + 4*cap(c.open)
 }
 
-// Scan validates the payload in and lists its objects to reorder. c.ok
-// reports whether in is valid JSON within the bounds (white space only is
-// valid: no arguments).
+// Scan validates the payload in and lists its objects. c.ok reports
+// whether in is valid JSON within the bounds (white space only is valid:
+// no arguments).
 func (c *Args) Scan(in []byte) {
-	c.in, c.ok, c.topStart = in, false, -1
+	c.in, c.ok = in, false
 	c.open, c.keys, c.objs = c.open[:0], c.keys[:0], c.objs[:0]
-	if len(in) > canonMaxBytes {
-		return
+	if i := SkipWS(in, 0); len(in) <= canonMaxBytes {
+		c.ok = i == len(in) || SkipWS(in, c.scanValue(i, 0)) == len(in)
 	}
-	if i := SkipWS(in, 0); i < len(in) {
-		if i = c.scanValue(i, 0); i < 0 || SkipWS(in, i) < len(in) {
-			return
-		}
-	}
-	// Objects are listed as they close; form looks them up by position.
-	slices.SortFunc(c.objs, func(a, b canonObj) int { return cmp.Compare(a.start, b.start) })
-	c.ok = true
 }
 
-// Hash returns the hash of the scanned payload (see the root package's
-// hashArgs) with the top-level members whose key is in ignore dropped.
+// Hash returns the hash of the scanned payload (docs/concepts.md, "How
+// arguments are hashed") with the top-level members whose key is in ignore
+// dropped.
 func (c *Args) Hash(ignore []string) [16]byte {
 	if c.h == nil {
 		c.h = sha256.New()
 	}
 	c.h.Reset()
-	if !c.ok {
+	if c.ok {
+		c.buf, c.ignore = append(c.buf[:0], canonPrefixJSON...), ignore
+		c.form()
+		c.h.Write(c.buf)
+	} else {
 		c.h.Write(append(c.buf[:0], canonPrefixRaw...))
 		c.h.Write(c.in)
-		return [16]byte(c.h.Sum(c.sum[:0]))
 	}
-	c.buf = append(c.buf[:0], canonPrefixJSON...)
-	c.ignore = ignore
-	c.form()
-	c.h.Write(c.buf)
 	return [16]byte(c.h.Sum(c.sum[:0]))
 }
 
-// scanValue validates the value at in[i:] (after white space), inside
+// form writes the canonical form of the payload Scan accepted.
+func (c *Args) form() {
+	if i := SkipWS(c.in, 0); i == len(c.in) || c.in[i] == 'n' {
+		c.write([]byte("{}")) // no arguments: nothing or null
+	} else {
+		c.value(i)
+	}
+}
+
+// scanValue validates the value at in[i:] (after white space) inside
 // depth arrays and objects, and returns the index after it, or -1.
 func (c *Args) scanValue(i, depth int) int {
 	in := c.in
-	if i = SkipWS(in, i); i >= len(in) {
+	if i = SkipWS(in, i); i < 0 || i >= len(in) {
 		return -1
 	}
 	switch in[i] {
-	case '{':
-		if depth == 0 {
-			c.topStart = int32(i)
-		}
-		return c.scanObject(i, depth+1)
-	case '[':
-		return c.scanArray(i, depth+1)
+	case '{', '[':
+		return c.scanContainer(i, depth+1)
 	case '"':
 		return ScanString(in, i)
 	case 't', 'f', 'n':
@@ -136,112 +128,75 @@ func (c *Args) scanValue(i, depth int) int {
 	return canonScanNumber(in, i)
 }
 
-// scanArray is scanValue of the array at in[i], the depth-th container.
-func (c *Args) scanArray(i, depth int) int {
-	in := c.in
+// scanContainer is scanValue of the array or object at in[i], the
+// depth-th container. An object's key positions are kept in open while its
+// members are scanned, then listed in key order.
+func (c *Args) scanContainer(i, depth int) int {
+	in, obj, base, o := c.in, c.in[i] == '{', len(c.open), len(c.objs)
+	closer := in[i] + 2 // '[' + 2 is ']', '{' + 2 is '}'
 	if depth > canonMaxDepth {
 		return -1
 	}
-	if i = SkipWS(in, i+1); i < len(in) && in[i] == ']' {
-		return i + 1
+	if obj {
+		c.objs = append(canonGrow(c.objs, 1), canonObj{start: int32(i)})
 	}
-	for {
-		if i = c.scanValue(i, depth); i < 0 {
-			return -1
-		}
-		if i = SkipWS(in, i); i < len(in) && in[i] == ']' {
-			return i + 1
-		}
-		if i >= len(in) || in[i] != ',' {
-			return -1
-		}
-		i++
-	}
-}
-
-// scanObject is scanValue of the object at in[i], the depth-th container.
-// Its key positions are kept in open while its members are scanned.
-func (c *Args) scanObject(i, depth int) int {
-	in := c.in
-	if depth > canonMaxDepth {
-		return -1
-	}
-	start, base := i, len(c.open)
-	if i = SkipWS(in, i+1); i < len(in) && in[i] == '}' {
-		return i + 1
-	}
-	for {
-		if i = c.scanMember(i, depth); i < 0 {
-			return -1
-		}
-		if i = SkipWS(in, i); i < len(in) && in[i] == '}' {
+	for first := true; ; first = false {
+		if i = SkipWS(in, i+1); first && i < len(in) && in[i] == closer {
 			break
 		}
-		if i >= len(in) || in[i] != ',' {
-			return -1
+		if obj {
+			i = c.scanKey(i)
 		}
-		i++
+		if i = SkipWS(in, c.scanValue(i, depth)); i < 0 || i >= len(in) || in[i] != ',' {
+			break
+		}
 	}
-	if depth == 1 || !c.increasing(c.open[base:]) {
-		c.list(start, base)
+	if i < 0 || i >= len(in) || in[i] != closer {
+		return -1
 	}
-	c.open = c.open[:base]
+	if obj {
+		c.list(o, base)
+	}
 	return i + 1
 }
 
-// scanMember validates the member at in[i:] (after white space) of an
-// object, the depth-th container, adds its key position to open and
-// returns the index after its value, or -1.
-func (c *Args) scanMember(i, depth int) int {
+// scanKey validates the key and the colon of a member at in[i], adds the
+// key's position to open and returns the index after the colon, or -1.
+func (c *Args) scanKey(i int) int {
 	in := c.in
-	if i = SkipWS(in, i); i >= len(in) || in[i] != '"' {
+	if i >= len(in) || in[i] != '"' {
 		return -1
 	}
-	k := i
-	if i = ScanString(in, i); i < 0 {
+	c.open = append(canonGrow(c.open, 1), int32(i))
+	if i = SkipWS(in, ScanString(in, i)); i < 0 || i >= len(in) || in[i] != ':' {
 		return -1
 	}
-	c.open = append(canonGrow(c.open, 1), int32(k))
-	if i = SkipWS(in, i); i >= len(in) || in[i] != ':' {
-		return -1
-	}
-	return c.scanValue(i+1, depth)
+	return i + 1
 }
 
-// increasing reports whether the keys at ks are in strictly increasing
-// order: the object is canonical as written.
-func (c *Args) increasing(ks []int32) bool {
-	for k := 1; k < len(ks); k++ {
-		if c.cmpKeys(ks[k-1], ks[k]) >= 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// list lists the object at in[start] whose key positions are open[base:].
-func (c *Args) list(start, base int) {
+// list sorts the key positions open[base:] of objs[o] into keys.
+func (c *Args) list(o, base int) {
 	n := len(c.open) - base
 	if base == 0 && len(c.keys) == 0 {
-		// The top-level object, nothing else listed: its keys stay where
+		// The outermost object, nothing else listed: its keys stay where
 		// they are, which saves copying the longest list.
 		c.keys, c.open = c.open, c.keys
 	} else {
 		c.keys = append(canonGrow(c.keys, n), c.open[base:]...)
 	}
-	off := len(c.keys) - n
-	slices.SortFunc(c.keys[off:], c.cmpKeys)
-	c.objs = append(canonGrow(c.objs, 1), canonObj{int32(start), int32(off), int32(n)})
+	slices.SortFunc(c.keys[len(c.keys)-n:], c.cmpKeys)
+	c.objs[o].off, c.objs[o].n = int32(len(c.keys)-n), int32(n)
+	c.open = c.open[:base]
 }
 
-// form writes the canonical form of the payload Scan accepted.
-func (c *Args) form() {
-	lo, hi := canonTrim(c.in)
-	if lo == hi || string(c.in[lo:hi]) == "null" {
-		c.write([]byte("{}")) // no arguments
-		return
-	}
-	c.value(lo)
+// members returns the key positions, in key order, of the members of the
+// object at in[i].
+func (c *Args) members(i int) []int32 {
+	k, _ := slices.BinarySearchFunc(c.objs, int32(i), func(o canonObj, start int32) int {
+		return cmp.Compare(o.start, start)
+	})
+	o := c.objs[k]
+	return c.keys[o.off : o.off+o.n]
 }
 
 // value writes the canonical form of the value at in[i] and returns the
@@ -275,29 +230,17 @@ func (c *Args) value(i int) int {
 }
 
 // object writes the canonical form of the object at in[i] and returns the
-// index after it: an unlisted object's members as they are, a listed one's
-// in key order, without the ignored keys at the top level (the index
-// returned is then wrong if the last member is ignored; it is not used).
+// index after it: its members in key order, without the ignored keys at
+// the top level (the index returned is then wrong if the last member is
+// ignored; it is not used).
 func (c *Args) object(i int) int {
-	in := c.in
+	ks := c.members(i)
+	drop := len(c.ignore) > 0 && i == SkipWS(c.in, 0)
 	c.byte('{')
-	o, listed := c.listed(i)
-	if !listed {
-		for i = SkipWS(in, i+1); in[i] != '}'; {
-			if i = SkipWS(in, c.member(i)); in[i] == ',' {
-				c.byte(',')
-				i = SkipWS(in, i+1)
-			}
-		}
-		c.byte('}')
-		return i + 1
-	}
-	ks := c.keys[o.off : o.off+o.n]
-	drop := i == int(c.topStart) && len(c.ignore) > 0
 	end, wrote := i+1, false // end: of the last value in the payload
 	for a, b := 0, 0; a < len(ks); a = b {
 		b = c.keyRun(ks, a)
-		if drop && slices.ContainsFunc(c.ignore, func(s string) bool { return c.keyIs(ks[a], s) }) {
+		if drop && c.ignored(ks[a], c.ignore) {
 			continue
 		}
 		if wrote {
@@ -311,16 +254,7 @@ func (c *Args) object(i int) int {
 		}
 	}
 	c.byte('}')
-	return SkipWS(in, end) + 1
-}
-
-// listed returns the listing of the object at in[i], if Scan listed it.
-func (c *Args) listed(i int) (canonObj, bool) {
-	k, ok := slices.BinarySearchFunc(c.objs, int32(i), func(o canonObj, start int32) int { return cmp.Compare(o.start, start) })
-	if !ok {
-		return canonObj{}, false
-	}
-	return c.objs[k], true
+	return SkipWS(c.in, end) + 1
 }
 
 // keyRun returns the end of the run of equal keys ks[a:] starts.
@@ -330,6 +264,11 @@ func (c *Args) keyRun(ks []int32, a int) int {
 		b++
 	}
 	return b
+}
+
+// ignored reports whether the key at in[k] is one of ignore.
+func (c *Args) ignored(k int32, ignore []string) bool {
+	return slices.ContainsFunc(ignore, func(s string) bool { return c.keyIs(k, s) })
 }
 
 // member writes the member whose key is at in[i], `"key":value`, and
@@ -347,41 +286,35 @@ func (c *Args) valueOf(k int32) int {
 
 // duplicates writes the members whose keys, at the positions ks, are equal,
 // ordered by their canonical values. The values are written to vals first,
-// each after its length, to be compared, their offsets to offs; both are
-// truncated back when done, so nested duplicates share them. It returns
-// the index after the value that ends last in the payload.
+// to be compared, their spans to spans; both are truncated back when done,
+// so nested duplicates share them. It returns the index after the value
+// that ends last in the payload.
 func (c *Args) duplicates(ks []int32) int {
-	v0, o0, end := len(c.vals), len(c.offs), 0
+	v0, s0, end := len(c.vals), len(c.spans), 0
 	c.mat++
 	for _, k := range ks {
 		lo := len(c.vals)
-		c.vals = append(canonGrow(c.vals, 4), 0, 0, 0, 0)
 		end = max(end, c.value(c.valueOf(k)))
-		binary.LittleEndian.PutUint32(c.vals[lo:], uint32(len(c.vals)-lo-4))
-		c.offs = append(canonGrow(c.offs, 1), int32(lo))
+		c.spans = append(canonGrow(c.spans, 1), [2]int32{int32(lo), int32(len(c.vals))})
 	}
 	c.mat--
-	val := func(lo int32) []byte {
-		return c.vals[lo+4 : lo+4+int32(binary.LittleEndian.Uint32(c.vals[lo:]))]
-	}
-	offs := c.offs[o0:]
-	slices.SortFunc(offs, func(a, b int32) int { return bytes.Compare(val(a), val(b)) })
+	spans := c.spans[s0:]
+	slices.SortFunc(spans, func(a, b [2]int32) int {
+		return bytes.Compare(c.vals[a[0]:a[1]], c.vals[b[0]:b[1]])
+	})
 	v1 := len(c.vals)
-	for n, lo := range offs {
+	for n, sp := range spans {
 		if n > 0 {
 			c.byte(',')
 		}
 		c.str(int(ks[0]))
 		c.byte(':')
-		c.write(val(lo))
+		c.write(c.vals[sp[0]:sp[1]])
 	}
-	c.offs = c.offs[:o0]
-	if c.mat > 0 {
-		// Written to vals too: move the members over the values.
-		c.vals = append(c.vals[:v0], c.vals[v1:]...)
-	} else {
-		c.vals = c.vals[:v0]
-	}
+	c.spans = c.spans[:s0]
+	// Nested, the members were written to vals too: move them over the
+	// values.
+	c.vals = append(c.vals[:v0], c.vals[min(v1, len(c.vals)):]...)
 	return end
 }
 
@@ -444,27 +377,22 @@ func canonGrow[T any](s []T, n int) []T {
 	return t
 }
 
-// cmpKeys compares the keys at in[a] and in[b] by their decoded bytes,
-// lone surrogates as generalized UTF-8 (see canonAppendRune).
-func (c *Args) cmpKeys(a, b int32) int {
-	x, y := c.rawStr(a), c.rawStr(b)
-	if bytes.IndexByte(x, '\\') >= 0 || bytes.IndexByte(y, '\\') >= 0 {
-		c.ka = unescape(c.ka[:0], x, true, math.MaxInt)
-		c.kb = unescape(c.kb[:0], y, true, math.MaxInt)
-		x, y = c.ka, c.kb
-	}
-	return bytes.Compare(x, y)
-}
-
-// keyIs reports whether the key at in[k] decodes to s.
-func (c *Args) keyIs(k int32, s string) bool {
+// key returns the decoded bytes of the key at in[k], lone surrogates as
+// generalized UTF-8 (see canonAppendRune): decoded into *dst if escaped.
+func (c *Args) key(k int32, dst *[]byte) []byte {
 	x := c.rawStr(k)
 	if bytes.IndexByte(x, '\\') >= 0 {
-		c.ka = unescape(c.ka[:0], x, true, math.MaxInt)
-		x = c.ka
+		*dst = unescape((*dst)[:0], x, true, math.MaxInt)
+		x = *dst
 	}
-	return string(x) == s
+	return x
 }
+
+// cmpKeys compares the keys at in[a] and in[b] by their decoded bytes.
+func (c *Args) cmpKeys(a, b int32) int { return bytes.Compare(c.key(a, &c.ka), c.key(b, &c.kb)) }
+
+// keyIs reports whether the key at in[k] decodes to s.
+func (c *Args) keyIs(k int32, s string) bool { return string(c.key(k, &c.ka)) == s }
 
 // rawStr returns the content, escapes not decoded, of the valid string at
 // in[k].
@@ -498,16 +426,6 @@ func unescape(dst, raw []byte, exact bool, limit int) []byte {
 	return dst
 }
 
-// canonTrim returns the bounds of b without leading and trailing JSON
-// whitespace.
-func canonTrim(b []byte) (lo, hi int) {
-	lo, hi = SkipWS(b, 0), len(b)
-	for hi > lo && (b[hi-1] == ' ' || b[hi-1] == '\t' || b[hi-1] == '\n' || b[hi-1] == '\r') {
-		hi--
-	}
-	return lo, hi
-}
-
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -515,11 +433,18 @@ func b2i(b bool) int {
 	return 0
 }
 
+// JSON's one-letter escapes, and the bytes they stand for.
+const (
+	canonEscapes = `"\bfnrt/`
+	canonEscaped = "\"\\\b\f\n\r\t/"
+)
+
 // canonAppendByte appends the canonical string encoding of the byte b:
-// the short escapes where JSON has them, \u00XX for other control bytes.
+// the short escapes where JSON has them (but for '/'), \u00XX for other
+// control bytes.
 func canonAppendByte(dst []byte, b byte) []byte {
-	if k := strings.IndexByte("\"\\\b\f\n\r\t", b); k >= 0 {
-		return append(dst, '\\', "\"\\bfnrt"[k])
+	if k := strings.IndexByte(canonEscaped[:7], b); k >= 0 {
+		return append(dst, '\\', canonEscapes[k])
 	}
 	if b < 0x20 {
 		const hexDigits = "0123456789abcdef"
@@ -531,7 +456,7 @@ func canonAppendByte(dst []byte, b byte) []byte {
 // canonAppendRune appends r (>= 0x80) as UTF-8, surrogates as generalized
 // UTF-8 so that lone surrogate escapes stay distinct from U+FFFD.
 func canonAppendRune(dst []byte, r rune) []byte {
-	if r >= 0xD800 && r <= 0xDFFF {
+	if utf16.IsSurrogate(r) {
 		return append(dst, 0xE0|byte(r>>12), 0x80|byte(r>>6)&0x3F, 0x80|byte(r)&0x3F)
 	}
 	return utf8.AppendRune(dst, r)
@@ -542,41 +467,32 @@ func canonAppendRune(dst []byte, r rune) []byte {
 // \u escape of a low surrogate decodes to one rune; lone surrogates are
 // returned as they are.
 func canonDecodeEscape(raw []byte, j int) (rune, int) {
-	switch raw[j+1] {
-	case 'u':
-		r := canonHex4(raw[j+2:])
-		j += 6
-		if r >= 0xD800 && r < 0xDC00 && j+6 <= len(raw) && raw[j] == '\\' && raw[j+1] == 'u' {
-			if r2 := canonHex4(raw[j+2:]); r2 >= 0xDC00 && r2 <= 0xDFFF {
-				return 0x10000 + (r-0xD800)<<10 + (r2 - 0xDC00), j + 6
-			}
-		}
-		return r, j
+	if raw[j+1] != 'u' {
+		return rune(canonSimpleEscape(raw[j+1])), j + 2
 	}
-	return rune(canonSimpleEscape(raw[j+1])), j + 2
+	r := canonHex4(raw[j+2:])
+	if j+12 <= len(raw) && raw[j+6] == '\\' && raw[j+7] == 'u' {
+		if pair := utf16.DecodeRune(r, canonHex4(raw[j+8:])); pair != utf8.RuneError {
+			return pair, j + 12
+		}
+	}
+	return r, j + 6
 }
 
-// canonSimpleEscape returns the byte a one-letter escape \c stands for
-// (c itself for \" \\ and \/).
-func canonSimpleEscape(c byte) byte {
-	if k := strings.IndexByte("bfnrt", c); k >= 0 {
-		return "\b\f\n\r\t"[k]
-	}
-	return c
-}
+// canonSimpleEscape returns the byte the valid one-letter escape \c stands
+// for.
+func canonSimpleEscape(c byte) byte { return canonEscaped[strings.IndexByte(canonEscapes, c)] }
 
 // canonHex4 decodes four validated hexadecimal digits.
 func canonHex4(b []byte) rune {
-	var r rune
-	for _, c := range b[:4] {
-		r = r<<4 | rune(strings.IndexByte("0123456789abcdef", c|0x20))
-	}
-	return r
+	r, _ := strconv.ParseUint(string(b[:4]), 16, 16)
+	return rune(r)
 }
 
-// SkipWS returns the index of the first non-whitespace byte at or after i.
+// SkipWS returns the index of the first non-whitespace byte at or after i
+// (-1 if i is -1).
 func SkipWS(in []byte, i int) int {
-	for i < len(in) {
+	for 0 <= i && i < len(in) {
 		switch in[i] {
 		case ' ', '\t', '\n', '\r':
 			i++
@@ -597,7 +513,7 @@ func canonIsHex(c byte) bool {
 // in[i], or -1.
 func canonScanLiteral(in []byte, i int) int {
 	for _, lit := range [...]string{"true", "false", "null"} {
-		if in[i] == lit[0] && len(in)-i >= len(lit) && string(in[i:i+len(lit)]) == lit {
+		if bytes.HasPrefix(in[i:], []byte(lit)) {
 			return i + len(lit)
 		}
 	}
@@ -612,14 +528,11 @@ func canonScanLiteral(in []byte, i int) int {
 // which the form is written and then moved over it.
 func canonAppendNumber(dst, num []byte) []byte {
 	neg := num[0] == '-'
-	mant, exp := num[b2i(neg):], []byte(nil)
+	mant, exp := num[b2i(neg):], []byte{'0'}
 	if k := bytes.IndexAny(mant, "eE"); k >= 0 {
 		mant, exp = mant[:k], mant[k+1:]
 	}
-	whole, frac := mant, []byte(nil)
-	if k := bytes.IndexByte(mant, '.'); k >= 0 {
-		whole, frac = mant[:k], mant[k+1:]
-	}
+	whole, frac, _ := bytes.Cut(mant, []byte("."))
 	p0 := len(dst)
 	dst = append(append(dst, whole...), frac...)
 	lead := len(dst) - p0 - len(bytes.TrimLeft(dst[p0:], "0"))
@@ -631,46 +544,25 @@ func canonAppendNumber(dst, num []byte) []byte {
 	if neg {
 		dst = append(dst, '-')
 	}
-	dst = canonPlace(dst, d, int64(len(whole)-lead), exp)
-	return append(dst[:p0], dst[p1:]...)
-}
-
-// canonPlace appends the significant digits d of a number placed by n, adj
-// plus the exponent exp (its digits after the 'e').
-func canonPlace(dst, d []byte, adj int64, exp []byte) []byte {
-	expNeg := len(exp) > 0 && exp[0] == '-'
-	if len(exp) > 0 && (exp[0] == '-' || exp[0] == '+') {
-		exp = exp[1:]
-	}
-	if exp = bytes.TrimLeft(exp, "0"); len(exp) > 15 {
+	e, err := strconv.ParseInt(string(exp), 10, 64)
+	adj, k := int64(len(whole)-lead), int64(len(d))
+	switch n := adj + e; {
+	case err != nil || e <= -1<<60 || e >= 1<<60:
 		// An astronomical exponent: n is far outside the plain forms.
 		// Compute n-1 exactly.
-		var e big.Int
-		e.SetString(string(exp), 10)
-		if expNeg {
-			e.Neg(&e)
-		}
-		e.Add(&e, big.NewInt(adj-1))
-		return e.Append(canonAppendMantissa(dst, d), 10)
-	}
-	var e int64
-	for _, c := range exp {
-		e = e*10 + int64(c-'0')
-	}
-	if expNeg {
-		e = -e
-	}
-	n, k := adj+e, int64(len(d))
-	switch {
+		var x big.Int
+		x.SetString(string(exp), 10)
+		dst = x.Add(&x, big.NewInt(adj-1)).Append(canonAppendMantissa(dst, d), 10)
 	case k <= n && n <= canonNumMax:
-		return append(append(dst, d...), "000000000000000000000"[:n-k]...)
+		dst = append(append(dst, d...), "000000000000000000000"[:n-k]...)
 	case 0 < n && n <= canonNumMax:
-		return append(append(append(dst, d[:n]...), '.'), d[n:]...)
+		dst = append(append(append(dst, d[:n]...), '.'), d[n:]...)
 	case -6 < n && n <= 0:
-		return append(append(dst, "0."+"00000"[:-n]...), d...)
+		dst = append(append(dst, "0."+"00000"[:-n]...), d...)
 	default:
-		return strconv.AppendInt(canonAppendMantissa(dst, d), n-1, 10)
+		dst = strconv.AppendInt(canonAppendMantissa(dst, d), n-1, 10)
 	}
+	return append(dst[:p0], dst[p1:]...)
 }
 
 // canonAppendMantissa appends d[0].d[1:] and the 'e' of the exponent form.
@@ -689,27 +581,17 @@ func canonDigitsEnd[T string | []byte](in T, i int) int {
 	return i
 }
 
-// canonSomeDigits returns the end of the run of decimal digits at in[i:],
-// or -1 if there is none.
-func canonSomeDigits(in []byte, i int) int {
-	if e := canonDigitsEnd(in, i); e > i {
-		return e
-	}
-	return -1
-}
-
 // canonScanNumber returns the end of the JSON number at in[i], or -1.
 func canonScanNumber(in []byte, i int) int {
 	if i < len(in) && in[i] == '-' {
 		i++
 	}
-	if i < len(in) && in[i] == '0' {
-		i++
-	} else if i = canonSomeDigits(in, i); i < 0 {
-		return -1
+	e := canonDigitsEnd(in, i)
+	if e == i || in[i] == '0' && e > i+1 {
+		return -1 // no digit, or a leading zero
 	}
-	if i < len(in) && in[i] == '.' {
-		if i = canonSomeDigits(in, i+1); i < 0 {
+	if i = e; i < len(in) && in[i] == '.' {
+		if i = canonDigitsEnd(in, i+1); in[i-1] == '.' {
 			return -1
 		}
 	}
@@ -717,7 +599,10 @@ func canonScanNumber(in []byte, i int) int {
 		if i++; i < len(in) && (in[i] == '+' || in[i] == '-') {
 			i++
 		}
-		return canonSomeDigits(in, i)
+		if e = canonDigitsEnd(in, i); e == i {
+			return -1
+		}
+		i = e
 	}
 	return i
 }
@@ -725,34 +610,22 @@ func canonScanNumber(in []byte, i int) int {
 // ScanString validates the JSON string starting with the quote at
 // in[i] and returns the index after its closing quote, or -1.
 func ScanString(in []byte, i int) int {
-	for j := i + 1; j < len(in); {
+	for j := i + 1; j < len(in); j++ {
 		switch c := in[j]; {
 		case c == '"':
 			return j + 1
-		case c < 0x20:
+		case c < 0x20 || c == '\\' && j+1 == len(in):
 			return -1
-		case c == '\\':
-			if j = canonEscapeEnd(in, j); j < 0 {
+		case c == '\\' && in[j+1] == 'u':
+			if j+6 > len(in) || len(bytes.TrimLeft(in[j+2:j+6], "0123456789abcdefABCDEF")) > 0 {
 				return -1
 			}
-		default:
+			j += 5
+		case c == '\\':
+			if strings.IndexByte(canonEscapes, in[j+1]) < 0 {
+				return -1
+			}
 			j++
-		}
-	}
-	return -1
-}
-
-// canonEscapeEnd returns the index after the valid escape at in[j], or -1.
-func canonEscapeEnd(in []byte, j int) int {
-	if j+1 >= len(in) {
-		return -1
-	}
-	switch in[j+1] {
-	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-		return j + 2
-	case 'u':
-		if j+6 <= len(in) && canonIsHex(in[j+2]) && canonIsHex(in[j+3]) && canonIsHex(in[j+4]) && canonIsHex(in[j+5]) {
-			return j + 6
 		}
 	}
 	return -1
