@@ -25,46 +25,17 @@ const (
 	maskSchemeMax = 32  // bytes of a URL scheme
 )
 
-// Noise is what DigestResult masks in a result, so that two tool results
-// that differ only by noise digest equal (maskNoise in the tests writes the
-// masked text out). Masked are:
-//
-//   - timestamps with a time part, "2024-05-20T10:00:00Z",
-//     "2024-05-20T10:00:00.123+02:00", "2024-05-20 10:00:00" → <time>
-//     (a bare date such as 2024-05-20 is content and kept);
-//   - clock times with seconds, "10:00:00", "9:05:03.123", optionally
-//     followed by a zone as in a timestamp → <time>;
-//   - UUIDs, 8-4-4-4-12 hex digits in any case → <uuid>;
-//   - runs of 16 or more hex digits forming a whole word, such as commit
-//     SHAs and trace ids (long decimal numbers included) → <hex>;
-//   - durations: a number, possibly with a fraction, immediately followed by
-//     one of the units ns, us, µs, ms, s, m, h, compounded as in "2m3s" or
-//     "1h2m3.5s" (a fraction only in the last part), or a number followed by
-//     an optional single space and one of ms, s, sec, secs, second, seconds,
-//     millisecond, milliseconds, as in "5 seconds" → <dur>.
-//
-// Each must form whole words: "x10:00:00" and "5min" are kept. Masking is
-// idempotent.
+// The noise rules (DigestResult, maskNoise in the tests) mask timestamps
+// and clock times with seconds (<time>), UUIDs (<uuid>), runs of 16 or more
+// hex digits (<hex>) and durations (<dur>), each forming whole words. The
+// error rules (maskError) also mask quoted strings (<str>), URLs (<url>),
+// paths (<path>), ids mixing letters and digits (<id>) and numbers (<n>).
+// docs/concepts.md ("Masking") lists them with examples.
 
 // maskError returns the failure text s normalized so that failures that
-// differ only by their particulars mask equal: it lower-cases ASCII letters,
-// collapses runs of whitespace to one space and trims the ends, applies the
-// noise rules, and also masks:
-//
-//   - quoted strings, '…', "…" and `…` (from a quote to the next quote of
-//     the same kind) whose content is at most 200 bytes → <str>; longer
-//     ones are kept;
-//   - URLs, a scheme followed by "://" up to the next whitespace → <url>;
-//   - paths: tokens of letters, digits and _ - . ~ : + @ % = / \ that
-//     contain a '/' or '\', with trailing '.' and ':' left out, such as
-//     /usr/lib/x.so, ./a/b.py or C:\x\y → <path>;
-//   - ids: tokens of letters, digits, '_' and '-' mixing letters and digits,
-//     such as call_HGn16KZh9o, req-42ab or 1a2b3c4d → <id>;
-//   - numbers, a run of digits with an optional fraction → <n>.
-//
-// For example "open /tmp/a.txt: no such file or directory (line 12)" masks
-// to "open <path>: no such file or directory (line <n>)". maskError is
-// idempotent.
+// differ only by their particulars mask equal: ASCII letters lower-cased,
+// runs of whitespace collapsed to one space, the ends trimmed, and the
+// error rules applied.
 func maskError(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) + 8)
@@ -155,82 +126,78 @@ type masker struct {
 // mask writes the masked form of s to out, in order and in non-empty
 // pieces: under the noise rules, or under the error rules if err is set.
 func mask(s string, err bool, out func(string)) {
-	m, w := masker{s: s, err: err}, maskOut{out: out, err: err}
-	v := 0 // s[v:i] is kept text not yet written
+	if err {
+		// Lower-case ASCII letters, collapse runs of whitespace to one space
+		// and trim the ends: the placeholders pass unchanged.
+		raw, space, wrote := out, false, false
+		out = func(t string) {
+			for t != "" {
+				e := 1
+				if maskIs(t[0], maskSpace) {
+					space = true
+					t = t[1:]
+					continue
+				}
+				if space && wrote {
+					raw(" ")
+				}
+				space, wrote = false, true
+				if c := t[0]; maskIs(c, maskUpper) {
+					raw("abcdefghijklmnopqrstuvwxyz"[c-'A' : c-'A'+1])
+				} else {
+					for e < len(t) && !maskIs(t[e], maskSpace|maskUpper) {
+						e++
+					}
+					raw(t[:e])
+				}
+				t = t[e:]
+			}
+		}
+	}
+	m := masker{s: s, err: err}
 	for i := 0; i < len(s); {
-		ph, e := m.lex(i)
+		j, e, ph := m.next(i)
+		if j > i {
+			out(s[i:j])
+		}
 		if ph != "" {
-			w.keep(s[v:i])
-			w.put(ph)
-			v = e
+			out(ph)
 		}
 		i = e
 	}
-	w.keep(s[v:])
 }
 
-// maskOut writes masked text to out.
-type maskOut struct {
-	out   func(string)
-	err   bool // the error rules: kept text is normalized
-	space bool // error rules: whitespace is pending
-	wrote bool // error rules: something was written
-}
-
-// keep writes the kept text t; under the error rules lower-cased, with runs
-// of whitespace collapsed to one space and none at the ends.
-func (w *maskOut) keep(t string) {
-	if !w.err {
-		if t != "" {
-			w.out(t)
-		}
-		return
-	}
-	for t != "" {
-		e := 1
-		switch c := t[0]; {
-		case maskIs(c, maskSpace):
-			w.space = true
-		case maskIs(c, maskUpper):
-			w.put("abcdefghijklmnopqrstuvwxyz"[c-'A' : c-'A'+1])
-		default:
-			for e < len(t) && !maskIs(t[e], maskSpace|maskUpper) {
-				e++
+// next returns the next match at or after i, s[j:e] to be replaced by ph,
+// or len(s), len(s) and "" if there is none. Under the noise rules, i is 0
+// or the end of a match, which is not followed by a word byte.
+func (m *masker) next(i int) (j, e int, ph string) {
+	for s := m.s; i < len(s); {
+		switch c := s[i]; {
+		case m.err:
+			if ph, e = m.lexError(i); ph != "" {
+				return i, e, ph
 			}
-			w.put(t[:e])
+			i = e
+		case !maskIs(c, maskWord):
+			i++
+		default:
+			if maskIs(c, maskHex) {
+				if ph, e := m.rule(i); ph != "" {
+					return i, e, ph
+				}
+			}
+			for i++; i < len(s) && maskIs(s[i], maskWord); i++ {
+			}
 		}
-		t = t[e:]
 	}
+	return i, i, ""
 }
 
-// put writes the piece p, after the pending whitespace.
-func (w *maskOut) put(p string) {
-	if w.space && w.wrote {
-		w.out(" ")
-	}
-	w.space, w.wrote = false, true
-	w.out(p)
-}
-
-// lex returns the placeholder and the end of a match at i, or "" and the
-// end of the text kept from i. Under the noise rules, i is 0, the end of a
-// match (which is not followed by a word byte) or a word start, and what is
-// kept reaches the next word start with a hex digit.
-func (m *masker) lex(i int) (string, int) {
+// lexError returns the placeholder and the end of a match of the error
+// rules at i, or "" and the end of the lexeme kept at i.
+func (m *masker) lexError(i int) (string, int) {
 	s, c := m.s, m.s[i]
 	switch {
-	case !m.err:
-		if maskIs(c, maskHex) {
-			if ph, e := m.rule(i); ph != "" {
-				return ph, e
-			}
-		}
-		for {
-			e, _ := maskSpan(s, i, maskWord)
-			if i = max(e, i+1); i >= len(s) || maskIs(s[i], maskHex) {
-				return "", i
-			}
-		}
 	case maskIs(c, maskSpace):
 		e, _ := maskSpan(s, i, maskSpace)
 		return "", e
@@ -264,20 +231,25 @@ func (m *masker) rule(i int) (string, int) {
 			return "<path>", e
 		}
 	}
-	if e := m.timestamp(i); e > i {
-		return "<time>", e
-	}
+	// A text matching one of the noise rules matches no other, but for a
+	// hex run and a duration (the hex run wins); only a UUID and a hex run
+	// may start with a letter.
 	if e := m.uuid(i); e > i {
 		return "<uuid>", e
-	}
-	if e := m.clock(i); e > i {
-		return "<time>", e
 	}
 	if e := m.hexRun(i); e > i {
 		return "<hex>", e
 	}
-	if e := m.duration(i); e > i {
-		return "<dur>", e
+	if maskIs(m.s[i], maskDigit) {
+		if e := m.timestamp(i); e > i {
+			return "<time>", e
+		}
+		if e := m.clock(i); e > i {
+			return "<time>", e
+		}
+		if e := m.duration(i); e > i {
+			return "<dur>", e
+		}
 	}
 	if !m.err {
 		return "", i
@@ -388,7 +360,10 @@ func (m *masker) uuid(i int) int {
 
 // timestamp matches YYYY-MM-DD[T ]hh:mm:ss[.f][zone] at i.
 func (m *masker) timestamp(i int) int {
-	e := m.match(i, "0000-00-00")
+	e := -1
+	if m.at(i+4) == '-' {
+		e = m.match(i, "0000-00-00")
+	}
 	if e < 0 || strings.IndexByte("tT ", m.at(e)) < 0 || m.match(e+1, "00") < 0 {
 		return -1
 	}
@@ -405,7 +380,7 @@ func (m *masker) clock(i int) int {
 	for h-i < 2 && maskIs(m.at(h), maskDigit) {
 		h++
 	}
-	if h == i || m.match(h, ":00:00") < 0 || m.s[h+1] > '5' || m.s[h+4] > '6' {
+	if h == i || m.at(h) != ':' || m.match(h, ":00:00") < 0 || m.s[h+1] > '5' || m.s[h+4] > '6' {
 		return -1
 	}
 	secs := h + 6
@@ -448,7 +423,7 @@ func (m *masker) duration(i int) int {
 // or i if there are none.
 func (m *masker) number(i int) int {
 	e := canonDigitsEnd(m.s, i)
-	if e > i && m.match(e, ".0") > 0 {
+	if e > i && m.at(e) == '.' && m.match(e, ".0") > 0 {
 		e = canonDigitsEnd(m.s, e+1)
 	}
 	return e
