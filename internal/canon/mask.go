@@ -315,7 +315,8 @@ func (m *masker) match(i int, p string) int {
 		if m.err {
 			c = maskLower(c)
 		}
-		if !(c == p[j] && p[j] != 'x' || p[j] == '0' && maskIs(c, maskDigit) || p[j] == 'x' && maskIs(c, maskHex)) {
+		if !(c == p[j] && p[j] != 'x' || p[j] == '0' && maskIs(c, maskDigit) ||
+			p[j] == 'x' && maskIs(c, maskHex)) {
 			return -1
 		}
 	}
@@ -342,7 +343,8 @@ func (m *masker) first(i int, pats []string, bounded bool) int {
 var (
 	maskZones        = []string{"+00:00", "+0000", "+00", "-00:00", "-0000", "-00", "z", "Z", ""}
 	maskCompactUnits = []string{"ns", "us", "µs", "μs", "ms", "m", "s", "h"}
-	maskUnits        = []string{"milliseconds", "millisecond", "ms", "seconds", "second", "secs", "sec", "s"}
+	maskUnits        = []string{"milliseconds", "millisecond", "ms", "seconds", "second", "secs",
+		"sec", "s"}
 )
 
 // hexRun matches a run of at least maskHexMin hex digits forming a word.
@@ -360,10 +362,7 @@ func (m *masker) uuid(i int) int {
 
 // timestamp matches YYYY-MM-DD[T ]hh:mm:ss[.f][zone] at i.
 func (m *masker) timestamp(i int) int {
-	e := -1
-	if m.at(i+4) == '-' {
-		e = m.match(i, "0000-00-00")
-	}
+	e := m.match(i, "0000-00-00")
 	if e < 0 || strings.IndexByte("tT ", m.at(e)) < 0 || m.match(e+1, "00") < 0 {
 		return -1
 	}
@@ -507,7 +506,8 @@ var maskClass = func() (t [256]uint16) {
 		for bit, in := range [...]bool{ // in the order of the classes
 			c == ' ' || '\t' <= c && c <= '\r', 'A' <= c && c <= 'Z', letter, canonIsDigit(c),
 			canonIsHex(c), word, word || c == '-', word || strings.IndexByte(`/\.-~:+@%=`, c) >= 0,
-			c == '/' || c == '\\', c < utf8.RuneSelf && (word && c != '_' || strings.IndexByte("+.-", c) >= 0),
+			c == '/' || c == '\\',
+			c < utf8.RuneSelf && (word && c != '_' || strings.IndexByte("+.-", c) >= 0),
 		} {
 			if in {
 				t[i] |= 1 << bit
