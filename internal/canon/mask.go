@@ -78,21 +78,10 @@ func maskDigest(s string, err bool) [16]byte {
 	var h0, h1 maphash.Hash
 	h0.SetSeed(maskSeeds[b2i(err)][0])
 	h1.SetSeed(maskSeeds[b2i(err)][1])
-	var buf [2048]byte
-	n := 0
 	mask(s, err, func(p string) {
-		for p != "" {
-			k := copy(buf[n:], p)
-			n, p = n+k, p[k:]
-			if n == len(buf) {
-				h0.Write(buf[:])
-				h1.Write(buf[:])
-				n = 0
-			}
-		}
+		h0.WriteString(p)
+		h1.WriteString(p)
 	})
-	h0.Write(buf[:n])
-	h1.Write(buf[:n])
 	var h [16]byte
 	binary.LittleEndian.PutUint64(h[:8], h0.Sum64())
 	binary.LittleEndian.PutUint64(h[8:], h1.Sum64())
