@@ -280,6 +280,8 @@ func TestMaskClass(t *testing.T) {
 		assert.Equal(t, canonIsDigit(c), maskIs(c, maskDigit), "digit %#x", c)
 		assert.Equal(t, canonIsHex(c), maskIs(c, maskHex), "hex %#x", c)
 		assert.Equal(t, 'A' <= c && c <= 'Z', maskIs(c, maskUpper), "upper %#x", c)
+		scheme := c < utf8.RuneSelf && (letter || canonIsDigit(c) || strings.IndexByte("+.-", c) >= 0)
+		assert.Equal(t, scheme, maskIs(c, maskScheme), "scheme %#x", c)
 	}
 }
 
