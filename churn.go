@@ -107,3 +107,13 @@ func (w *window) count(p *probe, threshold float64) int {
 	}
 	return n
 }
+
+// appendBounded appends it to s, growing s to at most size elements.
+func appendBounded[T any](s []T, it T, size int) []T {
+	if len(s) == cap(s) {
+		grown := make([]T, len(s), min(max(2*len(s), 2), size))
+		copy(grown, s)
+		s = grown
+	}
+	return append(s, it)
+}
