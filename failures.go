@@ -64,7 +64,12 @@ func (d *failures) check(p *probe) (firing, bool) {
 	if max <= 0 || p.rule.exempt {
 		return firing{}, false
 	}
-	if f := p.turn.fail; f != nil && f.retried(p, max) {
+	// A retry — the same call or tweaked arguments (canon.Tweaked); others
+	// are another approach — of the chain at its limit, or after its
+	// attempt failed the same way, with nothing changed since.
+	if f := p.turn.fail; f != nil && f.changes == p.changes &&
+		(f.stage == failAbortNext || f.stage == failCounting && f.count >= max) &&
+		(p.key == f.key || canon.Tweaked(p.shape(), f.shape)) {
 		return firing{reason: ReasonRepeatedFailure, scope: hintScope{rule: ruleFailure, tool: p.tool, chain: f.chain},
 			count: f.count, limit: max, msg: failureMessage(p.rule.name, f.count),
 			abort: f.stage == failAbortNext && !f.diagnosed}, true
@@ -75,14 +80,6 @@ func (d *failures) check(p *probe) (firing, bool) {
 			limit: max, msg: acrossMessage(p.rule.name, c.turns), once: true}, true
 	}
 	return firing{}, false
-}
-
-// retried reports whether the call p retries the chain at its limit, or
-// after its attempt failed the same way, with nothing changed since: the
-// same call or tweaked arguments (canon.Tweaked); others are another approach.
-func (f *failState) retried(p *probe, max int) bool {
-	due := f.stage == failAbortNext || f.stage == failCounting && f.count >= max
-	return due && f.changes == p.changes && (p.key == f.key || canon.Tweaked(p.shape(), f.shape))
 }
 
 // hinted books the hint of the tool's chain: the next call runs, as the
