@@ -10,11 +10,29 @@ type churn struct {
 	window window
 }
 
+// check counts the calls in the window the call repeats: calls of the same
+// tool, from earlier rounds, other than identical ones (MaxRepeats governs
+// those), that brought no new fact, with a similar query (searches) or the
+// same host and path (fetches).
 func (c *churn) check(p *probe) (firing, bool) {
 	if p.query == "" && p.url == "" { // exempt tools are not in the window
 		return firing{}, false
 	}
-	n := c.window.count(p, c.cfg.threshold)
+	n := 0
+	for i := range c.window.items {
+		it := &c.window.items[i]
+		if it.key.tool != p.rule.name || it.key == p.key || it.round == p.round || it.newFact {
+			continue
+		}
+		switch {
+		case p.query != "":
+			if it.sim != nil && simScore(it.sim, &p.sim, c.cfg.threshold) >= c.cfg.threshold {
+				n++
+			}
+		case it.url == p.url:
+			n++
+		}
+	}
 	if n < c.cfg.windowLimit {
 		return firing{}, false
 	}
@@ -30,8 +48,21 @@ func (c *churn) allowed(p *probe) {
 	}
 }
 
+// recorded books the outcome of the call and whether it was a new fact.
 func (c *churn) recorded(p *probe, r *outcome) {
-	c.window.settle(r.seq, p.rule.name, r.failed, r.digest)
+	earlier, same := 0, false
+	for i := range c.window.items {
+		it := &c.window.items[i]
+		if it.seq == r.seq {
+			it.ok, it.digest = !r.failed, r.digest
+			it.newFact = !r.failed && earlier > 0 && !same
+			return
+		}
+		if it.key.tool == p.rule.name && it.ok {
+			earlier++
+			same = same || it.digest == r.digest
+		}
+	}
 }
 
 func (c *churn) endTurn(int) { c.window.clear() }
@@ -58,52 +89,15 @@ func (w *window) init(size int) { w.size = size }
 
 func (w *window) clear() { w.items = emptied(w.items) }
 
+// push adds it, the oldest going past the window's size.
 func (w *window) push(it windowItem) {
 	if w.size == 0 {
 		return
 	}
-	if len(w.items) == w.size { // the oldest goes
+	if len(w.items) == w.size {
 		w.items = slices.Delete(w.items, 0, 1)
+	} else if len(w.items) == cap(w.items) { // grown as the turn goes on, up to size
+		w.items = append(make([]windowItem, 0, min(max(2*len(w.items), 2), w.size)), w.items...)
 	}
-	w.items = appendBounded(w.items, it, w.size)
-}
-
-// settle records the outcome of the call seq and whether it was a new fact.
-func (w *window) settle(seq uint64, tool string, failed bool, digest Hash) {
-	earlier, same := 0, false
-	for i := range w.items {
-		it := &w.items[i]
-		if it.seq == seq {
-			it.ok, it.digest = !failed, digest
-			it.newFact = !failed && earlier > 0 && !same
-			return
-		}
-		if it.key.tool == tool && it.ok {
-			earlier++
-			same = same || it.digest == digest
-		}
-	}
-}
-
-// count returns how many calls in the window the candidate call repeats:
-// calls of the same tool, from earlier rounds, other than identical ones
-// (MaxRepeats governs those), that brought no new fact, with a similar
-// query (searches) or the same host and path (fetches).
-func (w *window) count(p *probe, threshold float64) int {
-	n := 0
-	for i := range w.items {
-		it := &w.items[i]
-		if it.key.tool != p.rule.name || it.key == p.key || it.round == p.round || it.newFact {
-			continue
-		}
-		switch {
-		case p.query != "":
-			if it.sim != nil && simScore(it.sim, &p.sim, threshold) >= threshold {
-				n++
-			}
-		case it.url == p.url:
-			n++
-		}
-	}
-	return n
+	w.items = append(w.items, it)
 }

@@ -11,12 +11,15 @@ import (
 // the turn (toolState.fail: hint, one attempt, abort), and a call failing
 // the same way turn after turn (one hint, never escalated).
 type failures struct {
-	cfg    *config
-	across acrossTurns
+	cfg *config
+	// across remembers, over the session, the calls whose last runs failed
+	// the same way (the same masked error text) in consecutive turns; a
+	// success of the call forgets it. Past maxAcross calls it starts over.
+	across map[callKey]acrossCall
 	// failing are the calls of the turn whose last run failed, with the
 	// Hash.short of their error text: booked in across when the turn ends.
 	failing []failingCall
-	// chains are the failure chains of the turn, for diagnosis.go: at most
+	// chains are the failure chains of the turn, for the diagnosis: at most
 	// maxChains, the first ones.
 	chains []*failState
 }
@@ -26,22 +29,55 @@ type failingCall struct {
 	sig uint64
 }
 
+// maxChains bounds the failure chains of a turn the diagnosis looks at.
+const maxChains = 16
+
+// failStage walks a tool through MaxFailures: count equivalent failures,
+// hint, let one evidence-backed attempt run, abort if it fails the same way.
+type failStage uint8
+
+const (
+	failCounting  failStage = iota
+	failHinted              // the hint was given; the next call runs
+	failAttempt             // the evidence-backed attempt is running
+	failAbortNext           // the attempt failed the same way
+)
+
+// failState is a tool's failure chain in the turn, allocated at its first
+// failure.
+type failState struct {
+	chain   uint32  // counts the chains of the turn: the scope of a hint
+	count   int     // equivalent failures in a row
+	sig     Hash    // masked error text of the last failure
+	shape   string  // argsShape of the last failure
+	key     callKey // the call of the last failure
+	changes uint32  // turnState.changes at the last failure
+	stage   failStage
+	// diagnosed: the attempt runs after the model's own diagnosis, not
+	// after a hint: if it fails the same way, the next retry gets the hint
+	// rather than an abort.
+	diagnosed bool
+}
+
 func (d *failures) check(p *probe) (firing, bool) {
 	max := d.cfg.maxFailures
 	if max <= 0 || p.rule.exempt {
 		return firing{}, false
 	}
-	// A chain another call may have changed the world since is over.
-	if f := p.turn.fail; f == nil || f.count == 0 || f.changes == p.changes {
-		retries := func() bool { return p.key == f.key || canon.Tweaked(p.shape(), f.shape) }
-		if fire, insisted := f.check(max, retries); fire {
-			return firing{reason: ReasonRepeatedFailure, scope: hintScope{rule: ruleFailure, tool: p.tool, chain: f.chain},
-				count: f.count, limit: max, msg: failureMessage(p.rule.name, f.count), abort: insisted}, true
-		}
+	// A retry — the same call or tweaked arguments (canon.Tweaked); others
+	// are another approach — of the chain at its limit, or after its
+	// attempt failed the same way, with nothing changed since.
+	if f := p.turn.fail; f != nil && f.changes == p.changes &&
+		(f.stage == failAbortNext || f.stage == failCounting && f.count >= max) &&
+		(p.key == f.key || canon.Tweaked(p.shape(), f.shape)) {
+		return firing{reason: ReasonRepeatedFailure, scope: hintScope{rule: ruleFailure, tool: p.tool, chain: f.chain},
+			count: f.count, limit: max, msg: failureMessage(p.rule.name, f.count),
+			abort: f.stage == failAbortNext && !f.diagnosed}, true
 	}
-	if n := d.across.check(p.key, p.turnNo, max); n > 0 {
-		return firing{reason: ReasonRepeatedFailure, scope: hintScope{rule: ruleAcross, key: p.key}, count: n,
-			limit: max, msg: acrossMessage(p.rule.name, n), once: true}, true
+	// The escalation gives this hint once per turn.
+	if c := d.across[p.key]; c.turn == p.turnNo-1 && c.turns >= max {
+		return firing{reason: ReasonRepeatedFailure, scope: hintScope{rule: ruleAcross, key: p.key}, count: c.turns,
+			limit: max, msg: acrossMessage(p.rule.name, c.turns), once: true}, true
 	}
 	return firing{}, false
 }
@@ -52,35 +88,95 @@ func (d *failures) hinted(p *probe) {
 	p.turn.fail.stage, p.turn.fail.diagnosed = failHinted, false
 }
 
+// allowed starts the chain over when another call may have changed the
+// world since its last failure; after the hint, the call is the attempt.
 func (d *failures) allowed(p *probe) {
-	p.turn.fail.refresh(p.changes) // both nil-safe: no chain before the tool's first failure
-	p.turn.fail.allowed()
+	switch f := p.turn.fail; {
+	case f == nil: // no failure of the tool yet
+	case f.count > 0 && f.changes != p.changes:
+		f.restart(0)
+	case f.stage == failHinted:
+		f.stage = failAttempt
+	}
 }
 
+// recorded books the outcome r of the call p. A success ends the tool's
+// chain and forgets the call across turns. A diagnosis — a read-only call
+// (not a think tool's) that made progress of its own — moves the counting
+// chains of the other tools to their attempt, as a hint would; if the
+// attempt fails the same way, the next retry gets the hint, not an abort
+// (failState.diagnosed; docs/patterns.md, "Same failing command retried").
 func (d *failures) recorded(p *probe, r *outcome) {
 	if p.rule.exempt {
 		return
 	}
-	p.turn.recordFailure(r.failed, r.sig, r.shape, p.key, r.changes)
-	d.diagnosis(p, r)
 	i := slices.IndexFunc(d.failing, func(f failingCall) bool { return f.key == p.key })
-	switch {
-	case !r.failed:
-		if i >= 0 {
-			d.failing = slices.Delete(d.failing, i, i+1)
+	if r.failed {
+		d.failed(p, r, i)
+		return
+	}
+	if p.turn.fail != nil {
+		p.turn.fail.restart(0)
+	}
+	if i >= 0 {
+		d.failing = slices.Delete(d.failing, i, i+1)
+	}
+	delete(d.across, p.key)
+	if p.rule.readOnly && !p.rule.think && r.progress {
+		for _, f := range d.chains {
+			if f.stage == failCounting && f.count > 0 {
+				f.stage, f.diagnosed = failHinted, true
+			}
 		}
-		d.across.forget(p.key) // a success forgets the call
-	case i >= 0:
-		d.failing[i].sig = r.sig.short()
-	case len(d.failing) < maxAcross:
-		d.failing = append(d.failing, failingCall{p.key, r.sig.short()})
 	}
 }
 
-// endTurn books the calls whose last run in the turn failed.
+// failed books the failure r of the call p, the turn's failing call i (or
+// -1), in the tool's chain, which it allocates and the diagnosis watches.
+// Failures are equivalent, with nothing changed in between, when they
+// repeat the same call, or when tweaked arguments (canon.Tweaked) or the
+// attempt after the hint fail with the same masked error text.
+func (d *failures) failed(p *probe, r *outcome, i int) {
+	if i >= 0 {
+		d.failing[i].sig = r.sig.short()
+	} else if len(d.failing) < maxAcross {
+		d.failing = append(d.failing, failingCall{p.key, r.sig.short()})
+	}
+	f := p.turn.fail
+	if f == nil {
+		f = &failState{}
+		p.turn.fail = f
+	}
+	if !slices.Contains(d.chains, f) && len(d.chains) < maxChains {
+		d.chains = append(d.chains, f)
+	}
+	if f.count > 0 && f.changes == r.changes &&
+		(p.key == f.key || r.sig == f.sig && (f.stage == failAttempt || canon.Tweaked(r.shape, f.shape))) {
+		f.count++
+		if f.stage == failAttempt {
+			f.stage = failAbortNext
+			return // the retries it watches stay those before the attempt
+		}
+	} else {
+		f.restart(1)
+	}
+	f.sig, f.shape, f.key, f.changes = r.sig, r.shape, p.key, r.changes
+}
+
+// restart starts a new chain (or none).
+func (f *failState) restart(count int) { *f = failState{chain: f.chain + 1, count: count} }
+
+// endTurn books the calls whose last run in the turn failed in across.
 func (d *failures) endTurn(turn int) {
 	for _, f := range d.failing {
-		d.across.record(f.key, f.sig, turn)
+		c, ok := d.across[f.key]
+		if d.across == nil || !ok && len(d.across) >= maxAcross {
+			d.across = make(map[callKey]acrossCall)
+		}
+		if c.turn != turn-1 || c.sig != f.sig {
+			c.turns = 0
+		}
+		d.across[f.key] = acrossCall{sig: f.sig, turns: c.turns + 1, turn: turn}
 	}
 	d.failing = emptied(d.failing)
 	d.chains = emptied(d.chains)
@@ -91,3 +187,12 @@ func emptied[S ~[]E, E any](s S) S {
 	clear(s)
 	return s[:0]
 }
+
+type acrossCall struct {
+	sig   uint64 // Hash.short of the masked error text
+	turns int    // consecutive turns, ending with turn, in which it failed with sig
+	turn  int
+}
+
+// maxAcross bounds the calls remembered across turns, and the turn's failing.
+const maxAcross = 256

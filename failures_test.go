@@ -113,3 +113,14 @@ func TestFailuresAcrossTurns(t *testing.T) {
 	_, fired = run(5, 6, "")
 	assert.False(t, fired)
 }
+
+// A cancelled call after the failure hint did not run: it is not the one
+// attempt, so the next call is, and only its failing the same way aborts.
+func TestCancelledAttemptIsNotSpent(t *testing.T) {
+	const denied = "permission denied: /etc/x"
+	make1, make2, make3 := call("bash", `{"cmd":"make"}`), call("bash", `{"cmd":"make -B"}`), call("bash", `{"cmd":"make -j4"}`)
+	tr := NewTracker(Policy{})
+	run(t, tr, []step{fail(make1, denied), fail(make2, denied), fail(make3, denied), hint(make1, ReasonRepeatedFailure)})
+	cancelled(t, tr, make2) // the attempt, given up
+	run(t, tr, []step{fail(make3, denied), abort(make1, ReasonRepeatedFailure)})
+}

@@ -1,7 +1,5 @@
 package toolguard
 
-import "github.com/toolguard/toolguard/internal/canon"
-
 // callKey identifies identical calls: the same tool with arguments of the
 // same canonical hash.
 type callKey struct {
@@ -27,98 +25,6 @@ type toolState struct {
 	stats   toolStats   // stats.reserved: the calls allowed this turn
 	fail    *failState  // allocated at the tool's first failure in the turn; nil before
 	queries *queryIndex // search tools only
-}
-
-// failStage walks a tool through MaxFailures: count equivalent failures,
-// hint, let one evidence-backed attempt run, abort if it fails the same way.
-type failStage uint8
-
-const (
-	failCounting  failStage = iota
-	failHinted              // the hint was given; the next call runs
-	failAttempt             // the evidence-backed attempt is running
-	failAbortNext           // the attempt failed the same way
-)
-
-type failState struct {
-	chain   uint32  // counts the chains of the turn: the scope of a hint
-	count   int     // equivalent failures in a row
-	sig     Hash    // masked error text of the last failure
-	shape   string  // argsShape of the last failure
-	key     callKey // the call of the last failure
-	changes uint32  // turnState.changes at the last failure
-	stage   failStage
-	// diagnosed: the attempt runs after the model's own diagnosis, not
-	// after a hint (diagnosis.go): if it fails the same way, the next
-	// retry gets the hint rather than an abort.
-	diagnosed bool
-}
-
-// check tells whether the rule fires for the tool's next call, and whether
-// it must abort at once (the attempt failed the same way). Only a retry
-// (retries reports it) fires: other arguments are another approach.
-func (f *failState) check(max int, retries func() bool) (fire, insisted bool) {
-	switch {
-	case f == nil:
-		return false, false // no failure yet
-	case f.stage == failCounting:
-		return f.count >= max && retries(), false
-	case f.stage == failAbortNext:
-		return retries(), !f.diagnosed
-	}
-	return false, false
-}
-
-// allowed books that a call of the tool will run: after the hint, the
-// attempt.
-func (f *failState) allowed() {
-	if f != nil && f.stage == failHinted {
-		f.stage = failAttempt
-	}
-}
-
-// restart starts a new chain (or none).
-func (f *failState) restart(count int) { *f = failState{chain: f.chain + 1, count: count} }
-
-// refresh starts over when another call may have changed the world since
-// the last failure.
-func (f *failState) refresh(changes uint32) {
-	if f != nil && f.count > 0 && f.changes != changes {
-		f.restart(0)
-	}
-}
-
-// record books an outcome of the tool. Failures are equivalent, with
-// nothing changed in between, when they repeat the same call, or when
-// tweaked arguments (canon.Tweaked) or the attempt after the hint fail
-// with the same masked error text.
-func (f *failState) record(failed bool, sig Hash, shape string, key callKey, changes uint32) {
-	if !failed {
-		f.restart(0)
-		return
-	}
-	if f.count > 0 && f.changes == changes && (key == f.key || sig == f.sig && (f.stage == failAttempt || canon.Tweaked(shape, f.shape))) {
-		f.count++
-		if f.stage == failAttempt {
-			f.stage = failAbortNext
-			return // the retries it watches stay those before the attempt
-		}
-	} else {
-		f.restart(1)
-	}
-	f.sig, f.shape, f.key, f.changes = sig, shape, key, changes
-}
-
-// recordFailure books an outcome of the tool in its failState, which the
-// first failure allocates.
-func (s *toolState) recordFailure(failed bool, sig Hash, shape string, key callKey, changes uint32) {
-	if s.fail == nil {
-		if !failed {
-			return
-		}
-		s.fail = &failState{}
-	}
-	s.fail.record(failed, sig, shape, key, changes)
 }
 
 // toolStats are the counters behind the escalation summary.
@@ -269,60 +175,4 @@ func (ts *turnState) evict() int32 {
 			return i
 		}
 	}
-}
-
-// appendBounded appends it to s, growing s to at most size elements.
-func appendBounded[T any](s []T, it T, size int) []T {
-	if len(s) == cap(s) {
-		grown := make([]T, len(s), min(max(2*len(s), 2), size))
-		copy(grown, s)
-		s = grown
-	}
-	return append(s, it)
-}
-
-// acrossTurns remembers, over the session, the calls whose last runs
-// failed the same way (the same masked error text) in consecutive turns
-// (see failures); a success of the call forgets it.
-type acrossTurns struct {
-	calls map[callKey]acrossCall
-}
-
-type acrossCall struct {
-	sig   uint64 // Hash.short of the masked error text
-	turns int    // consecutive turns, ending with turn, in which it failed with sig
-	turn  int
-}
-
-// maxAcross bounds the calls remembered; past it the map starts over.
-const maxAcross = 256
-
-// record books that the last run of a call in turn failed with the error
-// text sig, when the turn ends.
-func (a *acrossTurns) record(key callKey, sig uint64, turn int) {
-	c, ok := a.calls[key]
-	if a.calls == nil || !ok && len(a.calls) >= maxAcross {
-		a.calls = make(map[callKey]acrossCall)
-	}
-	if c.turn == turn-1 && c.sig == sig {
-		c.turns++
-	} else {
-		c.turns = 1
-	}
-	c.sig, c.turn = sig, turn
-	a.calls[key] = c
-}
-
-// forget forgets a call that succeeded.
-func (a *acrossTurns) forget(key callKey) { delete(a.calls, key) }
-
-// check returns the number of consecutive earlier turns in which the call
-// failed the same way when it reaches min, and 0 otherwise. (The
-// escalation gives its hint once per turn.)
-func (a *acrossTurns) check(key callKey, turn, min int) int {
-	c, ok := a.calls[key]
-	if !ok || c.turn != turn-1 || c.turns < min {
-		return 0
-	}
-	return c.turns
 }
