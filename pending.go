@@ -15,7 +15,7 @@ type pendingCall struct {
 	id       string
 	key      callKey
 	tool     *toolEntry
-	slot     int32 // of the key's state in turnState.slab
+	ks       *keyState // the key's state in the turn
 	round    uint64
 	at       time.Time
 	args     []byte // the caller's slice, not a copy: see keyLocked
@@ -108,7 +108,8 @@ func (t *Tracker) allowUncheckedLocked(c Call, now time.Time) pendingCall {
 	p, names := t.inspect(c, buf[:0])
 	defer p.done()
 	p.round = t.round.Add(1)
-	t.bookLocked(c, p, names, now, t.probeLocked(p), Decision{Phase: t.turn.phase}, nil)
+	t.probeLocked(p)
+	t.bookLocked(c, p, names, now, Decision{Phase: t.turn.phase}, nil)
 	return takeAt(&t.turn.pending, len(t.turn.pending)-1)
 }
 
@@ -130,10 +131,8 @@ func (t *Tracker) cancel(ctx context.Context, c Call) Phase {
 		ts.unhold(pc.round)
 		st := &t.turnTool(pc.tool).stats
 		st.reserved = max(st.reserved-1, 0)
-		if ks := &ts.slab[pc.slot]; ks.key == pc.key {
-			ks.pending = max(ks.pending-1, 0)
-			ks.count = max(ks.count-1, 0)
-		}
+		pc.ks.pending = max(pc.ks.pending-1, 0)
+		pc.ks.count = max(pc.ks.count-1, 0)
 		t.churn.window.forget(pc.seq)
 	}
 	phase := t.turn.phase

@@ -63,13 +63,11 @@ type Tracker struct {
 	cfg   *config       // shared with the other Trackers of a Sessions
 	round atomic.Uint64 // the last round handed out
 
-	// tools are the session's tools (at most maxTools), indexed by name in
-	// toolIndex past maxToolScan. toolMu guards both: tools are looked up
-	// before t.mu is taken.
-	toolMu    sync.Mutex
-	released  atomic.Bool // by Sessions.Release: the Tracker must not be used
-	tools     []*toolEntry
-	toolIndex map[string]*toolEntry
+	// tools are the session's tools by name (at most maxTools), guarded by
+	// toolMu: they are looked up before t.mu is taken.
+	toolMu   sync.Mutex
+	released atomic.Bool // by Sessions.Release: the Tracker must not be used
+	tools    table[string, *toolEntry]
 
 	mu           sync.Mutex
 	turnNo       int
@@ -98,11 +96,10 @@ type Tracker struct {
 // Bounds of the state a hostile stream of tool names, argument shapes or
 // unfinished calls could otherwise grow without limit.
 const (
-	maxToolScan = 16   // tools found by a scan of Tracker.tools; past it, by toolIndex
-	maxTools    = 4096 // tools with state kept over the session
-	maxPending  = 4096
-	maxStale    = 256
-	maxKeys     = 1 << 16
+	maxTools   = 4096 // tools with state kept over the session
+	maxPending = 4096
+	maxStale   = 256
+	maxKeys    = 1 << 16
 	// maxTurnQueries bounds the search queries a turn remembers over all
 	// its tools (each at most queryIndexCap, about 2 KiB a query): past it,
 	// a query is checked against those remembered but not remembered
@@ -186,28 +183,12 @@ func (e *toolEntry) inTurn(n int) bool { return e.turn.turn == int32(n) }
 func (t *Tracker) tool(name string) *toolEntry {
 	t.toolMu.Lock()
 	defer t.toolMu.Unlock()
-	if t.toolIndex == nil {
-		for _, e := range t.tools {
-			if e.rule.name == name {
-				return e
-			}
-		}
-	} else if e := t.toolIndex[name]; e != nil {
+	if e := t.tools.get(name); e != nil {
 		return e
 	}
 	e := &toolEntry{rule: t.cfg.rule(name)}
-	if len(t.tools) >= maxTools {
-		return e
-	}
-	t.tools = append(t.tools, e)
-	switch {
-	case t.toolIndex != nil:
-		t.toolIndex[name] = e
-	case len(t.tools) > maxToolScan:
-		t.toolIndex = make(map[string]*toolEntry, len(t.tools))
-		for _, e := range t.tools {
-			t.toolIndex[e.rule.name] = e
-		}
+	if t.tools.len() < maxTools {
+		t.tools.put(name, e)
 	}
 	return e
 }
@@ -225,7 +206,7 @@ func (t *Tracker) turnTool(e *toolEntry) *toolState {
 func (t *Tracker) toolsWhere(keep func(*toolEntry) bool) []*toolEntry {
 	var es []*toolEntry
 	t.toolMu.Lock()
-	for _, e := range t.tools {
+	for e := range t.tools.values() {
 		if keep(e) {
 			es = append(es, e)
 		}
@@ -484,7 +465,7 @@ func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
 // call's purpose when it has no query (see inspect).
 func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g *grant, evs *events) (d Decision, ask bool) {
 	ts := &t.turn
-	slot := t.probeLocked(p)
+	t.probeLocked(p)
 	from := ts.phase
 	d, fired := t.budgetLocked(p.round)
 	if !fired {
@@ -502,57 +483,52 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g 
 	if d.Verdict == Abort && ts.stop.reason == ReasonNone {
 		ts.stop = stop{reason: d.Reason, tool: p.rule}
 	}
-	t.bookLocked(c, p, names, now, slot, d, g)
+	t.bookLocked(c, p, names, now, d, g)
 	evs.add(Event{Kind: EventDecision, Seq: p.seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, Decision: d, Phase: d.Phase})
 	t.phaseEvent(evs, c, p.seq, from)
 	return d, false
 }
 
-// probeLocked sets what the rules read of the turn in p and returns the
-// slot of its key's state in turnState.slab (-1: none yet). p.ks is a copy
-// of that state, which bookLocked stores back.
-func (t *Tracker) probeLocked(p *probe) int32 {
+// probeLocked sets what the rules read of the turn in p. A key new to the
+// turn has a zero state (p.s.ks) until bookLocked adds it.
+func (t *Tracker) probeLocked(p *probe) {
 	ts := &t.turn
-	var slot int32
-	p.s.ks, slot = ts.keyState(p.key)
-	p.turn, p.ks = t.turnTool(p.tool), &p.s.ks
+	p.s.ks = keyState{}
+	p.turn, p.ks = t.turnTool(p.tool), cmp.Or(ts.keys.get(p.key), &p.s.ks)
 	p.turnNo, p.changes, p.used = t.turnNo, ts.changes, ts.used
-	return slot
 }
 
 // bookLocked books the decision d of the call p: its ledger entry, and its
 // skip or, when allowed, its budget unit, counters, the rules' state and
 // its pending call (holding g's reservation, if any).
-func (t *Tracker) bookLocked(c Call, p *probe, names []byte, now time.Time, slot int32, d Decision, g *grant) {
+func (t *Tracker) bookLocked(c Call, p *probe, names []byte, now time.Time, d Decision, g *grant) {
 	ts := &t.turn
 	p.seq = t.appendLocked(c, p.args, t.descLocked(p, names), p.round, now, d)
+	p.ks.used = true
 	if d.Verdict != Allow {
 		ts.skipped++
 		p.tool.skip(d.Reason)
-		if slot >= 0 {
-			ts.storeKey(p.key, slot, *p.ks)
-		}
 		return
 	}
 	ts.hold(p.round)
 	p.turn.stats.reserved++
 	p.tool.session.reserved++
-	for _, r := range t.rules() {
-		r.allowed(p)
-	}
 	if len(ts.pending) >= maxPending {
 		// The oldest pending call is given up: its key may be forgotten.
-		if old := ts.pending[0]; old.slot >= 0 && int(old.slot) < len(ts.slab) {
-			ts.slab[old.slot].pending--
-		}
+		ts.pending[0].ks.pending--
 		t.dropLocked(ts.pending[:1])
 		ts.pending = append(ts.pending[:0], ts.pending[1:]...)
 	}
-	pc := pendingCall{seq: p.seq, id: c.ID, key: p.key, tool: p.tool, round: p.round, at: now, args: c.Args}
+	if p.ks == &p.s.ks {
+		p.ks = ts.addKey(p.key)
+	}
+	for _, r := range t.rules() {
+		r.allowed(p)
+	}
+	pc := pendingCall{seq: p.seq, id: c.ID, key: p.key, ks: p.ks, tool: p.tool, round: p.round, at: now, args: c.Args}
 	if g != nil {
 		pc.resID, pc.resLocal = g.id, g.local
 	}
-	pc.slot = ts.storeKey(p.key, slot, *p.ks)
 	ts.pending = append(ts.pending, pc)
 }
 
@@ -709,7 +685,7 @@ func (t *Tracker) outcomeLocked(c Call, pc pendingCall, key callKey, sc *scratch
 	ts := &t.turn
 	p, out := &sc.p, &sc.out
 	*p = probe{tool: pc.tool, rule: pc.tool.rule, key: key, round: pc.round, turn: t.turnTool(pc.tool),
-		ks: &ts.slab[pc.slot], turnNo: t.turnNo, changes: ts.changes, s: sc}
+		ks: pc.ks, turnNo: t.turnNo, changes: ts.changes, s: sc}
 	out.seq = pc.seq
 	// Progress: the key is new to the turn or its result (for a failure,
 	// its error output) changed. A success that made progress may have
@@ -775,7 +751,7 @@ func (t *Tracker) Reset() {
 	// A tool never called again keeps no turn state (its search queries,
 	// up to a megabyte and more) over the session.
 	t.toolMu.Lock()
-	for _, e := range t.tools {
+	for e := range t.tools.values() {
 		e.clearTurn(0)
 	}
 	t.toolMu.Unlock()
