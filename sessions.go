@@ -50,9 +50,9 @@ func (s *Sessions) Release(t *Tracker) {
 		t.mu.Unlock()
 		return
 	}
-	t.dropLocked(t.turn.pending)
-	t.dropLocked(t.stale)
-	orphans := t.takeOrphansLocked()
+	var orphans []pendingCall
+	dropLocked(&orphans, t.turn.pending)
+	dropLocked(&orphans, t.stale)
 	t.ledger = ledger{}
 	t.turn.reset()
 	t.turn.keys, t.turn.pending = table[callKey, *keyState]{}, nil

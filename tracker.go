@@ -87,10 +87,6 @@ type Tracker struct {
 	streak   streak
 	reworded reworded
 	revisits revisits
-
-	// orphans are pending calls dropped past maxPending or maxStale that
-	// hold a Store reservation: it is committed after the lock is released.
-	orphans []pendingCall
 }
 
 // Bounds of the state a hostile stream of tool names, argument shapes or
@@ -424,8 +420,7 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds
 	t.emit(ctx, &evs)
 }
 
-// decide runs decideLocked under the lock and adds the orphans it leaves
-// to orphans. Sessions.Release sets released under the lock: a call
+// decide runs decideLocked under the lock. Sessions.Release sets released under the lock: a call
 // tested before the lock or waiting for the Store may find it set here.
 func (t *Tracker) decide(c Call, p *probe, names []byte, now time.Time, g *grant, evs *events, orphans *[]pendingCall) (Decision, bool) {
 	t.mu.Lock()
@@ -433,9 +428,7 @@ func (t *Tracker) decide(c Call, p *probe, names []byte, now time.Time, g *grant
 	if t.released.Load() {
 		return releasedDecision(), false
 	}
-	d, ask := t.decideLocked(c, p, names, now, g, evs)
-	*orphans = append(*orphans, t.takeOrphansLocked()...)
-	return d, ask
+	return t.decideLocked(c, p, names, now, g, evs, orphans)
 }
 
 // invalid refuses and books a call without a tool name.
@@ -462,8 +455,9 @@ func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
 // loop rules, in order, and books the decision. A call that needs the
 // Store and has no grant yet is booked only when refused: otherwise ask is
 // true (ask the Store, then decide again with its grant). names is the
-// call's purpose when it has no query (see inspect).
-func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g *grant, evs *events) (d Decision, ask bool) {
+// call's purpose when it has no query (see inspect). A pending call it
+// drops goes to orphans (see dropLocked).
+func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g *grant, evs *events, orphans *[]pendingCall) (d Decision, ask bool) {
 	ts := &t.turn
 	t.probeLocked(p)
 	from := ts.phase
@@ -483,7 +477,7 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g 
 	if d.Verdict == Abort && ts.stop.reason == ReasonNone {
 		ts.stop = stop{reason: d.Reason, tool: p.rule}
 	}
-	t.bookLocked(c, p, names, now, d, g)
+	t.bookLocked(c, p, names, now, d, g, orphans)
 	evs.add(Event{Kind: EventDecision, Seq: p.seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, Decision: d, Phase: d.Phase})
 	t.phaseEvent(evs, c, p.seq, from)
 	return d, false
@@ -501,7 +495,7 @@ func (t *Tracker) probeLocked(p *probe) {
 // bookLocked books the decision d of the call p: its ledger entry, and its
 // skip or, when allowed, its budget unit, counters, the rules' state and
 // its pending call (holding g's reservation, if any).
-func (t *Tracker) bookLocked(c Call, p *probe, names []byte, now time.Time, d Decision, g *grant) {
+func (t *Tracker) bookLocked(c Call, p *probe, names []byte, now time.Time, d Decision, g *grant, orphans *[]pendingCall) {
 	ts := &t.turn
 	p.seq = t.appendLocked(c, p.args, t.descLocked(p, names), p.round, now, d)
 	p.ks.used = true
@@ -516,7 +510,7 @@ func (t *Tracker) bookLocked(c Call, p *probe, names []byte, now time.Time, d De
 	if len(ts.pending) >= maxPending {
 		// The oldest pending call is given up: its key may be forgotten.
 		ts.pending[0].ks.pending--
-		t.dropLocked(ts.pending[:1])
+		dropLocked(orphans, ts.pending[:1])
 		ts.pending = append(ts.pending[:0], ts.pending[1:]...)
 	}
 	if p.ks == &p.s.ks {
@@ -637,28 +631,31 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	}
 	now := t.cfg.now()
 	evs := events{on: t.cfg.hooked}
+	var orphans []pendingCall
 	t.mu.Lock()
 	sc.out = out
-	phase, pc := t.recordLocked(c, o, t.keyLocked(c, sc, scanned), sc, now, &evs)
+	phase, pc := t.recordLocked(c, o, t.keyLocked(c, sc, scanned), sc, now, &evs, &orphans)
 	t.mu.Unlock()
 	if pc.resID != "" {
 		t.settle(ctx, c, []held{pc.held()}, true, &evs)
 	}
+	t.settleOrphans(ctx, orphans, &evs)
 	t.emit(ctx, &evs)
 	return phase
 }
 
 // recordLocked books the outcome sc.out of the call c, whose key is key,
 // and returns its pending call. A call allowed in an earlier turn has only
-// its ledger entry updated.
-func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now time.Time, evs *events) (Phase, pendingCall) {
+// its ledger entry updated. A call never checked is booked first, which may
+// drop a pending call to orphans.
+func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now time.Time, evs *events, orphans *[]pendingCall) (Phase, pendingCall) {
 	ts := &t.turn
 	out := &sc.out
 	from := ts.phase
 	pc, stale, ok := t.takeLocked(c, key)
 	if !stale {
 		if !ok {
-			pc = t.allowUncheckedLocked(c, now)
+			pc = t.allowUncheckedLocked(c, now, orphans)
 		}
 		t.outcomeLocked(c, pc, key, sc)
 	}
@@ -736,10 +733,11 @@ func (t *Tracker) appendLocked(c Call, args Hash, desc *callDesc, round uint64, 
 // ledger stay. Calls still running belong to the old turn: their Record
 // updates their ledger entries and nothing else.
 func (t *Tracker) Reset() {
+	var orphans []pendingCall
 	t.mu.Lock()
 	t.stale = append(t.stale, t.turn.pending...)
 	if n := len(t.stale) - maxStale; n > 0 {
-		t.dropLocked(t.stale[:n])
+		dropLocked(&orphans, t.stale[:n])
 		t.stale = append(t.stale[:0], t.stale[n:]...)
 	}
 	if t.turn.stop.reason != ReasonNone || t.turn.phase >= PhaseWindDown {
@@ -757,7 +755,6 @@ func (t *Tracker) Reset() {
 	t.toolMu.Unlock()
 	t.turnNo++
 	t.turn.reset()
-	orphans := t.takeOrphansLocked()
 	t.mu.Unlock()
 	t.settleOrphansAlone(orphans)
 }
