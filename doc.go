@@ -153,8 +153,8 @@
 // its Policy at start-up, opens each conversation's Tracker with
 // Sessions.NewTracker, and hands it back with Sessions.Release when the
 // conversation ends. The Policy and each tool's policy are then resolved
-// once for every session rather than once per session, and a released
-// session's buffers serve a later one. An open session holds at most 2 KiB
-// after a typical episode of the bundled traces (1,926 bytes measured;
-// TestMemoryPerSession fails above 2 KiB; see docs/performance.md).
+// once for every session rather than once per session. An open session
+// holds at most 2 KiB after a typical episode of the bundled traces (1,926
+// bytes measured; TestMemoryPerSession fails above 2 KiB; see
+// docs/performance.md).
 package toolguard
