@@ -202,11 +202,11 @@ func (t *Tracker) turnTool(e *toolEntry) *toolState {
 func (t *Tracker) toolsWhere(keep func(*toolEntry) bool) []*toolEntry {
 	var es []*toolEntry
 	t.toolMu.Lock()
-	for e := range t.tools.values() {
+	t.tools.each(func(e *toolEntry) {
 		if keep(e) {
 			es = append(es, e)
 		}
-	}
+	})
 	t.toolMu.Unlock()
 	slices.SortFunc(es, func(a, b *toolEntry) int { return cmp.Compare(a.rule.name, b.rule.name) })
 	return es
@@ -749,9 +749,7 @@ func (t *Tracker) Reset() {
 	// A tool never called again keeps no turn state (its search queries,
 	// up to a megabyte and more) over the session.
 	t.toolMu.Lock()
-	for e := range t.tools.values() {
-		e.clearTurn(0)
-	}
+	t.tools.each(func(e *toolEntry) { e.clearTurn(0) })
 	t.toolMu.Unlock()
 	t.turnNo++
 	t.turn.reset()

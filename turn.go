@@ -1,7 +1,6 @@
 package toolguard
 
 import (
-	"iter"
 	"maps"
 	"slices"
 
@@ -262,17 +261,13 @@ func (t *table[K, V]) put(k K, v V) {
 
 func (t *table[K, V]) len() int { return len(t.small) + len(t.big) }
 
-// values returns the values, in no particular order.
-func (t *table[K, V]) values() iter.Seq[V] {
-	if t.big != nil {
-		return maps.Values(t.big)
+// each calls f with each value, in no particular order.
+func (t *table[K, V]) each(f func(V)) {
+	for _, e := range t.small {
+		f(e.v)
 	}
-	return func(yield func(V) bool) {
-		for _, e := range t.small {
-			if !yield(e.v) {
-				return
-			}
-		}
+	for _, v := range t.big {
+		f(v)
 	}
 }
 
