@@ -2,6 +2,7 @@ package toolguard
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -95,13 +96,9 @@ func (l *ledger) add(e ledgerEntry, turn int, round uint64, at time.Time, raw ra
 	// Keep the newest size entries, amortized O(1) per add (len-size ≥ size:
 	// 2*size may overflow).
 	if size > 0 && len(l.entries)-size >= size {
-		n := copy(l.entries, l.entries[len(l.entries)-size:])
-		clear(l.entries[n:])
-		l.entries = l.entries[:n]
+		l.entries = slices.Delete(l.entries, 0, len(l.entries)-size)
 		if l.raw != nil {
-			n := copy(l.raw, l.raw[len(l.raw)-size:])
-			clear(l.raw[n:])
-			l.raw = l.raw[:n]
+			l.raw = slices.Delete(l.raw, 0, len(l.raw)-size)
 		}
 		l.first += uint64(size)
 	}
