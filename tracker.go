@@ -406,22 +406,20 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds
 				g = t.reserve(ctx, calls[w.i], rules[k:k+1], &evs)[0]
 			}
 			ds[w.i], _ = t.decide(calls[w.i], w.p, w.names, now, g, &evs, &orphans)
-			tool := w.p.tool
-			w.p.done()
 			if g.id != "" && ds[w.i].Verdict != Allow {
-				refused = append(refused, heldBy(g, tool))
+				refused = append(refused, heldBy(g, w.p.tool))
 			}
+			w.p.done()
 		}
-		if len(refused) > 0 {
-			t.settle(ctx, first, refused, false, &evs)
-		}
+		t.settle(ctx, first, refused, false, &evs) // nothing when none was refused
 	}
 	t.settleOrphans(ctx, orphans, &evs)
 	t.emit(ctx, &evs)
 }
 
-// decide runs decideLocked under the lock. Sessions.Release sets released under the lock: a call
-// tested before the lock or waiting for the Store may find it set here.
+// decide runs decideLocked under the lock. Sessions.Release sets released
+// under the lock: a call tested before the lock or waiting for the Store
+// may find it set here.
 func (t *Tracker) decide(c Call, p *probe, names []byte, now time.Time, g *grant, evs *events, orphans *[]pendingCall) (Decision, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -822,11 +820,7 @@ type Result struct {
 // returned is recorded as Outcome.Cancelled (no one reads its result; a
 // passed deadline is an answer and is recorded as one).
 func (t *Tracker) Run(ctx context.Context, c Call, exec func(context.Context, Call) (string, error)) Result {
-	d := t.ShouldSkipContext(ctx, c)
-	if d.Skip() {
-		return Result{Text: d.Message, Err: d.Err, Decision: d, Phase: d.Phase}
-	}
-	return t.run(ctx, c, d, exec)
+	return t.run(ctx, c, t.ShouldSkipContext(ctx, c), exec)
 }
 
 // RunRound runs the calls that one model response asked for together, as
@@ -840,14 +834,10 @@ func (t *Tracker) Run(ctx context.Context, c Call, exec func(context.Context, Ca
 // WithRound to Run from each goroutine.
 func (t *Tracker) RunRound(ctx context.Context, calls []Call, exec func(context.Context, Call) (string, error)) []Result {
 	ctx = t.WithRound(ctx)
+	ds := t.ShouldSkipRoundContext(ctx, calls)
 	rs := make([]Result, len(calls))
-	for i, d := range t.ShouldSkipRoundContext(ctx, calls) {
-		rs[i] = Result{Text: d.Message, Err: d.Err, Decision: d, Phase: d.Phase}
-	}
 	for i, c := range calls {
-		if !rs[i].Decision.Skip() {
-			rs[i] = t.run(ctx, c, rs[i].Decision, exec)
-		}
+		rs[i] = t.run(ctx, c, ds[i], exec)
 	}
 	return rs
 }
@@ -856,8 +846,11 @@ func (t *Tracker) RunRound(ctx context.Context, calls []Call, exec func(context.
 // executor.
 var errNoExecutor = errors.New("toolguard: Run was given a nil executor")
 
-// run runs an allowed call and records its outcome.
+// run runs a call decided d, if allowed, and records its outcome.
 func (t *Tracker) run(ctx context.Context, c Call, d Decision, exec func(context.Context, Call) (string, error)) Result {
+	if d.Skip() {
+		return Result{Text: d.Message, Err: d.Err, Decision: d, Phase: d.Phase}
+	}
 	text, err := "", errNoExecutor
 	if exec != nil {
 		text, err = exec(ctx, c)
