@@ -455,7 +455,8 @@ func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
 // true (ask the Store, then decide again with its grant). names is the
 // call's purpose when it has no query (see inspect). A pending call it
 // drops goes to orphans (see dropLocked).
-func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g *grant, evs *events, orphans *[]pendingCall) (d Decision, ask bool) {
+func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g *grant, evs *events,
+	orphans *[]pendingCall) (d Decision, ask bool) {
 	ts := &t.turn
 	t.probeLocked(p)
 	from := ts.phase
@@ -646,7 +647,8 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 // and returns its pending call. A call allowed in an earlier turn has only
 // its ledger entry updated. A call never checked is booked first, which may
 // drop a pending call to orphans.
-func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now time.Time, evs *events, orphans *[]pendingCall) (Phase, pendingCall) {
+func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now time.Time, evs *events,
+	orphans *[]pendingCall) (Phase, pendingCall) {
 	ts := &t.turn
 	out := &sc.out
 	from := ts.phase
