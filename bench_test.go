@@ -620,11 +620,12 @@ func TestAllocsExactPath(t *testing.T) {
 		tr.ShouldSkip(c)
 		tr.Record(c, Outcome{Result: "package main"})
 	})
-	// The target is at most two. One is what the code does, and what this
-	// pins: the pending call's slot, which an idle session gives back so
-	// that it holds no buffer between calls (see TestMemoryPerSession).
-	if allocs > 1 {
-		t.Fatalf("ShouldSkip+Record allocates %.1f times per allowed call, want one (target: at most 2)", allocs)
+	// The target is at most two, and this pins it: the pending call's slot,
+	// which an idle session gives back so that it holds no buffer between
+	// calls (see TestMemoryPerSession), and the state of a key new to the
+	// turn (each call here is one), kept by pointer in a plain table.
+	if allocs > 2 {
+		t.Fatalf("ShouldSkip+Record allocates %.1f times per allowed call, want at most 2", allocs)
 	}
 }
 

@@ -42,7 +42,7 @@ func (d *detTest) probe(tool, args string, round uint64, changes uint32) *probe 
 	}
 	ks := d.keys[p.key]
 	if ks == nil {
-		ks = &keyState{key: p.key}
+		ks = &keyState{}
 		d.keys[p.key] = ks
 	}
 	p.ks = ks

@@ -132,6 +132,6 @@
 // its Policy at start-up, opens each conversation's Tracker with
 // Sessions.NewTracker, and hands it back with Sessions.Release when the
 // conversation ends. The Policy and each tool's policy are then resolved
-// once for every session, and a released session's buffers serve a later
-// one. docs/performance.md gives the memory an open session holds.
+// once for every session. docs/performance.md gives the memory an open
+// session holds.
 package toolguard

@@ -2,6 +2,7 @@ package toolguard
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -47,13 +48,12 @@ type Entry struct {
 
 // ledger is the record of a session, bounded to the most recent entries
 // (the size add is given; 0: unbounded). An entry's Seq is its position,
-// its Turn is kept once per turn in turns, its tool and purpose in a
-// callDesc shared by the calls of a tool naming the same arguments, and the
-// raw arguments and results (KeepRaw) apart. The current turn's entries
-// are the history the cycle rule reads (see continues).
+// its tool and purpose in a callDesc shared by the calls of a tool naming
+// the same arguments, and the raw arguments and results (KeepRaw) apart.
+// The current turn's entries are the history the cycle rule reads (see
+// continues).
 type ledger struct {
 	entries []ledgerEntry
-	turns   []turnMark // the turns of entries, oldest first
 	raw     []rawEntry // KeepRaw: one per entry
 	first   uint64     // Seq of entries[0]
 }
@@ -65,6 +65,7 @@ type ledgerEntry struct {
 	at        time.Time // without its monotonic reading
 	duration  time.Duration
 	round     uint64
+	turn      int
 	verdict   uint8
 	reason    uint8
 	phase     uint8
@@ -86,59 +87,27 @@ type rawEntry struct {
 	result string
 }
 
-// turnMark says that the entries from seq on belong to turn.
-type turnMark struct {
-	seq  uint64
-	turn int
-}
-
-// next returns the Seq of the next entry: 1, 2, … over the session.
-func (l *ledger) next() uint64 {
-	if len(l.entries) == 0 {
-		return 1 // trimming keeps at least one entry
-	}
-	return l.first + uint64(len(l.entries))
-}
-
 // add appends e, checked at at in round of turn, and returns its Seq, keeping at
 // least the newest size entries (0: all). With keepRaw it keeps raw too.
 func (l *ledger) add(e ledgerEntry, turn int, round uint64, at time.Time, raw rawEntry, size int, keepRaw bool) uint64 {
-	seq := l.next()
 	if len(l.entries) == 0 {
-		l.first = seq
+		l.first = 1 // Seq is 1, 2, … over the session; trimming keeps an entry
 	}
 	// Keep the newest size entries, amortized O(1) per add (len-size ≥ size:
 	// 2*size may overflow).
 	if size > 0 && len(l.entries)-size >= size {
-		n := copy(l.entries, l.entries[len(l.entries)-size:])
-		clear(l.entries[n:])
-		l.entries = l.entries[:n]
+		l.entries = slices.Delete(l.entries, 0, len(l.entries)-size)
 		if l.raw != nil {
-			n := copy(l.raw, l.raw[len(l.raw)-size:])
-			clear(l.raw[n:])
-			l.raw = l.raw[:n]
+			l.raw = slices.Delete(l.raw, 0, len(l.raw)-size)
 		}
 		l.first += uint64(size)
-		// Forget the turns that ended before the first entry kept.
-		k := 0
-		for k+1 < len(l.turns) && l.turns[k+1].seq <= l.first {
-			k++
-		}
-		l.turns = append(l.turns[:0], l.turns[k:]...)
 	}
-	if n := len(l.turns); n == 0 || l.turns[n-1].turn != turn {
-		l.turns = append(l.turns, turnMark{seq: seq, turn: turn})
-	}
-	if cap(l.entries) == 0 {
-		l.entries = make([]ledgerEntry, 0, 4) // grown as the session goes on
-	}
-	e.at = at.Round(0)
-	e.round = round
+	e.at, e.round, e.turn = at.Round(0), round, turn
 	l.entries = append(l.entries, e)
 	if keepRaw {
 		l.raw = append(l.raw, raw)
 	}
-	return seq
+	return l.first + uint64(len(l.entries)) - 1
 }
 
 // finish books the outcome of the call seq and returns its turn, or 0 if
@@ -153,17 +122,7 @@ func (l *ledger) finish(seq uint64, failed, isNew bool, d time.Duration, result 
 	if keepRaw && i < uint64(len(l.raw)) {
 		l.raw[i].result = result
 	}
-	return l.turnOf(seq)
-}
-
-// turnOf returns the turn of the entry seq, which the ledger holds.
-func (l *ledger) turnOf(seq uint64) int {
-	for k := len(l.turns) - 1; k >= 0; k-- {
-		if l.turns[k].seq <= seq {
-			return l.turns[k].turn
-		}
-	}
-	return 0
+	return e.turn
 }
 
 // snapshot copies the entries the ledger reports: at most size of them
@@ -177,16 +136,11 @@ func (l *ledger) snapshot(size int) []Entry {
 		return nil
 	}
 	out := make([]Entry, 0, len(l.entries)-from)
-	k := 0
 	for i := from; i < len(l.entries); i++ {
 		e := &l.entries[i]
-		seq := l.first + uint64(i)
-		for k+1 < len(l.turns) && l.turns[k+1].seq <= seq {
-			k++
-		}
 		out = append(out, Entry{
-			Seq:       seq,
-			Turn:      l.turns[k].turn,
+			Seq:       l.first + uint64(i),
+			Turn:      e.turn,
 			Round:     e.round,
 			CallID:    e.callID,
 			ArgsHash:  e.argsHash,
@@ -220,15 +174,6 @@ func (e *ledgerEntry) same(f *ledgerEntry) bool {
 	return f.desc != nil && e.is(callKey{f.desc.rule.name, f.argsHash})
 }
 
-// turnStart returns the Seq of the first entry of turn, the last turn the
-// ledger holds entries of, or next() if it holds none of turn.
-func (l *ledger) turnStart(turn int) uint64 {
-	if n := len(l.turns); n > 0 && l.turns[n-1].turn == turn {
-		return max(l.turns[n-1].seq, l.first)
-	}
-	return l.next()
-}
-
 // recent returns the i-th most recent entry (0: the newest).
 func (l *ledger) recent(i int) *ledgerEntry { return &l.entries[len(l.entries)-1-i] }
 
@@ -238,11 +183,10 @@ func (l *ledger) recent(i int) *ledgerEntry { return &l.entries[len(l.entries)-1
 // the loop rules, with no new result after the first repetition, and key is
 // the next call of the cycle. It returns the shortest such period.
 func (l *ledger) continues(key callKey, turn, maxPeriod, repeats int) (int, bool) {
-	calls := int(l.next() - l.turnStart(turn))
 	for p := 2; p <= maxPeriod; p++ {
 		n := p * repeats
-		if calls < n {
-			return 0, false
+		if n > len(l.entries) || l.recent(n-1).turn != turn {
+			return 0, false // fewer than n calls of turn
 		}
 		// The call that continues the cycle equals the one p back.
 		if l.recent(p-1).is(key) && l.isCycle(p, n) {

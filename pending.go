@@ -15,7 +15,7 @@ type pendingCall struct {
 	id       string
 	key      callKey
 	tool     *toolEntry
-	slot     int32 // of the key's state in turnState.slab
+	ks       *keyState // the key's state in the turn
 	round    uint64
 	at       time.Time
 	args     []byte // the caller's slice, not a copy: see keyLocked
@@ -103,12 +103,13 @@ func takeAt(ps *[]pendingCall, i int) pendingCall {
 
 // allowUncheckedLocked books a call recorded without being checked as
 // allowed, so that the turn stays exact, and returns its pending call.
-func (t *Tracker) allowUncheckedLocked(c Call, now time.Time) pendingCall {
+func (t *Tracker) allowUncheckedLocked(c Call, now time.Time, orphans *[]pendingCall) pendingCall {
 	var buf [128]byte
 	p, names := t.inspect(c, buf[:0])
 	defer p.done()
 	p.round = t.round.Add(1)
-	t.bookLocked(c, p, names, now, t.probeLocked(p), Decision{Phase: t.turn.phase}, nil)
+	t.probeLocked(p)
+	t.bookLocked(c, p, names, now, Decision{Phase: t.turn.phase}, nil, orphans)
 	return takeAt(&t.turn.pending, len(t.turn.pending)-1)
 }
 
@@ -130,10 +131,8 @@ func (t *Tracker) cancel(ctx context.Context, c Call) Phase {
 		ts.unhold(pc.round)
 		st := &t.turnTool(pc.tool).stats
 		st.reserved = max(st.reserved-1, 0)
-		if ks := &ts.slab[pc.slot]; ks.key == pc.key {
-			ks.pending = max(ks.pending-1, 0)
-			ks.count = max(ks.count-1, 0)
-		}
+		pc.ks.pending = max(pc.ks.pending-1, 0)
+		pc.ks.count = max(pc.ks.count-1, 0)
 		t.churn.window.forget(pc.seq)
 	}
 	phase := t.turn.phase
@@ -152,20 +151,15 @@ func (w *window) forget(seq uint64) {
 	w.items = slices.DeleteFunc(w.items, func(it windowItem) bool { return it.seq == seq })
 }
 
-// dropLocked forgets pending calls never recorded; those that hold a
-// Store reservation go to t.orphans.
-func (t *Tracker) dropLocked(pcs []pendingCall) {
+// dropLocked forgets pending calls never recorded (past maxPending or
+// maxStale, or at Release); those that hold a Store reservation go to
+// orphans, committed after the lock is released.
+func dropLocked(orphans *[]pendingCall, pcs []pendingCall) {
 	for _, pc := range pcs {
 		if pc.resID != "" {
-			t.orphans = append(t.orphans, pendingCall{resID: pc.resID, resLocal: pc.resLocal, id: pc.id, key: pc.key, tool: pc.tool})
+			*orphans = append(*orphans, pendingCall{resID: pc.resID, resLocal: pc.resLocal, id: pc.id, key: pc.key, tool: pc.tool})
 		}
 	}
-}
-
-func (t *Tracker) takeOrphansLocked() []pendingCall {
-	orphans := t.orphans
-	t.orphans = nil
-	return orphans
 }
 
 // settleOrphans commits the reservations of dropped calls, outside the

@@ -7,8 +7,8 @@ import "sync"
 // conversation's Tracker with NewTracker. The Policy is resolved once, and
 // each tool's policy (its overrides, search and read-only status, quotas)
 // the first time any of its sessions calls the tool, instead of once per
-// session. Release takes a finished session's buffers back for the next
-// one. A Sessions is safe for concurrent use.
+// session. Release ends a finished session. A Sessions is safe for
+// concurrent use.
 //
 // Its Trackers also share what NewTracker(p) makes for each Tracker alone:
 // when the Policy sets SharedQuotas without a Store, one store.Memory
@@ -18,8 +18,7 @@ import "sync"
 // it belongs with NewTracker(p), not with a Sessions, whose Trackers would
 // count one session's quotas together.
 type Sessions struct {
-	cfg  *config   // with the tool policies resolved so far (config.rules)
-	free sync.Pool // *sessionBuffers given back by Release
+	cfg *config // with the tool policies resolved so far (config.rules)
 }
 
 // NewSessions returns the Sessions of policy p. The zero Policy means the
@@ -32,16 +31,10 @@ func NewSessions(p Policy) *Sessions {
 
 // NewTracker opens a session: a Tracker under the Sessions' Policy, which
 // behaves as toolguard.NewTracker(p) does.
-func (s *Sessions) NewTracker() *Tracker {
-	t := newTracker(s.cfg)
-	if b, ok := s.free.Get().(*sessionBuffers); ok {
-		t.ledger.entries, t.turn.slab, t.turn.pending = b.entries, b.slab, b.pending
-	}
-	return t
-}
+func (s *Sessions) NewTracker() *Tracker { return newTracker(s.cfg) }
 
-// Release ends a session opened by NewTracker and keeps its buffers for a
-// session opened later. The Tracker must not be used after it: its
+// Release ends a session opened by NewTracker and drops its state. The
+// Tracker must not be used after it: its
 // ShouldSkip then aborts every call with an error matching
 // ErrInvalidCall, its Record books nothing and returns PhaseExhausted,
 // and its Ledger and summaries are those of an empty session. A call
@@ -57,46 +50,20 @@ func (s *Sessions) Release(t *Tracker) {
 		t.mu.Unlock()
 		return
 	}
-	t.dropLocked(t.turn.pending)
-	t.dropLocked(t.stale)
-	orphans := t.takeOrphansLocked()
-	b := &sessionBuffers{
-		entries: keepSmall(t.ledger.entries, 16),
-		slab:    keepSmall(t.turn.slab, 16),
-		pending: keepSmall(t.turn.pending, 4),
-	}
+	var orphans []pendingCall
+	dropLocked(&orphans, t.turn.pending)
+	dropLocked(&orphans, t.stale)
 	t.ledger = ledger{}
 	t.turn.reset()
-	t.turn.slab, t.turn.pending = nil, nil
+	t.turn.keys, t.turn.pending = table[callKey, *keyState]{}, nil
 	t.stale = nil
 	t.initRules()
 	t.mu.Unlock()
 
 	t.toolMu.Lock()
-	t.tools, t.toolIndex = nil, nil
+	t.tools = table[string, *toolEntry]{}
 	t.toolMu.Unlock()
-	s.free.Put(b)
 	t.settleOrphansAlone(orphans)
-}
-
-// sessionBuffers are the buffers of a released session, cleared, for the
-// next session opened.
-type sessionBuffers struct {
-	entries []ledgerEntry
-	slab    []keyState
-	pending []pendingCall
-}
-
-// keepSmall returns b cleared and emptied, or nil if it holds more than
-// max elements: a session opened later starts with at most this much
-// (about 1.5 KiB a buffer), so that one long session does not make every
-// later one large.
-func keepSmall[T any](b []T, max int) []T {
-	if cap(b) > max {
-		return nil
-	}
-	clear(b[:cap(b)])
-	return b[:0]
 }
 
 // ruleCache holds the tool policies that the Trackers of a Sessions

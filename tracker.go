@@ -63,13 +63,11 @@ type Tracker struct {
 	cfg   *config       // shared with the other Trackers of a Sessions
 	round atomic.Uint64 // the last round handed out
 
-	// tools are the session's tools (at most maxTools), indexed by name in
-	// toolIndex past maxToolScan. toolMu guards both: tools are looked up
-	// before t.mu is taken.
-	toolMu    sync.Mutex
-	released  atomic.Bool // by Sessions.Release: the Tracker must not be used
-	tools     []*toolEntry
-	toolIndex map[string]*toolEntry
+	// tools are the session's tools by name (at most maxTools), guarded by
+	// toolMu: they are looked up before t.mu is taken.
+	toolMu   sync.Mutex
+	released atomic.Bool // by Sessions.Release: the Tracker must not be used
+	tools    table[string, *toolEntry]
 
 	mu           sync.Mutex
 	turnNo       int
@@ -89,20 +87,15 @@ type Tracker struct {
 	streak   streak
 	reworded reworded
 	revisits revisits
-
-	// orphans are pending calls dropped past maxPending or maxStale that
-	// hold a Store reservation: it is committed after the lock is released.
-	orphans []pendingCall
 }
 
 // Bounds of the state a hostile stream of tool names, argument shapes or
 // unfinished calls could otherwise grow without limit.
 const (
-	maxToolScan = 16   // tools found by a scan of Tracker.tools; past it, by toolIndex
-	maxTools    = 4096 // tools with state kept over the session
-	maxPending  = 4096
-	maxStale    = 256
-	maxKeys     = 1 << 16
+	maxTools   = 4096 // tools with state kept over the session
+	maxPending = 4096
+	maxStale   = 256
+	maxKeys    = 1 << 16
 	// maxTurnQueries bounds the search queries a turn remembers over all
 	// its tools (each at most queryIndexCap, about 2 KiB a query): past it,
 	// a query is checked against those remembered but not remembered
@@ -186,28 +179,12 @@ func (e *toolEntry) inTurn(n int) bool { return e.turn.turn == int32(n) }
 func (t *Tracker) tool(name string) *toolEntry {
 	t.toolMu.Lock()
 	defer t.toolMu.Unlock()
-	if t.toolIndex == nil {
-		for _, e := range t.tools {
-			if e.rule.name == name {
-				return e
-			}
-		}
-	} else if e := t.toolIndex[name]; e != nil {
+	if e := t.tools.get(name); e != nil {
 		return e
 	}
 	e := &toolEntry{rule: t.cfg.rule(name)}
-	if len(t.tools) >= maxTools {
-		return e
-	}
-	t.tools = append(t.tools, e)
-	switch {
-	case t.toolIndex != nil:
-		t.toolIndex[name] = e
-	case len(t.tools) > maxToolScan:
-		t.toolIndex = make(map[string]*toolEntry, len(t.tools))
-		for _, e := range t.tools {
-			t.toolIndex[e.rule.name] = e
-		}
+	if t.tools.len() < maxTools {
+		t.tools.put(name, e)
 	}
 	return e
 }
@@ -225,11 +202,11 @@ func (t *Tracker) turnTool(e *toolEntry) *toolState {
 func (t *Tracker) toolsWhere(keep func(*toolEntry) bool) []*toolEntry {
 	var es []*toolEntry
 	t.toolMu.Lock()
-	for _, e := range t.tools {
+	t.tools.each(func(e *toolEntry) {
 		if keep(e) {
 			es = append(es, e)
 		}
-	}
+	})
 	t.toolMu.Unlock()
 	slices.SortFunc(es, func(a, b *toolEntry) int { return cmp.Compare(a.rule.name, b.rule.name) })
 	return es
@@ -429,32 +406,27 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds
 				g = t.reserve(ctx, calls[w.i], rules[k:k+1], &evs)[0]
 			}
 			ds[w.i], _ = t.decide(calls[w.i], w.p, w.names, now, g, &evs, &orphans)
-			tool := w.p.tool
-			w.p.done()
 			if g.id != "" && ds[w.i].Verdict != Allow {
-				refused = append(refused, heldBy(g, tool))
+				refused = append(refused, heldBy(g, w.p.tool))
 			}
+			w.p.done()
 		}
-		if len(refused) > 0 {
-			t.settle(ctx, first, refused, false, &evs)
-		}
+		t.settle(ctx, first, refused, false, &evs) // nothing when none was refused
 	}
 	t.settleOrphans(ctx, orphans, &evs)
 	t.emit(ctx, &evs)
 }
 
-// decide runs decideLocked under the lock and adds the orphans it leaves
-// to orphans. Sessions.Release sets released under the lock: a call
-// tested before the lock or waiting for the Store may find it set here.
+// decide runs decideLocked under the lock. Sessions.Release sets released
+// under the lock: a call tested before the lock or waiting for the Store
+// may find it set here.
 func (t *Tracker) decide(c Call, p *probe, names []byte, now time.Time, g *grant, evs *events, orphans *[]pendingCall) (Decision, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.released.Load() {
 		return releasedDecision(), false
 	}
-	d, ask := t.decideLocked(c, p, names, now, g, evs)
-	*orphans = append(*orphans, t.takeOrphansLocked()...)
-	return d, ask
+	return t.decideLocked(c, p, names, now, g, evs, orphans)
 }
 
 // invalid refuses and books a call without a tool name.
@@ -481,10 +453,12 @@ func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
 // loop rules, in order, and books the decision. A call that needs the
 // Store and has no grant yet is booked only when refused: otherwise ask is
 // true (ask the Store, then decide again with its grant). names is the
-// call's purpose when it has no query (see inspect).
-func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g *grant, evs *events) (d Decision, ask bool) {
+// call's purpose when it has no query (see inspect). A pending call it
+// drops goes to orphans (see dropLocked).
+func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g *grant, evs *events,
+	orphans *[]pendingCall) (d Decision, ask bool) {
 	ts := &t.turn
-	slot := t.probeLocked(p)
+	t.probeLocked(p)
 	from := ts.phase
 	d, fired := t.budgetLocked(p.round)
 	if !fired {
@@ -502,57 +476,52 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g 
 	if d.Verdict == Abort && ts.stop.reason == ReasonNone {
 		ts.stop = stop{reason: d.Reason, tool: p.rule}
 	}
-	t.bookLocked(c, p, names, now, slot, d, g)
+	t.bookLocked(c, p, names, now, d, g, orphans)
 	evs.add(Event{Kind: EventDecision, Seq: p.seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, Decision: d, Phase: d.Phase})
 	t.phaseEvent(evs, c, p.seq, from)
 	return d, false
 }
 
-// probeLocked sets what the rules read of the turn in p and returns the
-// slot of its key's state in turnState.slab (-1: none yet). p.ks is a copy
-// of that state, which bookLocked stores back.
-func (t *Tracker) probeLocked(p *probe) int32 {
+// probeLocked sets what the rules read of the turn in p. A key new to the
+// turn has a zero state (p.s.ks) until bookLocked adds it.
+func (t *Tracker) probeLocked(p *probe) {
 	ts := &t.turn
-	var slot int32
-	p.s.ks, slot = ts.keyState(p.key)
-	p.turn, p.ks = t.turnTool(p.tool), &p.s.ks
+	p.s.ks = keyState{}
+	p.turn, p.ks = t.turnTool(p.tool), cmp.Or(ts.keys.get(p.key), &p.s.ks)
 	p.turnNo, p.changes, p.used = t.turnNo, ts.changes, ts.used
-	return slot
 }
 
 // bookLocked books the decision d of the call p: its ledger entry, and its
 // skip or, when allowed, its budget unit, counters, the rules' state and
 // its pending call (holding g's reservation, if any).
-func (t *Tracker) bookLocked(c Call, p *probe, names []byte, now time.Time, slot int32, d Decision, g *grant) {
+func (t *Tracker) bookLocked(c Call, p *probe, names []byte, now time.Time, d Decision, g *grant, orphans *[]pendingCall) {
 	ts := &t.turn
 	p.seq = t.appendLocked(c, p.args, t.descLocked(p, names), p.round, now, d)
+	p.ks.used = true
 	if d.Verdict != Allow {
 		ts.skipped++
 		p.tool.skip(d.Reason)
-		if slot >= 0 {
-			ts.storeKey(p.key, slot, *p.ks)
-		}
 		return
 	}
 	ts.hold(p.round)
 	p.turn.stats.reserved++
 	p.tool.session.reserved++
+	if len(ts.pending) >= maxPending {
+		// The oldest pending call is given up: its key may be forgotten.
+		ts.pending[0].ks.pending--
+		dropLocked(orphans, ts.pending[:1])
+		ts.pending = append(ts.pending[:0], ts.pending[1:]...)
+	}
+	if p.ks == &p.s.ks {
+		p.ks = ts.addKey(p.key)
+	}
 	for _, r := range t.rules() {
 		r.allowed(p)
 	}
-	if len(ts.pending) >= maxPending {
-		// The oldest pending call is given up: its key may be forgotten.
-		if old := ts.pending[0]; old.slot >= 0 && int(old.slot) < len(ts.slab) {
-			ts.slab[old.slot].pending--
-		}
-		t.dropLocked(ts.pending[:1])
-		ts.pending = append(ts.pending[:0], ts.pending[1:]...)
-	}
-	pc := pendingCall{seq: p.seq, id: c.ID, key: p.key, tool: p.tool, round: p.round, at: now, args: c.Args}
+	pc := pendingCall{seq: p.seq, id: c.ID, key: p.key, ks: p.ks, tool: p.tool, round: p.round, at: now, args: c.Args}
 	if g != nil {
 		pc.resID, pc.resLocal = g.id, g.local
 	}
-	pc.slot = ts.storeKey(p.key, slot, *p.ks)
 	ts.pending = append(ts.pending, pc)
 }
 
@@ -661,28 +630,32 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	}
 	now := t.cfg.now()
 	evs := events{on: t.cfg.hooked}
+	var orphans []pendingCall
 	t.mu.Lock()
 	sc.out = out
-	phase, pc := t.recordLocked(c, o, t.keyLocked(c, sc, scanned), sc, now, &evs)
+	phase, pc := t.recordLocked(c, o, t.keyLocked(c, sc, scanned), sc, now, &evs, &orphans)
 	t.mu.Unlock()
 	if pc.resID != "" {
 		t.settle(ctx, c, []held{pc.held()}, true, &evs)
 	}
+	t.settleOrphans(ctx, orphans, &evs)
 	t.emit(ctx, &evs)
 	return phase
 }
 
 // recordLocked books the outcome sc.out of the call c, whose key is key,
 // and returns its pending call. A call allowed in an earlier turn has only
-// its ledger entry updated.
-func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now time.Time, evs *events) (Phase, pendingCall) {
+// its ledger entry updated. A call never checked is booked first, which may
+// drop a pending call to orphans.
+func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now time.Time, evs *events,
+	orphans *[]pendingCall) (Phase, pendingCall) {
 	ts := &t.turn
 	out := &sc.out
 	from := ts.phase
 	pc, stale, ok := t.takeLocked(c, key)
 	if !stale {
 		if !ok {
-			pc = t.allowUncheckedLocked(c, now)
+			pc = t.allowUncheckedLocked(c, now, orphans)
 		}
 		t.outcomeLocked(c, pc, key, sc)
 	}
@@ -709,7 +682,7 @@ func (t *Tracker) outcomeLocked(c Call, pc pendingCall, key callKey, sc *scratch
 	ts := &t.turn
 	p, out := &sc.p, &sc.out
 	*p = probe{tool: pc.tool, rule: pc.tool.rule, key: key, round: pc.round, turn: t.turnTool(pc.tool),
-		ks: &ts.slab[pc.slot], turnNo: t.turnNo, changes: ts.changes, s: sc}
+		ks: pc.ks, turnNo: t.turnNo, changes: ts.changes, s: sc}
 	out.seq = pc.seq
 	// Progress: the key is new to the turn or its result (for a failure,
 	// its error output) changed. A success that made progress may have
@@ -760,10 +733,11 @@ func (t *Tracker) appendLocked(c Call, args Hash, desc *callDesc, round uint64, 
 // ledger stay. Calls still running belong to the old turn: their Record
 // updates their ledger entries and nothing else.
 func (t *Tracker) Reset() {
+	var orphans []pendingCall
 	t.mu.Lock()
 	t.stale = append(t.stale, t.turn.pending...)
 	if n := len(t.stale) - maxStale; n > 0 {
-		t.dropLocked(t.stale[:n])
+		dropLocked(&orphans, t.stale[:n])
 		t.stale = append(t.stale[:0], t.stale[n:]...)
 	}
 	if t.turn.stop.reason != ReasonNone || t.turn.phase >= PhaseWindDown {
@@ -775,13 +749,10 @@ func (t *Tracker) Reset() {
 	// A tool never called again keeps no turn state (its search queries,
 	// up to a megabyte and more) over the session.
 	t.toolMu.Lock()
-	for _, e := range t.tools {
-		e.clearTurn(0)
-	}
+	t.tools.each(func(e *toolEntry) { e.clearTurn(0) })
 	t.toolMu.Unlock()
 	t.turnNo++
 	t.turn.reset()
-	orphans := t.takeOrphansLocked()
 	t.mu.Unlock()
 	t.settleOrphansAlone(orphans)
 }
@@ -851,11 +822,7 @@ type Result struct {
 // returned is recorded as Outcome.Cancelled (no one reads its result; a
 // passed deadline is an answer and is recorded as one).
 func (t *Tracker) Run(ctx context.Context, c Call, exec func(context.Context, Call) (string, error)) Result {
-	d := t.ShouldSkipContext(ctx, c)
-	if d.Skip() {
-		return Result{Text: d.Message, Err: d.Err, Decision: d, Phase: d.Phase}
-	}
-	return t.run(ctx, c, d, exec)
+	return t.run(ctx, c, t.ShouldSkipContext(ctx, c), exec)
 }
 
 // RunRound runs the calls that one model response asked for together, as
@@ -869,14 +836,10 @@ func (t *Tracker) Run(ctx context.Context, c Call, exec func(context.Context, Ca
 // WithRound to Run from each goroutine.
 func (t *Tracker) RunRound(ctx context.Context, calls []Call, exec func(context.Context, Call) (string, error)) []Result {
 	ctx = t.WithRound(ctx)
+	ds := t.ShouldSkipRoundContext(ctx, calls)
 	rs := make([]Result, len(calls))
-	for i, d := range t.ShouldSkipRoundContext(ctx, calls) {
-		rs[i] = Result{Text: d.Message, Err: d.Err, Decision: d, Phase: d.Phase}
-	}
 	for i, c := range calls {
-		if !rs[i].Decision.Skip() {
-			rs[i] = t.run(ctx, c, rs[i].Decision, exec)
-		}
+		rs[i] = t.run(ctx, c, ds[i], exec)
 	}
 	return rs
 }
@@ -885,8 +848,11 @@ func (t *Tracker) RunRound(ctx context.Context, calls []Call, exec func(context.
 // executor.
 var errNoExecutor = errors.New("toolguard: Run was given a nil executor")
 
-// run runs an allowed call and records its outcome.
+// run runs a call decided d, if allowed, and records its outcome.
 func (t *Tracker) run(ctx context.Context, c Call, d Decision, exec func(context.Context, Call) (string, error)) Result {
+	if d.Skip() {
+		return Result{Text: d.Message, Err: d.Err, Decision: d, Phase: d.Phase}
+	}
 	text, err := "", errNoExecutor
 	if exec != nil {
 		text, err = exec(ctx, c)

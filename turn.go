@@ -1,5 +1,10 @@
 package toolguard
 
+import (
+	"maps"
+	"slices"
+)
+
 // callKey identifies identical calls: the same tool with arguments of the
 // same canonical hash.
 type callKey struct {
@@ -9,14 +14,13 @@ type callKey struct {
 
 // keyState is the repeat counter of one callKey in the turn.
 type keyState struct {
-	key     callKey
 	last    uint64 // digest of the last result or error output (noise masked; see Hash.short)
 	count   int32  // identical calls since the key last made progress, pending included
 	pending int32  // allowed, not yet recorded (at most maxPending)
 	changes uint32 // turnState.changes when the key last ran
 	seen    bool   // a result was recorded
 	failed  bool   // the last result was a failure
-	used    bool   // stored again since the eviction hand last passed it
+	used    bool   // checked again since the turn was last full (see addKey)
 }
 
 // toolState is what the turn knows of one tool.
@@ -66,15 +70,11 @@ type turnState struct {
 	skipped    int
 	failed     int
 	newResults int
-	hand       int32 // the slot the eviction looks at next (see evict)
-	// slab holds the state of the turn's keys; keys finds a key's slot once
-	// there are more than maxKeyScan of them (nil before: slab is scanned).
-	keys    map[callKey]int32
-	slab    []keyState
-	rounds  *roundBook // unitRounds only
-	pending []pendingCall
-	stop    stop // the first Abort of the turn, or the wind-down
-	esc     escalation
+	keys       table[callKey, *keyState] // at most maxKeys (see addKey)
+	rounds     *roundBook                // unitRounds only
+	pending    []pendingCall
+	stop       stop // the first Abort of the turn, or the wind-down
+	esc        escalation
 }
 
 // stop is what stopped a turn: the rule and the tool of its first Abort.
@@ -82,8 +82,6 @@ type stop struct {
 	reason Reason    // ReasonNone: the turn was not stopped
 	tool   *toolRule // nil for a call without a tool name
 }
-
-const maxKeyScan = 16
 
 func (ts *turnState) init(c *config) {
 	if c.unit == unitRounds {
@@ -96,9 +94,7 @@ func (ts *turnState) reset() {
 	ts.esc.reset()
 	ts.stop = stop{}
 	ts.reserved, ts.used, ts.skipped, ts.failed, ts.newResults = 0, 0, 0, 0, 0
-	clear(ts.keys) // kept, like the slab, for the next turn
-	clear(ts.slab)
-	ts.slab, ts.hand = ts.slab[:0], 0
+	ts.keys.clear()
 	if ts.rounds != nil {
 		clear(ts.rounds.open)
 		ts.rounds.finished = ts.rounds.finished[:0]
@@ -107,72 +103,88 @@ func (ts *turnState) reset() {
 	ts.pending = ts.pending[:0]
 }
 
-// keyState returns the state of the key k and its slot in ts.slab, or a
-// zero state and -1 if the turn has none.
-func (ts *turnState) keyState(k callKey) (keyState, int32) {
-	if ts.keys == nil {
-		for i := range ts.slab {
-			if ts.slab[i].key == k {
-				return ts.slab[i], int32(i)
-			}
-		}
-	} else if i, ok := ts.keys[k]; ok {
-		return ts.slab[i], i
+// addKey adds the state of a key new to the turn. Past maxKeys keys, the
+// turn first forgets its settled keys not checked again since it was last
+// full (when every one was, all of them): a repeat keeps its count a while
+// longer, and a key with a pending call is never forgotten.
+func (ts *turnState) addKey(k callKey) *keyState {
+	for ts.keys.len() >= maxKeys {
+		ts.keys.deleteFunc(func(ks *keyState) bool {
+			forget := ks.pending == 0 && !ks.used
+			ks.used = false
+			return forget
+		})
 	}
-	return keyState{}, -1
+	ks := new(keyState)
+	ts.keys.put(k, ks)
+	return ks
 }
 
-// storeKey stores the state of k in its slot, or in a new slot if slot is
-// -1, and returns the slot. Past maxKeys keys in one turn a new key takes
-// the slot of a settled key that evict forgets (it starts its count over).
-// A key with a pending call is never forgotten: its slot stays valid.
-func (ts *turnState) storeKey(k callKey, slot int32, s keyState) int32 {
-	s.key = k
-	if slot >= 0 {
-		s.used = true
-		ts.slab[slot] = s
-		return slot
+// table maps keys to values: a slice scanned while it holds at most
+// tableScan entries, a map past that (a Go map costs a few hundred bytes
+// even for one entry; most sessions call a few tools with a few arguments).
+type table[K comparable, V any] struct {
+	small []tableEntry[K, V]
+	big   map[K]V // all the entries once there are more than tableScan; nil before
+}
+
+type tableEntry[K comparable, V any] struct {
+	k K
+	v V
+}
+
+const tableScan = 16
+
+// get returns the value of k, or the zero V.
+func (t *table[K, V]) get(k K) V {
+	if t.big != nil {
+		return t.big[k]
 	}
-	if len(ts.slab) >= maxKeys {
-		slot = ts.evict()
-		ts.slab[slot] = s
-	} else {
-		if cap(ts.slab) == 0 {
-			ts.slab = make([]keyState, 0, 4) // grown as the turn goes on
+	for _, e := range t.small {
+		if e.k == k {
+			return e.v
 		}
-		slot = int32(len(ts.slab))
-		ts.slab = append(ts.slab, s)
 	}
+	var zero V
+	return zero
+}
+
+// put adds k, which t does not hold, with the value v.
+func (t *table[K, V]) put(k K, v V) {
 	switch {
-	case ts.keys != nil:
-		ts.keys[k] = slot
-	case len(ts.slab) > maxKeyScan:
-		ts.keys = make(map[callKey]int32, len(ts.slab))
-		for i := range ts.slab {
-			ts.keys[ts.slab[i].key] = int32(i)
+	case t.big != nil:
+		t.big[k] = v
+	case len(t.small) < tableScan:
+		t.small = append(t.small, tableEntry[K, V]{k, v})
+	default:
+		t.big = map[K]V{k: v}
+		for _, e := range t.small {
+			t.big[e.k] = e.v
 		}
+		t.small = nil
 	}
-	return slot
 }
 
-// evict forgets a settled key and returns its slot, by the clock
-// algorithm: a hand goes round the slots, passes a pending key, passes a
-// key stored again since it last passed (a repeat) once, clearing its
-// mark, and forgets the first other key. Each step clears a mark a store
-// set or passes one of at most maxPending calls: O(1) amortized.
-func (ts *turnState) evict() int32 {
-	for {
-		i := ts.hand
-		ts.hand = (ts.hand + 1) % int32(len(ts.slab))
-		st := &ts.slab[i]
-		switch {
-		case st.pending > 0:
-		case st.used:
-			st.used = false
-		default:
-			delete(ts.keys, st.key)
-			*st = keyState{}
-			return i
-		}
+func (t *table[K, V]) len() int { return len(t.small) + len(t.big) }
+
+// each calls f with each value, in no particular order.
+func (t *table[K, V]) each(f func(V)) {
+	for _, e := range t.small {
+		f(e.v)
 	}
+	for _, v := range t.big {
+		f(v)
+	}
+}
+
+// deleteFunc deletes the entries whose value del returns true for.
+func (t *table[K, V]) deleteFunc(del func(V) bool) {
+	t.small = slices.DeleteFunc(t.small, func(e tableEntry[K, V]) bool { return del(e.v) })
+	maps.DeleteFunc(t.big, func(_ K, v V) bool { return del(v) })
+}
+
+// clear empties t, keeping its slice for the next entries.
+func (t *table[K, V]) clear() {
+	clear(t.small)
+	t.small, t.big = t.small[:0], nil
 }
