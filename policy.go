@@ -439,9 +439,8 @@ func (c *config) ruleConfig(p Policy) {
 		c.window = 0
 	}
 	c.ledgerSize = orDefault(p.LedgerSize, 4096)
-	c.ledgerKeep = c.ledgerSize
-	if c.ledgerKeep > 0 { // the cycle rule reads the turn's last calls in the ledger
-		c.ledgerKeep = max(c.ledgerKeep, c.cyclePeriod*c.cycleRepeats)
+	if c.ledgerKeep = c.ledgerSize; c.ledgerSize > 0 { // the cycle rule reads the turn's last calls
+		c.ledgerKeep = max(c.ledgerSize, c.cyclePeriod*c.cycleRepeats)
 	}
 }
 
