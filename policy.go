@@ -547,6 +547,5 @@ func (c *config) resolve(tool string) *toolRule {
 		}
 	}
 	c.resolveQuota(r, tp)
-	c.resolveCounters(r)
 	return r
 }
