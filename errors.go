@@ -3,7 +3,6 @@ package toolguard
 import (
 	"errors"
 	"fmt"
-	"strings"
 )
 
 var (
@@ -49,7 +48,7 @@ type BudgetError struct {
 // Error tells the model plainly that the call was not executed and why.
 func (e *BudgetError) Error() string {
 	return fmt.Sprintf("toolguard: all %d available %s for this turn were used; this call was not executed: summarize your work and answer the user's question",
-		e.Limit, nouns(e.Limit, "tool "+strings.TrimSuffix(e.Unit, "s")))
+		e.Limit, nouns(e.Limit, toolUnit(e.Unit)))
 }
 
 // Is reports whether target is ErrBudgetExhausted.

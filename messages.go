@@ -152,7 +152,6 @@ func invalidMessage() string {
 // "2 calls".
 func plural(n int, noun string) string { return strconv.Itoa(n) + " " + nouns(n, noun) }
 
-// nouns returns the noun in the plural unless n is 1.
 func nouns(n int, noun string) string {
 	if n == 1 {
 		return noun

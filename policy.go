@@ -211,16 +211,6 @@ type ToolPolicy struct {
 // per-tool limits and quotas. A nil result means every value is used as
 // written.
 func (p Policy) Validate() error {
-	errs := append(p.validateNumbers(), p.validateNames()...)
-	if err := errors.Join(append(errs, validateSharedQuotas(p.SharedQuotas)...)...); err != nil {
-		return fmt.Errorf("toolguard: invalid policy: %w", err)
-	}
-	return nil
-}
-
-// validateNumbers reports the ratios and enums Validate rejects: NaN falls
-// back to the default, an infinity turns the feature off (ruleConfig).
-func (p Policy) validateNumbers() []error {
 	var errs []error
 	switch {
 	case math.IsNaN(p.NudgeRatio):
@@ -239,7 +229,11 @@ func (p Policy) validateNumbers() []error {
 	if p.Action != ActionHint && p.Action != ActionAbort {
 		errs = append(errs, fmt.Errorf("Action %d is unknown (hint is used)", int(p.Action)))
 	}
-	return errs
+	errs = append(append(errs, p.validateNames()...), validateSharedQuotas(p.SharedQuotas)...)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("toolguard: invalid policy: %w", err)
+	}
+	return nil
 }
 
 // validateNames reports malformed patterns and negative limits of tools.
@@ -385,13 +379,6 @@ func newConfig(p Policy) config {
 		c.now = time.Now
 	}
 	c.hooked = c.onEvent != nil || c.logger != nil
-	c.storeConfig(p)
-	c.ruleConfig(p)
-	return c
-}
-
-// storeConfig applies the defaults of the Store's settings.
-func (c *config) storeConfig(p Policy) {
 	c.store, c.failOpen = p.Store, p.FailOpen
 	for _, q := range p.SharedQuotas {
 		if q.Limit > 0 && q.Name != "" {
@@ -412,6 +399,8 @@ func (c *config) storeConfig(p Policy) {
 	}
 	c.storeTimeout = cmp.Or(max(p.StoreTimeout, 0), defaultStoreTimeout)
 	c.ttl = cmp.Or(max(p.ReservationTTL, 0), store.DefaultTTL)
+	c.ruleConfig(p)
+	return c
 }
 
 // ruleConfig applies the defaults and bounds of the rules' and the ledger's
@@ -430,28 +419,28 @@ func (c *config) ruleConfig(p Policy) {
 	if c.similarOn = c.threshold > 0 && c.threshold <= 1; !c.similarOn {
 		c.threshold = defaultSimilarityThreshold // the window rule still needs "similar"
 	}
-	c.searchTools = orBuiltin(p.SearchTools, defaultSearchTools)
-	c.thinkTools = orBuiltin(p.ThinkTools, defaultThinkTools)
+	if c.searchTools = p.SearchTools; c.searchTools == nil {
+		c.searchTools = defaultSearchTools
+	}
+	if c.thinkTools = p.ThinkTools; c.thinkTools == nil {
+		c.thinkTools = defaultThinkTools
+	}
 	c.sessionLimit = max(p.SessionLimit, 0)
 	c.highCostLimit = orDefault(p.HighCostLimit, 10)
-	c.cyclePeriod = min(orDefault(p.CyclePeriod, 4), maxCyclePeriod)
-	if c.cyclePeriod == 1 {
-		c.cyclePeriod = 2
-	}
+	c.cyclePeriod = min(max(orDefault(p.CyclePeriod, 4), 2), maxCyclePeriod)
 	c.cycleRepeats = min(max(orDefault(p.CycleRepeats, 3), 2), maxCycleRepeats)
 	c.window = min(orDefault(p.Window, 10), maxWindow)
 	c.windowLimit = max(orDefault(p.WindowLimit, 5), 1)
 	// A negative count turns its rule off, as it does for every rule.
-	if p.CycleRepeats < 0 {
+	if p.CyclePeriod < 0 || p.CycleRepeats < 0 {
 		c.cyclePeriod = 0
 	}
 	if p.WindowLimit < 0 {
 		c.window = 0
 	}
 	c.ledgerSize = orDefault(p.LedgerSize, 4096)
-	c.ledgerKeep = c.ledgerSize
-	if c.ledgerKeep > 0 { // the cycle rule reads the turn's last calls in the ledger
-		c.ledgerKeep = max(c.ledgerKeep, c.cyclePeriod*c.cycleRepeats)
+	if c.ledgerKeep = c.ledgerSize; c.ledgerSize > 0 { // the cycle rule reads the turn's last calls
+		c.ledgerKeep = max(c.ledgerSize, c.cyclePeriod*c.cycleRepeats)
 	}
 }
 
@@ -466,14 +455,6 @@ func orDefault(v, def int) int {
 	return v
 }
 
-// orBuiltin returns list, or builtin when list is nil.
-func orBuiltin(list, builtin []string) globs {
-	if list == nil {
-		return builtin
-	}
-	return list
-}
-
 // ratioOr maps 0 and NaN to def.
 func ratioOr(v, def float64) float64 {
 	if v == 0 || math.IsNaN(v) {
@@ -481,8 +462,6 @@ func ratioOr(v, def float64) float64 {
 	}
 	return v
 }
-
-func isPattern(s string) bool { return strings.ContainsAny(s, `*?[\`) }
 
 // match is path.Match without the error.
 func match(pattern, name string) bool {
@@ -499,8 +478,7 @@ func lookup[V any](m map[string]V, name string, less func(a, b string) bool) (v 
 	}
 	best := ""
 	for pat, pv := range m {
-		if isPattern(pat) && match(pat, name) &&
-			(!ok || len(pat) > len(best) || len(pat) == len(best) && less(pat, best)) {
+		if match(pat, name) && (!ok || len(pat) > len(best) || len(pat) == len(best) && less(pat, best)) {
 			v, ok, best = pv, true, pat
 		}
 	}
@@ -569,6 +547,5 @@ func (c *config) resolve(tool string) *toolRule {
 		}
 	}
 	c.resolveQuota(r, tp)
-	c.resolveCounters(r)
 	return r
 }

@@ -33,13 +33,6 @@ var presets = map[string]func() Policy{
 	},
 }
 
-// quotaRuleHighCostTools are the tools the "quota-rule" preset treats as
-// high-cost: external, paid or rate-limited APIs.
-var quotaRuleHighCostTools = []string{
-	"WebFetch", "WebSearch", "web_fetch", "web_search", "fetch", "http_request",
-	"*_api", "api_*", "browser*", "Browser*",
-}
-
 // PresetNames returns the names Preset accepts, sorted.
 func PresetNames() []string { return slices.Sorted(maps.Keys(presets)) }
 
@@ -80,7 +73,10 @@ func presetQuotaRule() Policy {
 	p.SearchTools = nil // the built-in list, for the window rule
 	p.Window, p.WindowLimit = 10, 5
 	p.SessionLimit, p.HighCostLimit = 30, 10
-	p.HighCostTools = slices.Clone(quotaRuleHighCostTools)
+	p.HighCostTools = []string{ // external, paid or rate-limited APIs
+		"WebFetch", "WebSearch", "web_fetch", "web_search", "fetch", "http_request",
+		"*_api", "api_*", "browser*", "Browser*",
+	}
 	p.CyclePeriod, p.CycleRepeats = 0, 0 // ping-pong and cycles up to 4 calls, 3 times
 	return p
 }

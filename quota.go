@@ -27,7 +27,8 @@ func quotaFor(q *Quota, tool string) int {
 
 // resolveQuota is the min-of-three resolver (docs/policy.md): a tool's
 // session limit is the least of the agent quota, the platform quota and
-// the rule default, over those that are set.
+// the rule default, over those that are set. It also lists the counters of
+// r shared through the Store.
 func (c *config) resolveQuota(r *toolRule, tp ToolPolicy) {
 	rule := c.sessionLimit
 	if c.highCostLimit > 0 && (tp.HighCost || c.highCost.match(r.name)) {
@@ -41,19 +42,14 @@ func (c *config) resolveQuota(r *toolRule, tp ToolPolicy) {
 	consider(quotaFor(c.agent, r.name), "agent")
 	consider(quotaFor(c.platform, r.name), "platform")
 	consider(rule, "rule")
-}
-
-// resolveCounters lists the counters of r shared through the Store.
-func (c *config) resolveCounters(r *toolRule) {
 	if c.store != nil && c.sessionID != "" && r.quota > 0 {
 		r.counters = append(r.counters, store.Counter{Key: sessionKey(c.sessionID, r.name), Limit: r.quota})
 		r.counterOf = append(r.counterOf, r.quotaFrom)
 	}
 	for _, q := range c.shared {
-		if q.Tools != nil && !globs(q.Tools).match(r.name) {
-			continue
+		if q.Tools == nil || globs(q.Tools).match(r.name) {
+			r.counters = append(r.counters, store.Counter{Key: q.Key(r.name), Limit: q.Limit, Window: q.Window})
+			r.counterOf = append(r.counterOf, "shared "+q.Name)
 		}
-		r.counters = append(r.counters, store.Counter{Key: q.Key(r.name), Limit: q.Limit, Window: q.Window})
-		r.counterOf = append(r.counterOf, "shared "+q.Name)
 	}
 }
