@@ -100,7 +100,7 @@ type simKey struct {
 	text     string    // content words, folded and marked, joined by single spaces
 	sorted   string    // the words of text, sorted
 	runes    int       // runes in text
-	agree    uint32    // simDestructive groups and simNegation: must match
+	agree    uint32    // the simAgree bits of its words: must match
 	specific [2]uint64 // specificBits of the raw query, set by its caller
 	hist     [32]uint8 // runes of text, counted by their value modulo 32, up to 255
 }
@@ -127,10 +127,7 @@ func simKeyOf(s string) simKey {
 	for i, w := range words {
 		word := text[w[0]:w[1]]
 		bare := word[bytes.IndexByte(word, ':')+1:]
-		k.agree |= simDestructive[string(bare)]
-		if simNegations[string(bare)] {
-			k.agree |= simNegation
-		}
+		k.agree |= simAgree[string(bare)]
 		if i > 0 {
 			sorted = append(sorted, ' ')
 		}
@@ -183,7 +180,7 @@ func simWords(buf []byte, spans [][2]int, s string, dropStop bool) ([]byte, [][2
 			buf = utf8.AppendRune(buf, simFold(r))
 		}
 		word := buf[start+len(mark):]
-		stop, dir := simStopWords[string(word)], simDirections[string(word)]
+		stop, dir := simStopWords[string(word)] != 0, simDirections[string(word)]
 		switch {
 		case dropStop && dir != "" && (string(word) != "to" || !afterStop):
 			mark, buf = dir, buf[:space]
@@ -195,7 +192,7 @@ func simWords(buf []byte, spans [][2]int, s string, dropStop bool) ([]byte, [][2
 		afterStop = stop
 	}
 	// A direction word with no word to mark is a word, unless a stop word.
-	if w := strings.TrimSuffix(mark, ":"); w != "" && !simStopWords[w] {
+	if w := strings.TrimSuffix(mark, ":"); w != "" && simStopWords[w] == 0 {
 		if len(buf) > 0 {
 			buf = append(buf, ' ')
 		}
@@ -352,17 +349,8 @@ func simClose(x, y string) bool {
 // simStopWords are the English words a key leaves out: articles,
 // prepositions, pronouns and auxiliaries, not negations, question words
 // or directions (but "to" where it is no direction).
-var simStopWords = simSet(`a about am an and are at be by can did do does for how i in is me my of
+var simStopWords = simGroups(`a about am an and are at be by can did do does for how i in is me my of
 	on or our please that the this to was we were what with you your`)
-
-// simSet returns the set of the words of s.
-func simSet(s string) map[string]bool {
-	set := make(map[string]bool)
-	for _, w := range strings.Fields(s) {
-		set[w] = true
-	}
-	return set
-}
 
 // simDirections maps each direction word to the mark it leaves on the next
 // word ("usd to eur" is "usd to:eur"). "to" right after a stop word starts
@@ -372,50 +360,39 @@ var simDirections = map[string]string{
 	"towards": "towards:", "toward": "toward:",
 }
 
-// The bits of simKey.agree: a group of simDestructive, or a negation.
-const (
-	simDelete uint32 = 1 << iota
-	simRemove
-	simDrop
-	simDestroy
-	simDeactivate
-	simDisable
-	simPurge
-	simTruncate
-	simRevoke
-	simKill
-	simReset
-	simOverwrite
-	simErase
-	simWipe
-	simTerminate
-	simUninstall
-	simNegation
+// simAgree maps each word two similar keys agree on to its bit of
+// simKey.agree: a destructive verb, in its usual inflections, to its
+// group ("delete user" and "deactivate user" are not similar), a negation
+// to the last bit (apostrophes are gone by then: "dont").
+var simAgree = simGroups(
+	"delete deletes deleted deleting deletion",
+	"remove removes removed removing removal rm",
+	"drop drops dropped dropping",
+	"destroy destroys destroyed destroying destruction",
+	"deactivate deactivates deactivated deactivating deactivation",
+	"disable disables disabled disabling",
+	"purge purges purged purging",
+	"truncate truncates truncated truncating truncation",
+	"revoke revokes revoked revoking revocation",
+	"kill kills killed killing",
+	"reset resets resetting",
+	"overwrite overwrites overwrote overwritten overwriting",
+	"erase erases erased erasing",
+	"wipe wipes wiped wiping",
+	"terminate terminates terminated terminating termination",
+	"uninstall uninstalls uninstalled uninstalling",
+	"not no never without cannot cant dont doesnt didnt isnt arent wasnt wont shouldnt",
 )
 
-// simNegations are the words that turn a query around; apostrophes are
-// gone by then ("dont").
-var simNegations = simSet("not no never without cannot cant dont doesnt didnt isnt arent wasnt wont shouldnt")
-
-// simDestructive maps each destructive verb, in its usual inflections, to
-// its group: "delete user" and "deactivate user" are not similar.
-var simDestructive = map[string]uint32{
-	"delete": simDelete, "deletes": simDelete, "deleted": simDelete, "deleting": simDelete, "deletion": simDelete,
-	"remove": simRemove, "removes": simRemove, "removed": simRemove, "removing": simRemove, "removal": simRemove, "rm": simRemove,
-	"drop": simDrop, "drops": simDrop, "dropped": simDrop, "dropping": simDrop,
-	"destroy": simDestroy, "destroys": simDestroy, "destroyed": simDestroy, "destroying": simDestroy, "destruction": simDestroy,
-	"deactivate": simDeactivate, "deactivates": simDeactivate, "deactivated": simDeactivate, "deactivating": simDeactivate, "deactivation": simDeactivate,
-	"disable": simDisable, "disables": simDisable, "disabled": simDisable, "disabling": simDisable,
-	"purge": simPurge, "purges": simPurge, "purged": simPurge, "purging": simPurge,
-	"truncate": simTruncate, "truncates": simTruncate, "truncated": simTruncate, "truncating": simTruncate, "truncation": simTruncate,
-	"revoke": simRevoke, "revokes": simRevoke, "revoked": simRevoke, "revoking": simRevoke, "revocation": simRevoke,
-	"kill": simKill, "kills": simKill, "killed": simKill, "killing": simKill,
-	"reset": simReset, "resets": simReset, "resetting": simReset,
-	"overwrite": simOverwrite, "overwrites": simOverwrite, "overwrote": simOverwrite, "overwritten": simOverwrite, "overwriting": simOverwrite,
-	"erase": simErase, "erases": simErase, "erased": simErase, "erasing": simErase,
-	"wipe": simWipe, "wipes": simWipe, "wiped": simWipe, "wiping": simWipe,
-	"terminate": simTerminate, "terminates": simTerminate, "terminated": simTerminate, "terminating": simTerminate, "termination": simTerminate,
-	"uninstall": simUninstall, "uninstalls": simUninstall, "uninstalled": simUninstall, "uninstalling": simUninstall,
+// simGroups maps each word of groups[i] to the bit 1<<i.
+func simGroups(groups ...string) map[string]uint32 {
+	m := make(map[string]uint32)
+	for i, g := range groups {
+		for _, w := range strings.Fields(g) {
+			m[w] = 1 << i
+		}
+	}
+	return m
 }
 
 // simFolds holds, for each rune from U+00E0 to U+017F, the plain letter
