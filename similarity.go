@@ -136,9 +136,7 @@ func simKeyOf(s string) simKey {
 	k.text = simString(text, s)
 	k.sorted = simString(sorted, k.text)
 	for _, r := range k.text {
-		if k.hist[r%32] < math.MaxUint8 {
-			k.hist[r%32]++
-		}
+		k.hist[r%32] = uint8(min(int(k.hist[r%32])+1, math.MaxUint8))
 		k.runes++
 	}
 	return k
@@ -253,25 +251,27 @@ func simHistBound(a, b *simKey) int {
 }
 
 // simWordsAgree reports whether two key texts may be one question: no word
-// with a digit is in one only, and either side has no word the other
-// lacks or all of one side's are close (simClose) to some of the other's.
+// with a digit is in one only, and all the words one side lacks of the
+// other are close (simClose) to some of the other's.
 func simWordsAgree(a, b string) bool {
 	var sa, sb [simMaxWords]string
-	onlyA, onlyB := simOnly(sa[:0], a, b), simOnly(sb[:0], b, a)
-	if slices.ContainsFunc(onlyA, simHasDigit) || slices.ContainsFunc(onlyB, simHasDigit) {
-		return false
-	}
-	return len(onlyA) == 0 || len(onlyB) == 0 || simAllClose(onlyA, onlyB) || simAllClose(onlyB, onlyA)
+	onlyA, okA := simOnly(sa[:0], a, b)
+	onlyB, okB := simOnly(sb[:0], b, a)
+	return okA && okB && (simAllClose(onlyA, onlyB) || simAllClose(onlyB, onlyA))
 }
 
-// simOnly appends to dst the words of the key text a that b lacks.
-func simOnly(dst []string, a, b string) []string {
+// simOnly appends to dst the words of the key text a that b lacks; ok is
+// false if one of them has a digit.
+func simOnly(dst []string, a, b string) (_ []string, ok bool) {
 	for w := range strings.SplitSeq(a, " ") {
 		if !simHas(b, w, false) {
+			if strings.ContainsFunc(w, unicode.IsDigit) {
+				return nil, false
+			}
 			dst = append(dst, w)
 		}
 	}
-	return dst
+	return dst, true
 }
 
 // simHas reports whether the key text s holds the word w; bare compares
@@ -298,15 +298,10 @@ func simAllClose(x, y []string) bool {
 	return true
 }
 
-func simHasDigit(w string) bool { return strings.ContainsFunc(w, unicode.IsDigit) }
-
-// simSuffixes are the English endings simStem strips, longest first.
-var simSuffixes = [...]string{"ation", "ing", "ion", "ed", "es", "s"}
-
-// simStem returns w without the first of simSuffixes it ends with, if at
-// least three bytes remain ("configuring", "configuration": "configur").
+// simStem returns w without the first of these English endings it ends
+// with, if at least three bytes remain ("configuring": "configur").
 func simStem(w string) string {
-	for _, s := range simSuffixes {
+	for _, s := range [...]string{"ation", "ing", "ion", "ed", "es", "s"} {
 		if len(w)-len(s) >= 3 && strings.HasSuffix(w, s) {
 			return w[:len(w)-len(s)]
 		}
