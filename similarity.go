@@ -25,7 +25,8 @@ const (
 	queryMaxBytes = utf8.UTFMax * queryMaxRunes
 
 	// queryIndexWindow is how many of its most recent distinct queries a
-	// queryIndex compares a new query with; earlier ones only match exactly.
+	// queryIndex compares a new query with by score (simScore), so the cost
+	// per call stops growing with the turn; earlier ones only match exactly.
 	queryIndexWindow = 64
 
 	// queryIndexCap is how many distinct queries (and results) a queryIndex
@@ -406,10 +407,8 @@ func simFold(r rune) rune {
 }
 
 // queryIndex remembers the normalized queries of one search tool in one
-// turn and answers whether a new query repeats one of them: exactly among
-// the last queryIndexCap distinct queries, or by score (simScore) among
-// the last queryIndexWindow, so the cost per call stops growing with the
-// turn. The zero value is an empty index; it is not safe for concurrent use.
+// turn and answers whether a new query repeats one of them (similarKey).
+// The zero value is an empty index; it is not safe for concurrent use.
 type queryIndex struct {
 	entries []queryEntry // a ring of at most queryIndexCap entries
 	added   int          // entries ever added: the next goes at added % queryIndexCap
