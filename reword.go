@@ -288,9 +288,6 @@ func asciiLetter(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 
 // appendPath appends a word with a path in it written one way: runs of
 // "/" as one, "./" segments and a trailing "/" (but for "/" itself) dropped.
 func appendPath(dst, w []byte) []byte {
-	if bytes.IndexByte(w, '/') < 0 {
-		return append(dst, w...)
-	}
 	start := len(dst)
 	for i := 0; i < len(w); {
 		switch {

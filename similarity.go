@@ -125,17 +125,13 @@ func simKeyOf(s string) simKey {
 	})
 	var k simKey
 	sorted := out[:0]
-	for i, w := range words {
+	for _, w := range words {
 		word := text[w[0]:w[1]]
-		bare := word[bytes.IndexByte(word, ':')+1:]
-		k.agree |= simAgree[string(bare)]
-		if i > 0 {
-			sorted = append(sorted, ' ')
-		}
-		sorted = append(sorted, word...)
+		k.agree |= simAgree[string(word[bytes.IndexByte(word, ':')+1:])]
+		sorted = append(append(sorted, ' '), word...)
 	}
 	k.text = simString(text, s)
-	k.sorted = simString(sorted, k.text)
+	k.sorted = simString(bytes.TrimPrefix(sorted, []byte(" ")), k.text)
 	for _, r := range k.text {
 		k.hist[r%32] = uint8(min(int(k.hist[r%32])+1, math.MaxUint8))
 		k.runes++
@@ -224,10 +220,7 @@ func simScore(a, b *simKey, floor float64) float64 {
 		return 1
 	}
 	longer := max(a.runes, b.runes)
-	if 1-float64(simHistBound(a, b))/float64(longer) < floor {
-		return 0
-	}
-	if !simWordsAgree(a.sorted, b.sorted) {
+	if 1-float64(simHistBound(a, b))/float64(longer) < floor || !simWordsAgree(a.sorted, b.sorted) {
 		return 0
 	}
 	d := levenshtein.ComputeDistance(a.sorted, b.sorted)
@@ -325,12 +318,9 @@ func simClose(x, y string) bool {
 	if len(sx) > len(sy) {
 		sx, sy = sy, sx
 	}
-	if sx == sy {
-		return true
-	}
 	if strings.HasPrefix(sy, sx) {
 		short, long := utf8.RuneCountInString(sx), utf8.RuneCountInString(sy)
-		if short >= 4 || short >= 2 && long > 2*short {
+		if sx == sy || short >= 4 || short >= 2 && long > 2*short {
 			return true
 		}
 	}
