@@ -113,7 +113,7 @@ const simMaxWords = queryMaxRunes/2 + 1
 // queryMaxRunes runes (simCut), without stop words unless all are, in
 // their order and sorted.
 func simKeyOf(s string) simKey {
-	var buf, out [queryMaxBytes]byte
+	var buf, out [queryMaxBytes + 1]byte // out: a space before each word
 	var spans [simMaxWords][2]int
 	in := simCut(s)
 	text, words := simWords(buf[:0], spans[:0], in, true)
