@@ -54,10 +54,6 @@ type rewordForm struct {
 // content) are not compared.
 const maxRewordForm = 480
 
-// on reports whether the rule compares the calls of the probe's tool
-// (toolRule.rewordings: not a search tool, exempt or without repeat check).
-func (r *reworded) on(p *probe) bool { return p.rule.rewordings > 0 }
-
 // state returns the rule's state, made at its first use.
 func (r *reworded) state() *rewordState {
 	if r.st == nil {
@@ -71,8 +67,7 @@ func (r *reworded) check(p *probe) (firing, bool) {
 		return firing{}, false
 	}
 	c := &r.st.chain
-	if !c.distinct || int(c.n) < p.rule.rewordings || c.tool != p.rule || c.after != r.st.news ||
-		!r.on(p) || p.ks.seen {
+	if !c.distinct || int(c.n) < p.rule.rewordings || c.tool != p.rule || c.after != r.st.news || p.ks.seen {
 		return firing{}, false // a call seen in the turn is the repeat rule's
 	}
 	form, ok := rewordFormOf(&p.s.scan, p.rule.ignore)
@@ -84,7 +79,7 @@ func (r *reworded) check(p *probe) (firing, bool) {
 }
 
 func (r *reworded) allowed(p *probe) {
-	if !r.on(p) {
+	if p.rule.rewordings == 0 {
 		return
 	}
 	form, ok := rewordFormOf(&p.s.scan, p.rule.ignore)
@@ -113,7 +108,7 @@ func (r *reworded) recorded(p *probe, o *outcome) {
 		form = st.pending[i].form
 		st.pending = slices.Delete(st.pending, i, i+1)
 	}
-	if o.failed || !r.on(p) {
+	if o.failed || p.rule.rewordings == 0 {
 		return
 	}
 	c := &st.chain
@@ -161,14 +156,14 @@ func rewordFormOf(s *canon.Args, ignore []string) (f rewordForm, ok bool) {
 			return false
 		}
 		out = append(append(out, name...), 0)
-		var fits bool
 		if str && f.prose == nil && isProse(v) {
 			k := simKeyOf(normalizeQuery(string(v)))
 			f.prose = &k
-			out, fits = append(out, 1), true // compared by its key
-		} else {
-			out, fits = normalizeArg(out, v)
+			out = append(out, 1, 0) // compared by its key
+			return true
 		}
+		var fits bool
+		out, fits = normalizeArg(out, v)
 		out = append(out, 0)
 		return fits
 	})
@@ -197,7 +192,7 @@ func isProse(v []byte) bool {
 	words := 0
 	for i := 0; ; {
 		var w []byte
-		if w, i = nextField(v, i); w == nil {
+		if w, i = nextField(v, i); len(w) == 0 {
 			break
 		}
 		w = bytes.TrimRight(w, ".,;:!?")
@@ -223,7 +218,7 @@ func normalizeArg(dst, v []byte) (_ []byte, ok bool) {
 	nlong := 0
 	for i := 0; ; {
 		var w []byte
-		if w, i = nextField(v, i); w == nil {
+		if w, i = nextField(v, i); len(w) == 0 {
 			break
 		}
 		w = bytes.Trim(w, "'\"`")
@@ -268,8 +263,13 @@ func sortFlags(fs [][]byte) {
 	}
 }
 
+// isShortFlags reports whether w is one or more short flags ("-l", "-la").
+func isShortFlags(w []byte) bool {
+	return len(w) > 1 && w[0] == '-' && !bytes.ContainsFunc(w[1:], func(r rune) bool { return !asciiLetter(r) })
+}
+
 // nextField returns the next run of bytes other than ASCII white space in
-// v from i, and the index after it; nil at the end.
+// v from i, and the index after it; empty at the end.
 func nextField(v []byte, i int) ([]byte, int) {
 	for i < len(v) && isBlank(v[i]) {
 		i++
@@ -278,28 +278,16 @@ func nextField(v []byte, i int) ([]byte, int) {
 	for j < len(v) && !isBlank(v[j]) {
 		j++
 	}
-	if j == i {
-		return nil, j
-	}
 	return v[i:j], j
-}
-
-// isShortFlags reports whether w is one or more short flags ("-l", "-la").
-func isShortFlags(w []byte) bool {
-	return len(w) > 1 && w[0] == '-' && !bytes.ContainsFunc(w[1:], notASCIILetter)
 }
 
 func isBlank(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' }
 
-func asciiLetter(r rune) bool    { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }
-func notASCIILetter(r rune) bool { return !asciiLetter(r) }
+func asciiLetter(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }
 
 // appendPath appends a word with a path in it written one way: runs of
 // "/" as one, "./" segments and a trailing "/" (but for "/" itself) dropped.
 func appendPath(dst, w []byte) []byte {
-	if bytes.IndexByte(w, '/') < 0 {
-		return append(dst, w...)
-	}
 	start := len(dst)
 	for i := 0; i < len(w); {
 		switch {

@@ -25,7 +25,8 @@ const (
 	queryMaxBytes = utf8.UTFMax * queryMaxRunes
 
 	// queryIndexWindow is how many of its most recent distinct queries a
-	// queryIndex compares a new query with; earlier ones only match exactly.
+	// queryIndex compares a new query with by score (simScore), so the cost
+	// per call stops growing with the turn; earlier ones only match exactly.
 	queryIndexWindow = 64
 
 	// queryIndexCap is how many distinct queries (and results) a queryIndex
@@ -100,7 +101,7 @@ type simKey struct {
 	text     string    // content words, folded and marked, joined by single spaces
 	sorted   string    // the words of text, sorted
 	runes    int       // runes in text
-	agree    uint32    // simDestructive groups and simNegation: must match
+	agree    uint32    // the simAgree bits of its words: must match
 	specific [2]uint64 // specificBits of the raw query, set by its caller
 	hist     [32]uint8 // runes of text, counted by their value modulo 32, up to 255
 }
@@ -112,7 +113,7 @@ const simMaxWords = queryMaxRunes/2 + 1
 // queryMaxRunes runes (simCut), without stop words unless all are, in
 // their order and sorted.
 func simKeyOf(s string) simKey {
-	var buf, out [queryMaxBytes]byte
+	var buf, out [queryMaxBytes + 1]byte // out: a space before each word
 	var spans [simMaxWords][2]int
 	in := simCut(s)
 	text, words := simWords(buf[:0], spans[:0], in, true)
@@ -124,24 +125,15 @@ func simKeyOf(s string) simKey {
 	})
 	var k simKey
 	sorted := out[:0]
-	for i, w := range words {
+	for _, w := range words {
 		word := text[w[0]:w[1]]
-		bare := word[bytes.IndexByte(word, ':')+1:]
-		k.agree |= simDestructive[string(bare)]
-		if simNegations[string(bare)] {
-			k.agree |= simNegation
-		}
-		if i > 0 {
-			sorted = append(sorted, ' ')
-		}
-		sorted = append(sorted, word...)
+		k.agree |= simAgree[string(word[bytes.IndexByte(word, ':')+1:])]
+		sorted = append(append(sorted, ' '), word...)
 	}
 	k.text = simString(text, s)
-	k.sorted = simString(sorted, k.text)
+	k.sorted = simString(bytes.TrimPrefix(sorted, []byte(" ")), k.text)
 	for _, r := range k.text {
-		if k.hist[r%32] < math.MaxUint8 {
-			k.hist[r%32]++
-		}
+		k.hist[r%32] = uint8(min(int(k.hist[r%32])+1, math.MaxUint8))
 		k.runes++
 	}
 	return k
@@ -183,7 +175,7 @@ func simWords(buf []byte, spans [][2]int, s string, dropStop bool) ([]byte, [][2
 			buf = utf8.AppendRune(buf, simFold(r))
 		}
 		word := buf[start+len(mark):]
-		stop, dir := simStopWords[string(word)], simDirections[string(word)]
+		stop, dir := simStopWords[string(word)] != 0, simDirections[string(word)]
 		switch {
 		case dropStop && dir != "" && (string(word) != "to" || !afterStop):
 			mark, buf = dir, buf[:space]
@@ -195,7 +187,7 @@ func simWords(buf []byte, spans [][2]int, s string, dropStop bool) ([]byte, [][2
 		afterStop = stop
 	}
 	// A direction word with no word to mark is a word, unless a stop word.
-	if w := strings.TrimSuffix(mark, ":"); w != "" && !simStopWords[w] {
+	if w := strings.TrimSuffix(mark, ":"); w != "" && simStopWords[w] == 0 {
 		if len(buf) > 0 {
 			buf = append(buf, ' ')
 		}
@@ -228,10 +220,7 @@ func simScore(a, b *simKey, floor float64) float64 {
 		return 1
 	}
 	longer := max(a.runes, b.runes)
-	if 1-float64(simHistBound(a, b))/float64(longer) < floor {
-		return 0
-	}
-	if !simWordsAgree(a.sorted, b.sorted) {
+	if 1-float64(simHistBound(a, b))/float64(longer) < floor || !simWordsAgree(a.sorted, b.sorted) {
 		return 0
 	}
 	d := levenshtein.ComputeDistance(a.sorted, b.sorted)
@@ -256,25 +245,27 @@ func simHistBound(a, b *simKey) int {
 }
 
 // simWordsAgree reports whether two key texts may be one question: no word
-// with a digit is in one only, and either side has no word the other
-// lacks or all of one side's are close (simClose) to some of the other's.
+// with a digit is in one only, and all the words one side lacks of the
+// other are close (simClose) to some of the other's.
 func simWordsAgree(a, b string) bool {
 	var sa, sb [simMaxWords]string
-	onlyA, onlyB := simOnly(sa[:0], a, b), simOnly(sb[:0], b, a)
-	if slices.ContainsFunc(onlyA, simHasDigit) || slices.ContainsFunc(onlyB, simHasDigit) {
-		return false
-	}
-	return len(onlyA) == 0 || len(onlyB) == 0 || simAllClose(onlyA, onlyB) || simAllClose(onlyB, onlyA)
+	onlyA, okA := simOnly(sa[:0], a, b)
+	onlyB, okB := simOnly(sb[:0], b, a)
+	return okA && okB && (simAllClose(onlyA, onlyB) || simAllClose(onlyB, onlyA))
 }
 
-// simOnly appends to dst the words of the key text a that b lacks.
-func simOnly(dst []string, a, b string) []string {
+// simOnly appends to dst the words of the key text a that b lacks; ok is
+// false if one of them has a digit.
+func simOnly(dst []string, a, b string) (_ []string, ok bool) {
 	for w := range strings.SplitSeq(a, " ") {
 		if !simHas(b, w, false) {
+			if strings.ContainsFunc(w, unicode.IsDigit) {
+				return nil, false
+			}
 			dst = append(dst, w)
 		}
 	}
-	return dst
+	return dst, true
 }
 
 // simHas reports whether the key text s holds the word w; bare compares
@@ -301,15 +292,10 @@ func simAllClose(x, y []string) bool {
 	return true
 }
 
-func simHasDigit(w string) bool { return strings.ContainsFunc(w, unicode.IsDigit) }
-
-// simSuffixes are the English endings simStem strips, longest first.
-var simSuffixes = [...]string{"ation", "ing", "ion", "ed", "es", "s"}
-
-// simStem returns w without the first of simSuffixes it ends with, if at
-// least three bytes remain ("configuring", "configuration": "configur").
+// simStem returns w without the first of these English endings it ends
+// with, if at least three bytes remain ("configuring": "configur").
 func simStem(w string) string {
-	for _, s := range simSuffixes {
+	for _, s := range [...]string{"ation", "ing", "ion", "ed", "es", "s"} {
 		if len(w)-len(s) >= 3 && strings.HasSuffix(w, s) {
 			return w[:len(w)-len(s)]
 		}
@@ -332,12 +318,9 @@ func simClose(x, y string) bool {
 	if len(sx) > len(sy) {
 		sx, sy = sy, sx
 	}
-	if sx == sy {
-		return true
-	}
 	if strings.HasPrefix(sy, sx) {
 		short, long := utf8.RuneCountInString(sx), utf8.RuneCountInString(sy)
-		if short >= 4 || short >= 2 && long > 2*short {
+		if sx == sy || short >= 4 || short >= 2 && long > 2*short {
 			return true
 		}
 	}
@@ -352,17 +335,8 @@ func simClose(x, y string) bool {
 // simStopWords are the English words a key leaves out: articles,
 // prepositions, pronouns and auxiliaries, not negations, question words
 // or directions (but "to" where it is no direction).
-var simStopWords = simSet(`a about am an and are at be by can did do does for how i in is me my of
+var simStopWords = simGroups(`a about am an and are at be by can did do does for how i in is me my of
 	on or our please that the this to was we were what with you your`)
-
-// simSet returns the set of the words of s.
-func simSet(s string) map[string]bool {
-	set := make(map[string]bool)
-	for _, w := range strings.Fields(s) {
-		set[w] = true
-	}
-	return set
-}
 
 // simDirections maps each direction word to the mark it leaves on the next
 // word ("usd to eur" is "usd to:eur"). "to" right after a stop word starts
@@ -372,50 +346,39 @@ var simDirections = map[string]string{
 	"towards": "towards:", "toward": "toward:",
 }
 
-// The bits of simKey.agree: a group of simDestructive, or a negation.
-const (
-	simDelete uint32 = 1 << iota
-	simRemove
-	simDrop
-	simDestroy
-	simDeactivate
-	simDisable
-	simPurge
-	simTruncate
-	simRevoke
-	simKill
-	simReset
-	simOverwrite
-	simErase
-	simWipe
-	simTerminate
-	simUninstall
-	simNegation
+// simAgree maps each word two similar keys agree on to its bit of
+// simKey.agree: a destructive verb, in its usual inflections, to its
+// group ("delete user" and "deactivate user" are not similar), a negation
+// to the last bit (apostrophes are gone by then: "dont").
+var simAgree = simGroups(
+	"delete deletes deleted deleting deletion",
+	"remove removes removed removing removal rm",
+	"drop drops dropped dropping",
+	"destroy destroys destroyed destroying destruction",
+	"deactivate deactivates deactivated deactivating deactivation",
+	"disable disables disabled disabling",
+	"purge purges purged purging",
+	"truncate truncates truncated truncating truncation",
+	"revoke revokes revoked revoking revocation",
+	"kill kills killed killing",
+	"reset resets resetting",
+	"overwrite overwrites overwrote overwritten overwriting",
+	"erase erases erased erasing",
+	"wipe wipes wiped wiping",
+	"terminate terminates terminated terminating termination",
+	"uninstall uninstalls uninstalled uninstalling",
+	"not no never without cannot cant dont doesnt didnt isnt arent wasnt wont shouldnt",
 )
 
-// simNegations are the words that turn a query around; apostrophes are
-// gone by then ("dont").
-var simNegations = simSet("not no never without cannot cant dont doesnt didnt isnt arent wasnt wont shouldnt")
-
-// simDestructive maps each destructive verb, in its usual inflections, to
-// its group: "delete user" and "deactivate user" are not similar.
-var simDestructive = map[string]uint32{
-	"delete": simDelete, "deletes": simDelete, "deleted": simDelete, "deleting": simDelete, "deletion": simDelete,
-	"remove": simRemove, "removes": simRemove, "removed": simRemove, "removing": simRemove, "removal": simRemove, "rm": simRemove,
-	"drop": simDrop, "drops": simDrop, "dropped": simDrop, "dropping": simDrop,
-	"destroy": simDestroy, "destroys": simDestroy, "destroyed": simDestroy, "destroying": simDestroy, "destruction": simDestroy,
-	"deactivate": simDeactivate, "deactivates": simDeactivate, "deactivated": simDeactivate, "deactivating": simDeactivate, "deactivation": simDeactivate,
-	"disable": simDisable, "disables": simDisable, "disabled": simDisable, "disabling": simDisable,
-	"purge": simPurge, "purges": simPurge, "purged": simPurge, "purging": simPurge,
-	"truncate": simTruncate, "truncates": simTruncate, "truncated": simTruncate, "truncating": simTruncate, "truncation": simTruncate,
-	"revoke": simRevoke, "revokes": simRevoke, "revoked": simRevoke, "revoking": simRevoke, "revocation": simRevoke,
-	"kill": simKill, "kills": simKill, "killed": simKill, "killing": simKill,
-	"reset": simReset, "resets": simReset, "resetting": simReset,
-	"overwrite": simOverwrite, "overwrites": simOverwrite, "overwrote": simOverwrite, "overwritten": simOverwrite, "overwriting": simOverwrite,
-	"erase": simErase, "erases": simErase, "erased": simErase, "erasing": simErase,
-	"wipe": simWipe, "wipes": simWipe, "wiped": simWipe, "wiping": simWipe,
-	"terminate": simTerminate, "terminates": simTerminate, "terminated": simTerminate, "terminating": simTerminate, "termination": simTerminate,
-	"uninstall": simUninstall, "uninstalls": simUninstall, "uninstalled": simUninstall, "uninstalling": simUninstall,
+// simGroups maps each word of groups[i] to the bit 1<<i.
+func simGroups(groups ...string) map[string]uint32 {
+	m := make(map[string]uint32)
+	for i, g := range groups {
+		for _, w := range strings.Fields(g) {
+			m[w] = 1 << i
+		}
+	}
+	return m
 }
 
 // simFolds holds, for each rune from U+00E0 to U+017F, the plain letter
@@ -434,10 +397,8 @@ func simFold(r rune) rune {
 }
 
 // queryIndex remembers the normalized queries of one search tool in one
-// turn and answers whether a new query repeats one of them: exactly among
-// the last queryIndexCap distinct queries, or by score (simScore) among
-// the last queryIndexWindow, so the cost per call stops growing with the
-// turn. The zero value is an empty index; it is not safe for concurrent use.
+// turn and answers whether a new query repeats one of them (similarKey).
+// The zero value is an empty index; it is not safe for concurrent use.
 type queryIndex struct {
 	entries []queryEntry // a ring of at most queryIndexCap entries
 	added   int          // entries ever added: the next goes at added % queryIndexCap
