@@ -233,24 +233,16 @@ func (c *Args) EachScalar(ignore []string, fn func(name, value []byte, str bool)
 	if len(keys) == 0 {
 		return false
 	}
-	in := c.in
 	for _, k := range keys {
 		if c.ignored(k, ignore) {
 			continue
 		}
 		i := c.valueOf(k)
-		var v []byte
-		switch {
-		case in[i] == '"':
-			v = c.rawStr(int32(i))
-		case in[i] == 't' || in[i] == 'f' || in[i] == 'n':
-			v = in[i:canonScanLiteral(in, i)]
-		case in[i] == '-' || canonIsDigit(in[i]):
-			v = in[i:canonScanNumber(in, i)]
-		default:
-			return false // an object or an array
+		if c.in[i] == '{' || c.in[i] == '[' {
+			return false
 		}
-		if !fn(c.rawStr(k), v, in[i] == '"') {
+		str := c.in[i] == '"'
+		if !fn(c.rawStr(k), c.in[i+b2i(str):c.scanValue(i, 0)-b2i(str)], str) {
 			return false
 		}
 	}

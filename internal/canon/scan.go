@@ -90,14 +90,14 @@ func (c *Args) Hash(ignore []string) [16]byte {
 		c.h = sha256.New()
 	}
 	c.h.Reset()
-	if c.ok {
-		c.buf, c.ignore = append(c.buf[:0], canonPrefixJSON...), ignore
+	if c.buf, c.ignore = c.buf[:0], ignore; c.ok {
+		c.write([]byte(canonPrefixJSON))
 		c.form()
-		c.h.Write(c.buf)
 	} else {
-		c.h.Write(append(c.buf[:0], canonPrefixRaw...))
-		c.h.Write(c.in)
+		c.write([]byte(canonPrefixRaw))
+		c.write(c.in)
 	}
+	c.h.Write(c.buf)
 	return [16]byte(c.h.Sum(c.sum[:0]))
 }
 
@@ -113,19 +113,17 @@ func (c *Args) form() {
 // scanValue validates the value at in[i:] (after white space) inside
 // depth arrays and objects, and returns the index after it, or -1.
 func (c *Args) scanValue(i, depth int) int {
-	in := c.in
-	if i = SkipWS(in, i); i < 0 || i >= len(in) {
-		return -1
-	}
-	switch in[i] {
+	switch i = SkipWS(c.in, i); canonAt(c.in, i) {
 	case '{', '[':
 		return c.scanContainer(i, depth+1)
 	case '"':
-		return ScanString(in, i)
+		return ScanString(c.in, i)
 	case 't', 'f', 'n':
-		return canonScanLiteral(in, i)
+		return canonScanLiteral(c.in, i)
+	case 0:
+		return -1 // the end of the payload, or a byte no value starts with
 	}
-	return canonScanNumber(in, i)
+	return canonScanNumber(c.in, i)
 }
 
 // scanContainer is scanValue of the array or object at in[i], the
@@ -141,35 +139,28 @@ func (c *Args) scanContainer(i, depth int) int {
 		c.objs = append(canonGrow(c.objs, 1), canonObj{start: int32(i)})
 	}
 	for first := true; ; first = false {
-		if i = SkipWS(in, i+1); first && i < len(in) && in[i] == closer {
+		if i = SkipWS(in, i+1); first && canonAt(in, i) == closer {
 			break
 		}
 		if obj {
-			i = c.scanKey(i)
+			if canonAt(in, i) != '"' {
+				return -1
+			}
+			c.open = append(canonGrow(c.open, 1), int32(i))
+			if i = SkipWS(in, ScanString(in, i)); canonAt(in, i) != ':' {
+				return -1
+			}
+			i++
 		}
-		if i = SkipWS(in, c.scanValue(i, depth)); i < 0 || i >= len(in) || in[i] != ',' {
+		if i = SkipWS(in, c.scanValue(i, depth)); canonAt(in, i) != ',' {
 			break
 		}
 	}
-	if i < 0 || i >= len(in) || in[i] != closer {
+	if canonAt(in, i) != closer {
 		return -1
 	}
 	if obj {
 		c.list(o, base)
-	}
-	return i + 1
-}
-
-// scanKey validates the key and the colon of a member at in[i], adds the
-// key's position to open and returns the index after the colon, or -1.
-func (c *Args) scanKey(i int) int {
-	in := c.in
-	if i >= len(in) || in[i] != '"' {
-		return -1
-	}
-	c.open = append(canonGrow(c.open, 1), int32(i))
-	if i = SkipWS(in, ScanString(in, i)); i < 0 || i >= len(in) || in[i] != ':' {
-		return -1
 	}
 	return i + 1
 }
@@ -239,19 +230,14 @@ func (c *Args) object(i int) int {
 	c.byte('{')
 	end, wrote := i+1, false // end: of the last value in the payload
 	for a, b := 0, 0; a < len(ks); a = b {
-		b = c.keyRun(ks, a)
-		if drop && c.ignored(ks[a], c.ignore) {
+		if b = c.keyRun(ks, a); drop && c.ignored(ks[a], c.ignore) {
 			continue
 		}
 		if wrote {
 			c.byte(',')
 		}
 		wrote = true
-		if b == a+1 {
-			end = max(end, c.member(int(ks[a])))
-		} else {
-			end = max(end, c.duplicates(ks[a:b]))
-		}
+		end = max(end, c.run(ks[a:b]))
 	}
 	c.byte('}')
 	return SkipWS(c.in, end) + 1
@@ -271,25 +257,22 @@ func (c *Args) ignored(k int32, ignore []string) bool {
 	return slices.ContainsFunc(ignore, func(s string) bool { return c.keyIs(k, s) })
 }
 
-// member writes the member whose key is at in[i], `"key":value`, and
-// returns the index after its value.
-func (c *Args) member(i int) int {
-	i = SkipWS(c.in, c.str(i))
-	c.byte(':')
-	return c.value(SkipWS(c.in, i+1))
-}
-
 // valueOf returns the position of the value of the key at in[k].
 func (c *Args) valueOf(k int32) int {
 	return SkipWS(c.in, SkipWS(c.in, ScanString(c.in, int(k)))+1)
 }
 
-// duplicates writes the members whose keys, at the positions ks, are equal,
-// ordered by their canonical values. The values are written to vals first,
-// to be compared, their spans to spans; both are truncated back when done,
-// so nested duplicates share them. It returns the index after the value
-// that ends last in the payload.
-func (c *Args) duplicates(ks []int32) int {
+// run writes the members, `"key":value`, whose keys, at the positions ks,
+// are equal, duplicates ordered by their canonical values: these are
+// written to vals first, to be compared, their spans to spans; both are
+// truncated back when done, so nested duplicates share them. It returns
+// the index after the value that ends last in the payload.
+func (c *Args) run(ks []int32) int {
+	if len(ks) == 1 {
+		c.str(int(ks[0]))
+		c.byte(':')
+		return c.value(c.valueOf(ks[0]))
+	}
 	v0, s0, end := len(c.vals), len(c.spans), 0
 	c.mat++
 	for _, k := range ks {
@@ -492,15 +475,18 @@ func canonHex4(b []byte) rune {
 // SkipWS returns the index of the first non-whitespace byte at or after i
 // (-1 if i is -1).
 func SkipWS(in []byte, i int) int {
-	for 0 <= i && i < len(in) {
-		switch in[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
+	for 0 <= i && i < len(in) && (in[i] == ' ' || in[i] == '\t' || in[i] == '\n' || in[i] == '\r') {
+		i++
 	}
 	return i
+}
+
+// canonAt returns in[i], or 0 if i is out of range.
+func canonAt(in []byte, i int) byte {
+	if 0 <= i && i < len(in) {
+		return in[i]
+	}
+	return 0
 }
 
 func canonIsDigit(c byte) bool { return '0' <= c && c <= '9' }
@@ -541,9 +527,7 @@ func canonAppendNumber(dst, num []byte) []byte {
 		return append(dst[:p0], '0')
 	}
 	p1 := len(dst)
-	if neg {
-		dst = append(dst, '-')
-	}
+	dst = append(dst, num[:b2i(neg)]...)
 	e, err := strconv.ParseInt(string(exp), 10, 64)
 	adj, k := int64(len(whole)-lead), int64(len(d))
 	switch n := adj + e; {
