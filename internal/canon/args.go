@@ -11,9 +11,6 @@ import (
 	"unicode/utf8"
 )
 
-// What the rules read of a call's arguments, from the members Args.Scan
-// listed: nothing here scans the payload again.
-
 // topKeys returns the key positions of the top-level object's members, in
 // key order; nil for any other payload.
 func (c *Args) topKeys() []int32 {
@@ -123,14 +120,14 @@ func (c *Args) AppendNames(dst []byte) []byte {
 			set = slices.Insert(set[:min(len(set), len(store)-1)], pos, nm)
 		}
 	}
-	for i, nm := range set[:min(len(set), canonNamesMax)] {
+	for i, nm := range set {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
+		if i == canonNamesMax {
+			return append(dst, "…"...) // more names than listed
+		}
 		dst = append(dst, nm.b[:nm.n]...)
-	}
-	if len(set) > canonNamesMax {
-		dst = append(dst, ",…"...)
 	}
 	return dst
 }

@@ -82,9 +82,8 @@ func (c *Args) Scan(in []byte) {
 	}
 }
 
-// Hash returns the hash of the scanned payload (docs/concepts.md, "How
-// arguments are hashed") with the top-level members whose key is in ignore
-// dropped.
+// Hash returns the hash of the scanned payload without the top-level
+// members whose key is in ignore (docs/concepts.md, "How arguments are hashed").
 func (c *Args) Hash(ignore []string) [16]byte {
 	if c.h == nil {
 		c.h = sha256.New()
@@ -169,8 +168,7 @@ func (c *Args) scanContainer(i, depth int) int {
 func (c *Args) list(o, base int) {
 	n := len(c.open) - base
 	if base == 0 && len(c.keys) == 0 {
-		// The outermost object, nothing else listed: its keys stay where
-		// they are, which saves copying the longest list.
+		// The outermost object alone: its keys stay, saving the longest copy.
 		c.keys, c.open = c.open, c.keys
 	} else {
 		c.keys = append(canonGrow(c.keys, n), c.open[base:]...)
@@ -180,8 +178,7 @@ func (c *Args) list(o, base int) {
 	c.open = c.open[:base]
 }
 
-// members returns the key positions, in key order, of the members of the
-// object at in[i].
+// members returns the key positions of the object at in[i], in key order.
 func (c *Args) members(i int) []int32 {
 	k, _ := slices.BinarySearchFunc(c.objs, int32(i), func(o canonObj, start int32) int {
 		return cmp.Compare(o.start, start)
@@ -190,8 +187,7 @@ func (c *Args) members(i int) []int32 {
 	return c.keys[o.off : o.off+o.n]
 }
 
-// value writes the canonical form of the value at in[i] and returns the
-// index after it.
+// value writes the canonical form of the value at in[i]; it returns its end.
 func (c *Args) value(i int) int {
 	in := c.in
 	switch in[i] {
@@ -220,10 +216,9 @@ func (c *Args) value(i int) int {
 	return e
 }
 
-// object writes the canonical form of the object at in[i] and returns the
-// index after it: its members in key order, without the ignored keys at
-// the top level (the index returned is then wrong if the last member is
-// ignored; it is not used).
+// object is value for the object at in[i]: its members in key order,
+// without the ignored keys at the top level (the end returned is then wrong
+// if the last member is ignored; it is not used).
 func (c *Args) object(i int) int {
 	ks := c.members(i)
 	drop := len(c.ignore) > 0 && i == SkipWS(c.in, 0)
@@ -295,23 +290,18 @@ func (c *Args) run(ks []int32) int {
 		c.write(c.vals[sp[0]:sp[1]])
 	}
 	c.spans = c.spans[:s0]
-	// Nested, the members were written to vals too: move them over the
-	// values.
+	// Nested, the members went to vals too: move them over the values.
 	c.vals = append(c.vals[:v0], c.vals[min(v1, len(c.vals)):]...)
 	return end
 }
 
-// str writes the canonical encoding of the valid string at in[i] and
-// returns the index after it: escapes decoded, then written as
-// canonAppendRune and canonAppendByte write them.
+// str is value for the valid string at in[i]: escapes decoded, then
+// written as canonAppendRune and canonAppendByte write them.
 func (c *Args) str(i int) int {
 	in := c.in
 	c.byte('"')
 	for j := i + 1; ; {
-		k := j
-		for in[k] != '"' && in[k] != '\\' {
-			k++
-		}
+		k := j + bytes.IndexAny(in[j:], `"\`)
 		c.write(in[j:k])
 		if in[k] == '"' {
 			c.byte('"')
@@ -377,8 +367,7 @@ func (c *Args) cmpKeys(a, b int32) int { return bytes.Compare(c.key(a, &c.ka), c
 // keyIs reports whether the key at in[k] decodes to s.
 func (c *Args) keyIs(k int32, s string) bool { return string(c.key(k, &c.ka)) == s }
 
-// rawStr returns the content, escapes not decoded, of the valid string at
-// in[k].
+// rawStr returns the raw content (escapes kept) of the string at in[k].
 func (c *Args) rawStr(k int32) []byte {
 	return c.in[k+1 : ScanString(c.in, int(k))-1]
 }
@@ -390,21 +379,18 @@ func (c *Args) rawStr(k int32) []byte {
 func unescape(dst, raw []byte, exact bool, limit int) []byte {
 	for len(raw) > 0 && len(dst) < limit {
 		k := bytes.IndexByte(raw, '\\')
-		if k != 0 {
-			if k < 0 {
-				k = len(raw)
-			}
-			dst = append(dst, raw[:min(k, limit-len(dst))]...)
-			raw = raw[k:]
+		if k < 0 {
+			k = len(raw)
+		}
+		if k > 0 {
+			dst, raw = append(dst, raw[:min(k, limit-len(dst))]...), raw[k:]
 			continue
 		}
 		r, n := canonDecodeEscape(raw, 0)
-		if exact {
-			dst = canonAppendRune(dst, r)
-		} else {
-			dst = utf8.AppendRune(dst, r)
+		if !exact && utf16.IsSurrogate(r) {
+			r = utf8.RuneError
 		}
-		raw = raw[n:]
+		dst, raw = canonAppendRune(dst, r), raw[n:]
 	}
 	return dst
 }
@@ -422,9 +408,8 @@ const (
 	canonEscaped = "\"\\\b\f\n\r\t/"
 )
 
-// canonAppendByte appends the canonical string encoding of the byte b:
-// the short escapes where JSON has them (but for '/'), \u00XX for other
-// control bytes.
+// canonAppendByte appends the canonical string encoding of the byte b: the
+// short escapes but \/, \u00XX for other control bytes.
 func canonAppendByte(dst []byte, b byte) []byte {
 	if k := strings.IndexByte(canonEscaped[:7], b); k >= 0 {
 		return append(dst, '\\', canonEscapes[k])
@@ -446,9 +431,8 @@ func canonAppendRune(dst []byte, r rune) []byte {
 }
 
 // canonDecodeEscape decodes the validated escape at raw[j] and returns the
-// rune and the index after it. A \u escape of a high surrogate followed by a
-// \u escape of a low surrogate decodes to one rune; lone surrogates are
-// returned as they are.
+// rune and the index after it. A surrogate pair of \u escapes decodes to
+// one rune; lone surrogates are returned as they are.
 func canonDecodeEscape(raw []byte, j int) (rune, int) {
 	if raw[j+1] != 'u' {
 		return rune(canonSimpleEscape(raw[j+1])), j + 2
@@ -462,8 +446,7 @@ func canonDecodeEscape(raw []byte, j int) (rune, int) {
 	return r, j + 6
 }
 
-// canonSimpleEscape returns the byte the valid one-letter escape \c stands
-// for.
+// canonSimpleEscape returns the byte the valid escape \c stands for.
 func canonSimpleEscape(c byte) byte { return canonEscaped[strings.IndexByte(canonEscapes, c)] }
 
 // canonHex4 decodes four validated hexadecimal digits.
@@ -491,12 +474,9 @@ func canonAt(in []byte, i int) byte {
 
 func canonIsDigit(c byte) bool { return '0' <= c && c <= '9' }
 
-func canonIsHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'f'
-}
+func canonIsHex(c byte) bool { return canonIsDigit(c) || 'a' <= c|0x20 && c|0x20 <= 'f' }
 
-// canonScanLiteral returns the end of the literal true, false or null at
-// in[i], or -1.
+// canonScanLiteral returns the end of true, false or null at in[i], or -1.
 func canonScanLiteral(in []byte, i int) int {
 	for _, lit := range [...]string{"true", "false", "null"} {
 		if bytes.HasPrefix(in[i:], []byte(lit)) {
@@ -532,8 +512,7 @@ func canonAppendNumber(dst, num []byte) []byte {
 	adj, k := int64(len(whole)-lead), int64(len(d))
 	switch n := adj + e; {
 	case err != nil || e <= -1<<60 || e >= 1<<60:
-		// An astronomical exponent: n is far outside the plain forms.
-		// Compute n-1 exactly.
+		// An astronomical exponent, far outside the plain forms: n-1 exactly.
 		var x big.Int
 		x.SetString(string(exp), 10)
 		dst = x.Add(&x, big.NewInt(adj-1)).Append(canonAppendMantissa(dst, d), 10)
@@ -567,28 +546,23 @@ func canonDigitsEnd[T string | []byte](in T, i int) int {
 
 // canonScanNumber returns the end of the JSON number at in[i], or -1.
 func canonScanNumber(in []byte, i int) int {
-	if i < len(in) && in[i] == '-' {
-		i++
-	}
+	i += b2i(canonAt(in, i) == '-')
 	e := canonDigitsEnd(in, i)
 	if e == i || in[i] == '0' && e > i+1 {
 		return -1 // no digit, or a leading zero
 	}
-	if i = e; i < len(in) && in[i] == '.' {
-		if i = canonDigitsEnd(in, i+1); in[i-1] == '.' {
+	if canonAt(in, e) == '.' {
+		if i, e = e+1, canonDigitsEnd(in, e+1); e == i {
 			return -1
 		}
 	}
-	if i < len(in) && in[i]|0x20 == 'e' {
-		if i++; i < len(in) && (in[i] == '+' || in[i] == '-') {
-			i++
-		}
+	if canonAt(in, e)|0x20 == 'e' {
+		i = e + 1 + b2i(canonAt(in, e+1) == '+' || canonAt(in, e+1) == '-')
 		if e = canonDigitsEnd(in, i); e == i {
 			return -1
 		}
-		i = e
 	}
-	return i
+	return e
 }
 
 // ScanString validates the JSON string starting with the quote at
