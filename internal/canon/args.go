@@ -99,15 +99,14 @@ const (
 // unchanged. It allocates only to grow dst.
 func (c *Args) AppendNames(dst []byte) []byte {
 	type name struct {
-		b [canonNameMax]byte
+		b [canonNameMax + utf8.UTFMax]byte // room for a rune unescape adds past its limit
 		n int
 	}
 	var store [canonNamesMax + 1]name // the smallest names, sorted
 	set := store[:0]
 	for _, k := range c.topKeys() {
-		var key [canonNameMax + utf8.UTFMax]byte
 		var nm name
-		nm.n = copy(nm.b[:], unescape(key[:0], c.rawStr(k), false, canonNameMax))
+		nm.n = min(len(unescape(nm.b[:0], c.rawStr(k), false, canonNameMax)), canonNameMax)
 		for i, ch := range nm.b[:nm.n] {
 			if ch < 0x20 || ch >= 0x7f || ch == ',' {
 				nm.b[i] = '?'
@@ -142,15 +141,17 @@ func (c *Args) AppendNames(dst []byte) []byte {
 // masked as they are. The shape stays in memory for the failure rule: it
 // is never logged.
 func (c *Args) Shape() string {
-	c.buf = c.buf[:0]
-	if i := SkipWS(c.in, 0); len(c.in) <= InspectMax && c.ok && i < len(c.in) && c.shape(i) >= 0 {
-		return cutShape(maskError(string(c.buf)))
+	c.buf, c.inf = c.buf[:0], false
+	if i := SkipWS(c.in, 0); len(c.in) <= InspectMax && c.ok && i < len(c.in) {
+		if c.shape(i); !c.inf {
+			return cutShape(maskError(string(c.buf)))
+		}
 	}
 	return cutShape(maskError(string(c.in[:min(len(c.in), InspectMax)])))
 }
 
 // shape appends the shape of the value at in[i] to buf and returns the
-// index after the value, or -1 for a number out of float64's range. An
+// index after the value; a number out of float64's range sets inf. An
 // object's members are written in key order, the last of duplicate keys
 // only, as encoding/json decodes them into a map.
 func (c *Args) shape(i int) int {
@@ -162,20 +163,14 @@ func (c *Args) shape(i int) int {
 			b = c.keyRun(ks, a)
 			k := slices.Max(ks[a:b])
 			c.buf = append(appendDecoded(c.buf, c.rawStr(k)), ':', ' ')
-			e := c.shape(c.valueOf(k))
-			if e < 0 {
-				return -1
-			}
-			c.buf, end = append(c.buf, ' '), max(end, e)
+			end = max(end, c.shape(c.valueOf(k)))
+			c.buf = append(c.buf, ' ')
 		}
 		return SkipWS(in, end) + 1
 	case '[':
 		for i = SkipWS(in, i+1); in[i] != ']'; {
-			if i = c.shape(i); i < 0 {
-				return -1
-			}
-			c.buf = append(c.buf, ' ')
-			if i = SkipWS(in, i); in[i] == ',' {
+			i = SkipWS(in, c.shape(i))
+			if c.buf = append(c.buf, ' '); in[i] == ',' {
 				i = SkipWS(in, i+1)
 			}
 		}
@@ -194,9 +189,7 @@ func (c *Args) shape(i int) int {
 	}
 	e := canonScanNumber(in, i)
 	f, err := strconv.ParseFloat(string(in[i:e]), 64)
-	if err != nil {
-		return -1
-	}
+	c.inf = c.inf || err != nil
 	c.buf = strconv.AppendFloat(c.buf, f, 'g', -1, 64)
 	return e
 }

@@ -44,6 +44,7 @@ const (
 type Args struct {
 	in     []byte
 	ok     bool       // valid JSON within canonMaxBytes and canonMaxDepth
+	inf    bool       // Shape met a number out of float64's range
 	objs   []canonObj // the objects, in the order they open
 	keys   []int32    // their members' key positions, each object's in key order
 	open   []int32    // key positions of the members of the objects being scanned
