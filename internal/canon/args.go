@@ -20,8 +20,7 @@ func (c *Args) topKeys() []int32 {
 	return nil
 }
 
-// stringValue returns the raw content of the value of the key at in[k] if
-// it is a string.
+// stringValue returns the raw content of the key at in[k]'s string value.
 func (c *Args) stringValue(k int32) ([]byte, bool) {
 	i := c.valueOf(k)
 	if c.in[i] != '"' {
