@@ -11,9 +11,6 @@ import (
 	"unicode/utf8"
 )
 
-// What the rules read of a call's arguments, from the members Args.Scan
-// listed: nothing here scans the payload again.
-
 // topKeys returns the key positions of the top-level object's members, in
 // key order; nil for any other payload.
 func (c *Args) topKeys() []int32 {
@@ -23,8 +20,7 @@ func (c *Args) topKeys() []int32 {
 	return nil
 }
 
-// stringValue returns the raw content of the value of the key at in[k] if
-// it is a string.
+// stringValue returns the raw content of the key at in[k]'s string value.
 func (c *Args) stringValue(k int32) ([]byte, bool) {
 	i := c.valueOf(k)
 	if c.in[i] != '"' {
@@ -102,15 +98,14 @@ const (
 // unchanged. It allocates only to grow dst.
 func (c *Args) AppendNames(dst []byte) []byte {
 	type name struct {
-		b [canonNameMax]byte
+		b [canonNameMax + utf8.UTFMax]byte // room for a rune unescape adds past its limit
 		n int
 	}
 	var store [canonNamesMax + 1]name // the smallest names, sorted
 	set := store[:0]
 	for _, k := range c.topKeys() {
-		var key [canonNameMax + utf8.UTFMax]byte
 		var nm name
-		nm.n = copy(nm.b[:], unescape(key[:0], c.rawStr(k), false, canonNameMax))
+		nm.n = min(len(unescape(nm.b[:0], c.rawStr(k), false, canonNameMax)), canonNameMax)
 		for i, ch := range nm.b[:nm.n] {
 			if ch < 0x20 || ch >= 0x7f || ch == ',' {
 				nm.b[i] = '?'
@@ -123,14 +118,14 @@ func (c *Args) AppendNames(dst []byte) []byte {
 			set = slices.Insert(set[:min(len(set), len(store)-1)], pos, nm)
 		}
 	}
-	for i, nm := range set[:min(len(set), canonNamesMax)] {
+	for i, nm := range set {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
+		if i == canonNamesMax {
+			return append(dst, "…"...) // more names than listed
+		}
 		dst = append(dst, nm.b[:nm.n]...)
-	}
-	if len(set) > canonNamesMax {
-		dst = append(dst, ",…"...)
 	}
 	return dst
 }
@@ -145,15 +140,17 @@ func (c *Args) AppendNames(dst []byte) []byte {
 // masked as they are. The shape stays in memory for the failure rule: it
 // is never logged.
 func (c *Args) Shape() string {
-	c.buf = c.buf[:0]
-	if i := SkipWS(c.in, 0); len(c.in) <= InspectMax && c.ok && i < len(c.in) && c.shape(i) >= 0 {
-		return cutShape(maskError(string(c.buf)))
+	c.buf, c.inf = c.buf[:0], false
+	if i := SkipWS(c.in, 0); len(c.in) <= InspectMax && c.ok && i < len(c.in) {
+		if c.shape(i); !c.inf {
+			return cutShape(maskError(string(c.buf)))
+		}
 	}
 	return cutShape(maskError(string(c.in[:min(len(c.in), InspectMax)])))
 }
 
 // shape appends the shape of the value at in[i] to buf and returns the
-// index after the value, or -1 for a number out of float64's range. An
+// index after the value; a number out of float64's range sets inf. An
 // object's members are written in key order, the last of duplicate keys
 // only, as encoding/json decodes them into a map.
 func (c *Args) shape(i int) int {
@@ -165,20 +162,14 @@ func (c *Args) shape(i int) int {
 			b = c.keyRun(ks, a)
 			k := slices.Max(ks[a:b])
 			c.buf = append(appendDecoded(c.buf, c.rawStr(k)), ':', ' ')
-			e := c.shape(c.valueOf(k))
-			if e < 0 {
-				return -1
-			}
-			c.buf, end = append(c.buf, ' '), max(end, e)
+			end = max(end, c.shape(c.valueOf(k)))
+			c.buf = append(c.buf, ' ')
 		}
 		return SkipWS(in, end) + 1
 	case '[':
 		for i = SkipWS(in, i+1); in[i] != ']'; {
-			if i = c.shape(i); i < 0 {
-				return -1
-			}
-			c.buf = append(c.buf, ' ')
-			if i = SkipWS(in, i); in[i] == ',' {
+			i = SkipWS(in, c.shape(i))
+			if c.buf = append(c.buf, ' '); in[i] == ',' {
 				i = SkipWS(in, i+1)
 			}
 		}
@@ -197,9 +188,7 @@ func (c *Args) shape(i int) int {
 	}
 	e := canonScanNumber(in, i)
 	f, err := strconv.ParseFloat(string(in[i:e]), 64)
-	if err != nil {
-		return -1
-	}
+	c.inf = c.inf || err != nil
 	c.buf = strconv.AppendFloat(c.buf, f, 'g', -1, 64)
 	return e
 }
@@ -233,24 +222,16 @@ func (c *Args) EachScalar(ignore []string, fn func(name, value []byte, str bool)
 	if len(keys) == 0 {
 		return false
 	}
-	in := c.in
 	for _, k := range keys {
 		if c.ignored(k, ignore) {
 			continue
 		}
 		i := c.valueOf(k)
-		var v []byte
-		switch {
-		case in[i] == '"':
-			v = c.rawStr(int32(i))
-		case in[i] == 't' || in[i] == 'f' || in[i] == 'n':
-			v = in[i:canonScanLiteral(in, i)]
-		case in[i] == '-' || canonIsDigit(in[i]):
-			v = in[i:canonScanNumber(in, i)]
-		default:
-			return false // an object or an array
+		if c.in[i] == '{' || c.in[i] == '[' {
+			return false
 		}
-		if !fn(c.rawStr(k), v, in[i] == '"') {
+		str := c.in[i] == '"'
+		if !fn(c.rawStr(k), c.in[i+b2i(str):c.scanValue(i, 0)-b2i(str)], str) {
 			return false
 		}
 	}

@@ -44,6 +44,7 @@ const (
 type Args struct {
 	in     []byte
 	ok     bool       // valid JSON within canonMaxBytes and canonMaxDepth
+	inf    bool       // Shape met a number out of float64's range
 	objs   []canonObj // the objects, in the order they open
 	keys   []int32    // their members' key positions, each object's in key order
 	open   []int32    // key positions of the members of the objects being scanned
@@ -82,22 +83,21 @@ func (c *Args) Scan(in []byte) {
 	}
 }
 
-// Hash returns the hash of the scanned payload (docs/concepts.md, "How
-// arguments are hashed") with the top-level members whose key is in ignore
-// dropped.
+// Hash returns the hash of the scanned payload without the top-level
+// members whose key is in ignore (docs/concepts.md, "How arguments are hashed").
 func (c *Args) Hash(ignore []string) [16]byte {
 	if c.h == nil {
 		c.h = sha256.New()
 	}
 	c.h.Reset()
-	if c.ok {
-		c.buf, c.ignore = append(c.buf[:0], canonPrefixJSON...), ignore
+	if c.buf, c.ignore = c.buf[:0], ignore; c.ok {
+		c.write([]byte(canonPrefixJSON))
 		c.form()
-		c.h.Write(c.buf)
 	} else {
-		c.h.Write(append(c.buf[:0], canonPrefixRaw...))
-		c.h.Write(c.in)
+		c.write([]byte(canonPrefixRaw))
+		c.write(c.in)
 	}
+	c.h.Write(c.buf)
 	return [16]byte(c.h.Sum(c.sum[:0]))
 }
 
@@ -113,19 +113,17 @@ func (c *Args) form() {
 // scanValue validates the value at in[i:] (after white space) inside
 // depth arrays and objects, and returns the index after it, or -1.
 func (c *Args) scanValue(i, depth int) int {
-	in := c.in
-	if i = SkipWS(in, i); i < 0 || i >= len(in) {
-		return -1
-	}
-	switch in[i] {
+	switch i = SkipWS(c.in, i); canonAt(c.in, i) {
 	case '{', '[':
 		return c.scanContainer(i, depth+1)
 	case '"':
-		return ScanString(in, i)
+		return ScanString(c.in, i)
 	case 't', 'f', 'n':
-		return canonScanLiteral(in, i)
+		return canonScanLiteral(c.in, i)
+	case 0:
+		return -1 // the end of the payload, or a byte no value starts with
 	}
-	return canonScanNumber(in, i)
+	return canonScanNumber(c.in, i)
 }
 
 // scanContainer is scanValue of the array or object at in[i], the
@@ -141,17 +139,24 @@ func (c *Args) scanContainer(i, depth int) int {
 		c.objs = append(canonGrow(c.objs, 1), canonObj{start: int32(i)})
 	}
 	for first := true; ; first = false {
-		if i = SkipWS(in, i+1); first && i < len(in) && in[i] == closer {
+		if i = SkipWS(in, i+1); first && canonAt(in, i) == closer {
 			break
 		}
 		if obj {
-			i = c.scanKey(i)
+			if canonAt(in, i) != '"' {
+				return -1
+			}
+			c.open = append(canonGrow(c.open, 1), int32(i))
+			if i = SkipWS(in, ScanString(in, i)); canonAt(in, i) != ':' {
+				return -1
+			}
+			i++
 		}
-		if i = SkipWS(in, c.scanValue(i, depth)); i < 0 || i >= len(in) || in[i] != ',' {
+		if i = SkipWS(in, c.scanValue(i, depth)); canonAt(in, i) != ',' {
 			break
 		}
 	}
-	if i < 0 || i >= len(in) || in[i] != closer {
+	if canonAt(in, i) != closer {
 		return -1
 	}
 	if obj {
@@ -160,26 +165,11 @@ func (c *Args) scanContainer(i, depth int) int {
 	return i + 1
 }
 
-// scanKey validates the key and the colon of a member at in[i], adds the
-// key's position to open and returns the index after the colon, or -1.
-func (c *Args) scanKey(i int) int {
-	in := c.in
-	if i >= len(in) || in[i] != '"' {
-		return -1
-	}
-	c.open = append(canonGrow(c.open, 1), int32(i))
-	if i = SkipWS(in, ScanString(in, i)); i < 0 || i >= len(in) || in[i] != ':' {
-		return -1
-	}
-	return i + 1
-}
-
 // list sorts the key positions open[base:] of objs[o] into keys.
 func (c *Args) list(o, base int) {
 	n := len(c.open) - base
 	if base == 0 && len(c.keys) == 0 {
-		// The outermost object, nothing else listed: its keys stay where
-		// they are, which saves copying the longest list.
+		// The outermost object alone: its keys stay, saving the longest copy.
 		c.keys, c.open = c.open, c.keys
 	} else {
 		c.keys = append(canonGrow(c.keys, n), c.open[base:]...)
@@ -189,8 +179,7 @@ func (c *Args) list(o, base int) {
 	c.open = c.open[:base]
 }
 
-// members returns the key positions, in key order, of the members of the
-// object at in[i].
+// members returns the key positions of the object at in[i], in key order.
 func (c *Args) members(i int) []int32 {
 	k, _ := slices.BinarySearchFunc(c.objs, int32(i), func(o canonObj, start int32) int {
 		return cmp.Compare(o.start, start)
@@ -199,8 +188,7 @@ func (c *Args) members(i int) []int32 {
 	return c.keys[o.off : o.off+o.n]
 }
 
-// value writes the canonical form of the value at in[i] and returns the
-// index after it.
+// value writes the canonical form of the value at in[i]; it returns its end.
 func (c *Args) value(i int) int {
 	in := c.in
 	switch in[i] {
@@ -229,29 +217,23 @@ func (c *Args) value(i int) int {
 	return e
 }
 
-// object writes the canonical form of the object at in[i] and returns the
-// index after it: its members in key order, without the ignored keys at
-// the top level (the index returned is then wrong if the last member is
-// ignored; it is not used).
+// object is value for the object at in[i]: its members in key order,
+// without the ignored keys at the top level (the end returned is then wrong
+// if the last member is ignored; it is not used).
 func (c *Args) object(i int) int {
 	ks := c.members(i)
 	drop := len(c.ignore) > 0 && i == SkipWS(c.in, 0)
 	c.byte('{')
 	end, wrote := i+1, false // end: of the last value in the payload
 	for a, b := 0, 0; a < len(ks); a = b {
-		b = c.keyRun(ks, a)
-		if drop && c.ignored(ks[a], c.ignore) {
+		if b = c.keyRun(ks, a); drop && c.ignored(ks[a], c.ignore) {
 			continue
 		}
 		if wrote {
 			c.byte(',')
 		}
 		wrote = true
-		if b == a+1 {
-			end = max(end, c.member(int(ks[a])))
-		} else {
-			end = max(end, c.duplicates(ks[a:b]))
-		}
+		end = max(end, c.run(ks[a:b]))
 	}
 	c.byte('}')
 	return SkipWS(c.in, end) + 1
@@ -271,25 +253,22 @@ func (c *Args) ignored(k int32, ignore []string) bool {
 	return slices.ContainsFunc(ignore, func(s string) bool { return c.keyIs(k, s) })
 }
 
-// member writes the member whose key is at in[i], `"key":value`, and
-// returns the index after its value.
-func (c *Args) member(i int) int {
-	i = SkipWS(c.in, c.str(i))
-	c.byte(':')
-	return c.value(SkipWS(c.in, i+1))
-}
-
 // valueOf returns the position of the value of the key at in[k].
 func (c *Args) valueOf(k int32) int {
 	return SkipWS(c.in, SkipWS(c.in, ScanString(c.in, int(k)))+1)
 }
 
-// duplicates writes the members whose keys, at the positions ks, are equal,
-// ordered by their canonical values. The values are written to vals first,
-// to be compared, their spans to spans; both are truncated back when done,
-// so nested duplicates share them. It returns the index after the value
-// that ends last in the payload.
-func (c *Args) duplicates(ks []int32) int {
+// run writes the members, `"key":value`, whose keys, at the positions ks,
+// are equal, duplicates ordered by their canonical values: these are
+// written to vals first, to be compared, their spans to spans; both are
+// truncated back when done, so nested duplicates share them. It returns
+// the index after the value that ends last in the payload.
+func (c *Args) run(ks []int32) int {
+	if len(ks) == 1 {
+		c.str(int(ks[0]))
+		c.byte(':')
+		return c.value(c.valueOf(ks[0]))
+	}
 	v0, s0, end := len(c.vals), len(c.spans), 0
 	c.mat++
 	for _, k := range ks {
@@ -312,23 +291,18 @@ func (c *Args) duplicates(ks []int32) int {
 		c.write(c.vals[sp[0]:sp[1]])
 	}
 	c.spans = c.spans[:s0]
-	// Nested, the members were written to vals too: move them over the
-	// values.
+	// Nested, the members went to vals too: move them over the values.
 	c.vals = append(c.vals[:v0], c.vals[min(v1, len(c.vals)):]...)
 	return end
 }
 
-// str writes the canonical encoding of the valid string at in[i] and
-// returns the index after it: escapes decoded, then written as
-// canonAppendRune and canonAppendByte write them.
+// str is value for the valid string at in[i]: escapes decoded, then
+// written as canonAppendRune and canonAppendByte write them.
 func (c *Args) str(i int) int {
 	in := c.in
 	c.byte('"')
 	for j := i + 1; ; {
-		k := j
-		for in[k] != '"' && in[k] != '\\' {
-			k++
-		}
+		k := j + bytes.IndexAny(in[j:], `"\`)
 		c.write(in[j:k])
 		if in[k] == '"' {
 			c.byte('"')
@@ -394,8 +368,7 @@ func (c *Args) cmpKeys(a, b int32) int { return bytes.Compare(c.key(a, &c.ka), c
 // keyIs reports whether the key at in[k] decodes to s.
 func (c *Args) keyIs(k int32, s string) bool { return string(c.key(k, &c.ka)) == s }
 
-// rawStr returns the content, escapes not decoded, of the valid string at
-// in[k].
+// rawStr returns the raw content (escapes kept) of the string at in[k].
 func (c *Args) rawStr(k int32) []byte {
 	return c.in[k+1 : ScanString(c.in, int(k))-1]
 }
@@ -407,21 +380,18 @@ func (c *Args) rawStr(k int32) []byte {
 func unescape(dst, raw []byte, exact bool, limit int) []byte {
 	for len(raw) > 0 && len(dst) < limit {
 		k := bytes.IndexByte(raw, '\\')
-		if k != 0 {
-			if k < 0 {
-				k = len(raw)
-			}
-			dst = append(dst, raw[:min(k, limit-len(dst))]...)
-			raw = raw[k:]
+		if k < 0 {
+			k = len(raw)
+		}
+		if k > 0 {
+			dst, raw = append(dst, raw[:min(k, limit-len(dst))]...), raw[k:]
 			continue
 		}
 		r, n := canonDecodeEscape(raw, 0)
-		if exact {
-			dst = canonAppendRune(dst, r)
-		} else {
-			dst = utf8.AppendRune(dst, r)
+		if !exact && utf16.IsSurrogate(r) {
+			r = utf8.RuneError
 		}
-		raw = raw[n:]
+		dst, raw = canonAppendRune(dst, r), raw[n:]
 	}
 	return dst
 }
@@ -439,9 +409,8 @@ const (
 	canonEscaped = "\"\\\b\f\n\r\t/"
 )
 
-// canonAppendByte appends the canonical string encoding of the byte b:
-// the short escapes where JSON has them (but for '/'), \u00XX for other
-// control bytes.
+// canonAppendByte appends the canonical string encoding of the byte b: the
+// short escapes but \/, \u00XX for other control bytes.
 func canonAppendByte(dst []byte, b byte) []byte {
 	if k := strings.IndexByte(canonEscaped[:7], b); k >= 0 {
 		return append(dst, '\\', canonEscapes[k])
@@ -463,9 +432,8 @@ func canonAppendRune(dst []byte, r rune) []byte {
 }
 
 // canonDecodeEscape decodes the validated escape at raw[j] and returns the
-// rune and the index after it. A \u escape of a high surrogate followed by a
-// \u escape of a low surrogate decodes to one rune; lone surrogates are
-// returned as they are.
+// rune and the index after it. A surrogate pair of \u escapes decodes to
+// one rune; lone surrogates are returned as they are.
 func canonDecodeEscape(raw []byte, j int) (rune, int) {
 	if raw[j+1] != 'u' {
 		return rune(canonSimpleEscape(raw[j+1])), j + 2
@@ -479,8 +447,7 @@ func canonDecodeEscape(raw []byte, j int) (rune, int) {
 	return r, j + 6
 }
 
-// canonSimpleEscape returns the byte the valid one-letter escape \c stands
-// for.
+// canonSimpleEscape returns the byte the valid escape \c stands for.
 func canonSimpleEscape(c byte) byte { return canonEscaped[strings.IndexByte(canonEscapes, c)] }
 
 // canonHex4 decodes four validated hexadecimal digits.
@@ -492,25 +459,25 @@ func canonHex4(b []byte) rune {
 // SkipWS returns the index of the first non-whitespace byte at or after i
 // (-1 if i is -1).
 func SkipWS(in []byte, i int) int {
-	for 0 <= i && i < len(in) {
-		switch in[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
+	for 0 <= i && i < len(in) && (in[i] == ' ' || in[i] == '\t' || in[i] == '\n' || in[i] == '\r') {
+		i++
 	}
 	return i
 }
 
-func canonIsDigit(c byte) bool { return '0' <= c && c <= '9' }
-
-func canonIsHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'f'
+// canonAt returns in[i], or 0 if i is out of range.
+func canonAt(in []byte, i int) byte {
+	if 0 <= i && i < len(in) {
+		return in[i]
+	}
+	return 0
 }
 
-// canonScanLiteral returns the end of the literal true, false or null at
-// in[i], or -1.
+func canonIsDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+func canonIsHex(c byte) bool { return canonIsDigit(c) || 'a' <= c|0x20 && c|0x20 <= 'f' }
+
+// canonScanLiteral returns the end of true, false or null at in[i], or -1.
 func canonScanLiteral(in []byte, i int) int {
 	for _, lit := range [...]string{"true", "false", "null"} {
 		if bytes.HasPrefix(in[i:], []byte(lit)) {
@@ -541,15 +508,12 @@ func canonAppendNumber(dst, num []byte) []byte {
 		return append(dst[:p0], '0')
 	}
 	p1 := len(dst)
-	if neg {
-		dst = append(dst, '-')
-	}
+	dst = append(dst, num[:b2i(neg)]...)
 	e, err := strconv.ParseInt(string(exp), 10, 64)
 	adj, k := int64(len(whole)-lead), int64(len(d))
 	switch n := adj + e; {
 	case err != nil || e <= -1<<60 || e >= 1<<60:
-		// An astronomical exponent: n is far outside the plain forms.
-		// Compute n-1 exactly.
+		// An astronomical exponent, far outside the plain forms: n-1 exactly.
 		var x big.Int
 		x.SetString(string(exp), 10)
 		dst = x.Add(&x, big.NewInt(adj-1)).Append(canonAppendMantissa(dst, d), 10)
@@ -583,28 +547,23 @@ func canonDigitsEnd[T string | []byte](in T, i int) int {
 
 // canonScanNumber returns the end of the JSON number at in[i], or -1.
 func canonScanNumber(in []byte, i int) int {
-	if i < len(in) && in[i] == '-' {
-		i++
-	}
+	i += b2i(canonAt(in, i) == '-')
 	e := canonDigitsEnd(in, i)
 	if e == i || in[i] == '0' && e > i+1 {
 		return -1 // no digit, or a leading zero
 	}
-	if i = e; i < len(in) && in[i] == '.' {
-		if i = canonDigitsEnd(in, i+1); in[i-1] == '.' {
+	if canonAt(in, e) == '.' {
+		if i, e = e+1, canonDigitsEnd(in, e+1); e == i {
 			return -1
 		}
 	}
-	if i < len(in) && in[i]|0x20 == 'e' {
-		if i++; i < len(in) && (in[i] == '+' || in[i] == '-') {
-			i++
-		}
+	if canonAt(in, e)|0x20 == 'e' {
+		i = e + 1 + b2i(canonAt(in, e+1) == '+' || canonAt(in, e+1) == '-')
 		if e = canonDigitsEnd(in, i); e == i {
 			return -1
 		}
-		i = e
 	}
-	return i
+	return e
 }
 
 // ScanString validates the JSON string starting with the quote at
