@@ -20,14 +20,9 @@ type Entry struct {
 	// letters, digits, '_' and single spaces, at most 256 runes); for other
 	// tools, the sorted names of its top-level arguments, never their
 	// values (at most 8 names of at most 32 bytes), or "arguments of N
-	// bytes" past 64 KiB. Secrets are redacted from both: provider key
-	// prefixes (sk-…, ghp_…, AKIA…), the word after bearer, basic or token,
-	// the value of password=, token:, api_key=, X-Api-Key: and similar
-	// names, also inside a URL's query, a path or a connection string
-	// (?key=…, &access_token=…, ;Password=…;, :_authToken=…), a URL's
-	// user and password, a webhook URL's path (Slack, Discord, Teams), and
-	// long random-looking strings (24 or more letters and digits with high
-	// entropy) read "[REDACTED]" ("redacted" in a normalized query).
+	// bytes" past 64 KiB. Secrets (provider keys, passwords, tokens, a URL's
+	// user and password: docs/concepts.md, "Redaction") read "[REDACTED]"
+	// in both ("redacted" in a normalized query).
 	Purpose string  `json:"purpose"`
 	Verdict Verdict `json:"verdict"`
 	Reason  Reason  `json:"reason"`
@@ -203,10 +198,8 @@ func (l *ledger) isCycle(p, n int) bool {
 		if e.desc == nil || e.desc.rule.exempt {
 			return false
 		}
-		if i+p < n {
-			if !e.same(l.recent(i+p)) || e.newResult {
-				return false
-			}
+		if i+p < n && (!e.same(l.recent(i+p)) || e.newResult) {
+			return false
 		}
 	}
 	// The calls of one period are distinct.
