@@ -77,29 +77,39 @@ func (e *escalation) insisted(p *probe, changes uint32) (firing, bool) {
 // turn (ok false: the call goes on to the next rule).
 func (e *escalation) decide(p *probe, f firing, action Action, changes uint32) (v Verdict, ok bool) {
 	r, scoped := e.scopes[f.scope]
-	if f.once && scoped {
-		return Allow, false
+	if f.once {
+		if scoped {
+			return Allow, false
+		}
+		e.remember(p, f, changes, false)
+		if action != ActionHint {
+			return Abort, true
+		}
+		return Hint, true
 	}
-	callScope := f.scope.key != (callKey{}) // a call's scope is its hint, read below
+	if f.scope.key != (callKey{}) {
+		scoped = false // a call's scope is its hint, read below
+	}
 	h, called := e.calls[p.key]
-	insists := scoped && !callScope && r != p.round || called && h.changes == changes && h.round != p.round
-	if !f.once && (f.abort || action != ActionHint || insists) {
+	insists := scoped && r != p.round || called && h.changes == changes && h.round != p.round
+	if f.abort || action != ActionHint || insists {
 		return Abort, true
 	}
+	e.remember(p, f, changes, true)
+	return Hint, true
+}
+
+func (e *escalation) remember(p *probe, f firing, changes uint32, call bool) {
 	if e.scopes == nil {
 		e.scopes = make(map[hintScope]uint64)
 		e.calls = make(map[callKey]callHint)
 	}
-	if f.once || !callScope {
+	if !call || f.scope.key == (callKey{}) {
 		e.scopes[f.scope] = p.round
 	}
-	if f.once && action != ActionHint {
-		return Abort, true
-	}
-	if !f.once {
+	if call {
 		e.calls[p.key] = callHint{round: p.round, changes: changes, reason: f.reason}
 	}
-	return Hint, true
 }
 
 // forget drops the hint of a call that made progress.

@@ -56,11 +56,7 @@ func (s *Sessions) Release(t *Tracker) {
 	b := batch{evs: events{on: t.cfg.hooked}}
 	b.drop(t.turn.pending)
 	b.drop(t.stale)
-	t.ledger = ledger{}
-	t.turn = turnState{}
-	t.turn.init(t.cfg)
-	t.stale = nil
-	t.initRules()
+	t.clearState()
 	t.mu.Unlock()
 
 	t.toolMu.Lock()

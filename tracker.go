@@ -108,14 +108,17 @@ func NewTracker(p Policy) *Tracker {
 
 func newTracker(cfg *config) *Tracker {
 	t := &Tracker{cfg: cfg, turnNo: 1}
-	t.turn.init(cfg)
-	t.initRules()
+	t.clearState()
 	return t
 }
 
-// initRules starts the loop rules with no state.
-func (t *Tracker) initRules() {
+// clearState starts the ledger, the turn and the loop rules with no state.
+func (t *Tracker) clearState() {
 	cfg := t.cfg
+	t.ledger = ledger{}
+	t.stale = nil
+	t.turn = turnState{}
+	t.turn.init(cfg)
 	t.limits = limits{cfg: cfg}
 	t.repeats = repeats{}
 	t.similar = similar{cfg: cfg}
@@ -579,9 +582,10 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	if o.Cancelled {
 		return t.cancel(ctx, c)
 	}
-	out := outcome{failed: o.Err != nil}
 	sc := getScratch() // a failure's arguments are scanned once for their shape and key
 	defer sc.release()
+	out := &sc.out
+	out.failed = o.Err != nil
 	raw := o.Result // kept with KeepRaw
 	if out.failed {
 		raw = o.Err.Error()
@@ -605,7 +609,6 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	}
 	b := batch{now: t.cfg.now(), evs: events{on: t.cfg.hooked}}
 	t.mu.Lock()
-	sc.out = out
 	phase, pc := t.recordLocked(c, raw, t.keyLocked(c, sc, scanned), sc, &b)
 	t.mu.Unlock()
 	if pc.res.r.ID != "" {
