@@ -52,10 +52,11 @@ func (h *Hash) UnmarshalText(b []byte) error {
 // through the detector interface, each would otherwise be allocated per
 // call (4 allocations per allowed call; TestAllocsExactPath).
 type scratch struct {
-	scan canon.Args
-	p    probe
-	ks   keyState
-	out  outcome
+	scan  canon.Args
+	p     probe
+	ks    keyState
+	out   outcome
+	names []byte // the call's argument names or size (see inspect)
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}

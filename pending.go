@@ -97,12 +97,10 @@ func takeAt(ps *[]pendingCall, i int) pendingCall {
 // allowUncheckedLocked books a call recorded without being checked as
 // allowed, so that the turn stays exact, and returns its pending call.
 func (t *Tracker) allowUncheckedLocked(c Call, b *batch) pendingCall {
-	var buf [128]byte
-	p, names := t.inspect(c, buf[:0])
+	p := t.inspect(c, t.round.Add(1))
 	defer p.done()
-	p.round = t.round.Add(1)
 	t.probeLocked(p)
-	t.bookLocked(c, p, names, Decision{Phase: t.turn.phase}, nil, b)
+	t.bookLocked(c, p, Decision{Phase: t.turn.phase}, nil, b)
 	return takeAt(&t.turn.pending, len(t.turn.pending)-1)
 }
 

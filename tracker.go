@@ -301,13 +301,14 @@ func (p *probe) shape() string { return p.s.scan.Shape() }
 // done releases the probe: it must not be used after.
 func (p *probe) done() { p.s.release() }
 
-// inspect derives the probe of a call from one scan of its arguments (kept
-// until p.done) and, when it has no query, appends the call's purpose (its
-// argument names) to buf, which can stay on the caller's stack.
-func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
+// inspect derives the probe of a call of round from one scan of its
+// arguments (kept until p.done) and, when it has no query, its purpose (its
+// argument names: scratch.names).
+func (t *Tracker) inspect(c Call, round uint64) *probe {
 	sc := getScratch()
 	p := &sc.p
-	*p = probe{tool: t.tool(c.Tool), s: sc}
+	*p = probe{round: round, tool: t.tool(c.Tool), s: sc}
+	sc.names = sc.names[:0]
 	p.rule = p.tool.rule
 	s := &sc.scan
 	s.Scan(c.Args)
@@ -329,17 +330,18 @@ func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
 		if len(c.Args) > canon.InspectMax {
 			// Described by size: large arguments are hashed, not read for a
 			// URL or names.
-			buf = strconv.AppendInt(append(buf, "arguments of "...), int64(len(c.Args)), 10)
-			return p, append(buf, " bytes"...)
+			sc.names = strconv.AppendInt(append(sc.names, "arguments of "...), int64(len(c.Args)), 10)
+			sc.names = append(sc.names, " bytes"...)
+			return p
 		}
 		if t.cfg.window > 0 && !p.rule.exempt {
 			if host, path, ok := s.URL(); ok {
 				p.url = host + path
 			}
 		}
-		buf = s.AppendNames(buf)
+		sc.names = s.AppendNames(sc.names)
 	}
-	return p, buf
+	return p
 }
 
 // queryKeys are the argument keys a search query is taken from, in order.
@@ -351,14 +353,12 @@ var queryKeys = []string{"query", "search_query", "q", "text", "question", "prom
 // allow, which are then decided again with its grants, after the others.
 func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds []Decision) {
 	type asking struct {
-		i     int
-		p     *probe
-		names []byte
+		i int
+		p *probe
 	}
 	var wait []asking
 	var rules []*toolRule // of wait's calls
 	b := batch{now: t.cfg.now(), evs: events{on: t.cfg.hooked}}
-	var buf [128]byte
 	for i, c := range calls {
 		switch {
 		case t.released.Load():
@@ -368,11 +368,10 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds
 			ds[i] = t.invalid(ctx, c, round)
 			continue
 		}
-		p, names := t.inspect(c, buf[:0])
-		p.round = round
-		d, ask := t.decide(c, p, names, nil, &b)
+		p := t.inspect(c, round)
+		d, ask := t.decide(c, p, nil, &b)
 		if ask {
-			wait = append(wait, asking{i, p, slices.Clone(names)})
+			wait = append(wait, asking{i, p})
 			rules = append(rules, p.rule)
 		} else {
 			p.done()
@@ -392,7 +391,7 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds
 				refused = nil
 				g = t.reserve(ctx, calls[w.i], rules[k:k+1], &b.evs)[0]
 			}
-			ds[w.i], _ = t.decide(calls[w.i], w.p, w.names, g, &b)
+			ds[w.i], _ = t.decide(calls[w.i], w.p, g, &b)
 			if g.r.ID != "" && ds[w.i].Verdict != Allow {
 				refused = append(refused, g.held)
 			}
@@ -426,11 +425,10 @@ func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
 // decide decides a call, under the lock, by the budget, the Store's grant g
 // and the loop rules, in order, and books the decision. A call that needs the
 // Store and has no grant yet is booked only when refused: otherwise ask is
-// true (ask the Store, then decide again with its grant). names is the
-// call's purpose when it has no query (see inspect). Sessions.Release sets
-// released under the lock: a call tested before the lock or waiting for the
-// Store may find it set here.
-func (t *Tracker) decide(c Call, p *probe, names []byte, g *grant, b *batch) (d Decision, ask bool) {
+// true (ask the Store, then decide again with its grant). Sessions.Release
+// sets released under the lock: a call tested before the lock or waiting
+// for the Store may find it set here.
+func (t *Tracker) decide(c Call, p *probe, g *grant, b *batch) (d Decision, ask bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.released.Load() {
@@ -455,7 +453,7 @@ func (t *Tracker) decide(c Call, p *probe, names []byte, g *grant, b *batch) (d 
 	if d.Verdict == Abort && ts.stop.reason == ReasonNone {
 		ts.stop = stop{reason: d.Reason, tool: p.rule}
 	}
-	t.bookLocked(c, p, names, d, g, b)
+	t.bookLocked(c, p, d, g, b)
 	b.evs.add(Event{Kind: EventDecision, Seq: p.seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, Decision: d, Phase: d.Phase})
 	t.phaseEvent(&b.evs, c, p.seq, from)
 	return d, false
@@ -473,9 +471,9 @@ func (t *Tracker) probeLocked(p *probe) {
 // bookLocked books the decision d of the call p: its ledger entry, and its
 // skip or, when allowed, its budget unit, counters, the rules' state and
 // its pending call (holding g's reservation, if any).
-func (t *Tracker) bookLocked(c Call, p *probe, names []byte, d Decision, g *grant, b *batch) {
+func (t *Tracker) bookLocked(c Call, p *probe, d Decision, g *grant, b *batch) {
 	ts := &t.turn
-	p.seq = t.appendLocked(c, p.args, t.descLocked(p, names), p.round, b.now, d)
+	p.seq = t.appendLocked(c, p.args, t.descLocked(p), p.round, b.now, d)
 	p.ks.used = true
 	if d.Verdict != Allow {
 		ts.skipped++
@@ -505,9 +503,10 @@ func (t *Tracker) bookLocked(c Call, p *probe, names []byte, d Decision, g *gran
 }
 
 // descLocked returns the ledger's description of a call: its tool and
-// purpose, its query or else the names of its arguments (names), with
-// secrets redacted.
-func (t *Tracker) descLocked(p *probe, names []byte) *callDesc {
+// purpose, its query or else the names of its arguments, with secrets
+// redacted.
+func (t *Tracker) descLocked(p *probe) *callDesc {
+	names := p.s.names
 	if p.purpose != "" || p.query != "" {
 		return &callDesc{rule: p.rule, purpose: cmp.Or(p.purpose, p.query)}
 	}
