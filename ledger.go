@@ -50,7 +50,7 @@ type Entry struct {
 type ledger struct {
 	entries []ledgerEntry
 	raw     []rawEntry // KeepRaw: one per entry
-	first   uint64     // Seq of entries[0]
+	dropped uint64     // entries trimmed: entries[i] has Seq dropped+i+1
 }
 
 type ledgerEntry struct {
@@ -85,9 +85,6 @@ type rawEntry struct {
 // add appends e, checked at at in round of turn, and returns its Seq, keeping at
 // least the newest size entries (0: all). With keepRaw it keeps raw too.
 func (l *ledger) add(e ledgerEntry, turn int, round uint64, at time.Time, raw rawEntry, size int, keepRaw bool) uint64 {
-	if len(l.entries) == 0 {
-		l.first = 1 // Seq is 1, 2, … over the session; trimming keeps an entry
-	}
 	// Keep the newest size entries, amortized O(1) per add (len-size ≥ size:
 	// 2*size may overflow).
 	if size > 0 && len(l.entries)-size >= size {
@@ -95,23 +92,23 @@ func (l *ledger) add(e ledgerEntry, turn int, round uint64, at time.Time, raw ra
 		if l.raw != nil {
 			l.raw = slices.Delete(l.raw, 0, len(l.raw)-size)
 		}
-		l.first += uint64(size)
+		l.dropped += uint64(size)
 	}
 	e.at, e.round, e.turn = at.Round(0), round, turn
 	l.entries = append(l.entries, e)
 	if keepRaw {
 		l.raw = append(l.raw, raw)
 	}
-	return l.first + uint64(len(l.entries)) - 1
+	return l.dropped + uint64(len(l.entries))
 }
 
 // finish books the outcome of the call seq and returns its turn, or 0 if
 // its entry was dropped.
 func (l *ledger) finish(seq uint64, failed, isNew bool, d time.Duration, result string, keepRaw bool) int {
-	if seq < l.first || seq-l.first >= uint64(len(l.entries)) {
+	if seq <= l.dropped || seq-l.dropped > uint64(len(l.entries)) {
 		return 0
 	}
-	i := seq - l.first
+	i := seq - l.dropped - 1
 	e := &l.entries[i]
 	e.done, e.failed, e.duration, e.newResult = true, failed, d, isNew
 	if keepRaw && i < uint64(len(l.raw)) {
@@ -134,7 +131,7 @@ func (l *ledger) snapshot(size int) []Entry {
 	for i := from; i < len(l.entries); i++ {
 		e := &l.entries[i]
 		out = append(out, Entry{
-			Seq:       l.first + uint64(i),
+			Seq:       l.dropped + uint64(i) + 1,
 			Turn:      e.turn,
 			Round:     e.round,
 			CallID:    e.callID,
