@@ -71,7 +71,7 @@ type Tracker struct {
 	ledger       ledger
 	stale        []pendingCall // calls allowed in earlier turns, not yet recorded
 
-	// The loop rules, in the order they run (see rules).
+	// The loop rules (see rules for their order).
 	limits   limits
 	repeats  repeats
 	similar  similar
@@ -254,15 +254,14 @@ func (t *Tracker) roundOf(ctx context.Context) uint64 {
 
 // ShouldSkipRound checks the calls that one model response asked for
 // together, as one round (see WithRound). The decisions are in the order of
-// calls. With a Store, the calls that the local rules allow reserve their
-// shared counters in one Store operation.
+// calls.
 func (t *Tracker) ShouldSkipRound(calls []Call) []Decision {
 	return t.ShouldSkipRoundContext(context.Background(), calls)
 }
 
 // ShouldSkipRoundContext is ShouldSkipRound with a context: for the Store
-// (one operation for the round, bounded by Policy.StoreTimeout) and for
-// the events. When ctx comes from WithRound, the calls join that round.
+// (the calls the local rules allow reserve their shared counters in one
+// operation, bounded by Policy.StoreTimeout) and for the events. When ctx comes from WithRound, the calls join that round.
 func (t *Tracker) ShouldSkipRoundContext(ctx context.Context, calls []Call) []Decision {
 	ds := make([]Decision, len(calls))
 	t.checkRound(ctx, calls, t.roundOf(ctx), ds)
