@@ -36,17 +36,17 @@ type grant struct {
 }
 
 // reserve asks the Store, outside the lock, in one operation bounded by
-// StoreTimeout, for the shared counters of calls of the rules (one round's
-// calls that the local rules allow, in order), unless the breaker holds it
+// StoreTimeout, for the shared counters of the calls ps (one round's calls
+// that the local rules allow, in order), unless the breaker holds it
 // back (store.ErrBreakerOpen), and tells the breaker how it went. A failure
 // is a storeError, reported for c as an EventStore, followed by the
 // breaker's change, if any.
-func (t *Tracker) reserve(ctx context.Context, c Call, rules []*toolRule, evs *events) []*grant {
-	rs := make([]store.Reservation, len(rules))
-	for i := range rules {
+func (t *Tracker) reserve(ctx context.Context, c Call, ps []*probe, evs *events) []*grant {
+	rs := make([]store.Reservation, len(ps))
+	for i := range ps {
 		var id [16]byte
 		_, _ = rand.Read(id[:])
-		rs[i] = store.Reservation{ID: hex.EncodeToString(id[:]), Counters: rules[i].counters, TTL: t.cfg.ttl}
+		rs[i] = store.Reservation{ID: hex.EncodeToString(id[:]), Counters: ps[i].rule.counters, TTL: t.cfg.ttl}
 	}
 	var gs []store.Grant
 	bt := t.cfg.breaker.Begin(t.cfg.now())

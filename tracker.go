@@ -351,12 +351,8 @@ var queryKeys = []string{"query", "search_query", "q", "text", "question", "prom
 // Store is asked, in one operation for the round, only for the calls they
 // allow, which are then decided again with its grants, after the others.
 func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds []Decision) {
-	type asking struct {
-		i int
-		p *probe
-	}
-	var wait []asking
-	var rules []*toolRule // of wait's calls
+	var wait []int      // the calls that ask the Store
+	var probes []*probe // theirs
 	b := batch{now: t.cfg.now(), evs: events{on: t.cfg.hooked}}
 	for i, c := range calls {
 		switch {
@@ -370,31 +366,31 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds
 		p := t.inspect(c, round)
 		d, ask := t.decide(c, p, nil, &b)
 		if ask {
-			wait = append(wait, asking{i, p})
-			rules = append(rules, p.rule)
+			wait = append(wait, i)
+			probes = append(probes, p)
 		} else {
 			p.done()
 		}
 		ds[i] = d
 	}
 	if len(wait) > 0 {
-		first := calls[wait[0].i]
+		first := calls[wait[0]]
 		var refused []held
-		for k, g := range t.reserve(ctx, first, rules, &b.evs) {
-			w := &wait[k]
+		for k, g := range t.reserve(ctx, first, probes, &b.evs) {
+			i, p := wait[k], probes[k]
 			if len(refused) > 0 && g.err == nil && !g.g.OK {
 				// The units of an earlier call of the round, refused after
 				// all, may be what the Store refused this one for: return
 				// them and ask again.
 				t.settle(ctx, first, refused, false, &b.evs)
 				refused = nil
-				g = t.reserve(ctx, calls[w.i], rules[k:k+1], &b.evs)[0]
+				g = t.reserve(ctx, calls[i], probes[k:k+1], &b.evs)[0]
 			}
-			ds[w.i], _ = t.decide(calls[w.i], w.p, g, &b)
-			if g.r.ID != "" && ds[w.i].Verdict != Allow {
+			ds[i], _ = t.decide(calls[i], p, g, &b)
+			if g.r.ID != "" && ds[i].Verdict != Allow {
 				refused = append(refused, g.held)
 			}
-			w.p.done()
+			p.done()
 		}
 		t.settle(ctx, first, refused, false, &b.evs) // nothing when none was refused
 	}
