@@ -46,31 +46,17 @@ func (h *Hash) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// hashArgs returns the hash of a JSON tool-call argument payload: two
-// payloads hash equal exactly when they are equal as JSON values, with the
-// top-level members whose key is in ignore dropped (docs/concepts.md, "How
-// arguments are hashed", says what equal means and which payloads are
-// hashed as raw bytes). It is one scan and one hash of internal/canon's
-// Args; a Tracker keeps the scan to read the query, the URL and the
-// argument names too.
-func hashArgs(args []byte, ignore []string) Hash {
-	s := getScratch()
-	s.scan.Scan(args)
-	h := Hash(s.scan.Hash(ignore))
-	s.release()
-	return h
-}
-
 // scratch is the state of one call being checked or recorded: the scan of
 // its arguments and, under the Tracker's lock, the probe, the key's state
 // and the outcome the rules read. It is pooled: handed to the rules
 // through the detector interface, each would otherwise be allocated per
 // call (4 allocations per allowed call; TestAllocsExactPath).
 type scratch struct {
-	scan canon.Args
-	p    probe
-	ks   keyState
-	out  outcome
+	scan  canon.Args
+	p     probe
+	ks    keyState
+	out   outcome
+	names []byte // the call's argument names or size (see inspect)
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}

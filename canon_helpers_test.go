@@ -47,3 +47,14 @@ func canonBenchDoc(size int) []byte {
 	b.WriteString(`],"count":1}`)
 	return b.Bytes()
 }
+
+// hashArgs returns the hash a Tracker takes of a JSON tool-call argument
+// payload, with the top-level members whose key is in ignore dropped
+// (docs/concepts.md, "How arguments are hashed").
+func hashArgs(args []byte, ignore []string) Hash {
+	s := getScratch()
+	s.scan.Scan(args)
+	h := Hash(s.scan.Hash(ignore))
+	s.release()
+	return h
+}

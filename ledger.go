@@ -20,14 +20,9 @@ type Entry struct {
 	// letters, digits, '_' and single spaces, at most 256 runes); for other
 	// tools, the sorted names of its top-level arguments, never their
 	// values (at most 8 names of at most 32 bytes), or "arguments of N
-	// bytes" past 64 KiB. Secrets are redacted from both: provider key
-	// prefixes (sk-…, ghp_…, AKIA…), the word after bearer, basic or token,
-	// the value of password=, token:, api_key=, X-Api-Key: and similar
-	// names, also inside a URL's query, a path or a connection string
-	// (?key=…, &access_token=…, ;Password=…;, :_authToken=…), a URL's
-	// user and password, a webhook URL's path (Slack, Discord, Teams), and
-	// long random-looking strings (24 or more letters and digits with high
-	// entropy) read "[REDACTED]" ("redacted" in a normalized query).
+	// bytes" past 64 KiB. Secrets (provider keys, passwords, tokens, a URL's
+	// user and password: docs/concepts.md, "Redaction") read "[REDACTED]"
+	// in both ("redacted" in a normalized query).
 	Purpose string  `json:"purpose"`
 	Verdict Verdict `json:"verdict"`
 	Reason  Reason  `json:"reason"`
@@ -55,7 +50,7 @@ type Entry struct {
 type ledger struct {
 	entries []ledgerEntry
 	raw     []rawEntry // KeepRaw: one per entry
-	first   uint64     // Seq of entries[0]
+	dropped uint64     // entries trimmed: entries[i] has Seq dropped+i+1
 }
 
 type ledgerEntry struct {
@@ -90,9 +85,6 @@ type rawEntry struct {
 // add appends e, checked at at in round of turn, and returns its Seq, keeping at
 // least the newest size entries (0: all). With keepRaw it keeps raw too.
 func (l *ledger) add(e ledgerEntry, turn int, round uint64, at time.Time, raw rawEntry, size int, keepRaw bool) uint64 {
-	if len(l.entries) == 0 {
-		l.first = 1 // Seq is 1, 2, … over the session; trimming keeps an entry
-	}
 	// Keep the newest size entries, amortized O(1) per add (len-size ≥ size:
 	// 2*size may overflow).
 	if size > 0 && len(l.entries)-size >= size {
@@ -100,23 +92,23 @@ func (l *ledger) add(e ledgerEntry, turn int, round uint64, at time.Time, raw ra
 		if l.raw != nil {
 			l.raw = slices.Delete(l.raw, 0, len(l.raw)-size)
 		}
-		l.first += uint64(size)
+		l.dropped += uint64(size)
 	}
 	e.at, e.round, e.turn = at.Round(0), round, turn
 	l.entries = append(l.entries, e)
 	if keepRaw {
 		l.raw = append(l.raw, raw)
 	}
-	return l.first + uint64(len(l.entries)) - 1
+	return l.dropped + uint64(len(l.entries))
 }
 
 // finish books the outcome of the call seq and returns its turn, or 0 if
 // its entry was dropped.
 func (l *ledger) finish(seq uint64, failed, isNew bool, d time.Duration, result string, keepRaw bool) int {
-	if seq < l.first || seq-l.first >= uint64(len(l.entries)) {
+	if seq <= l.dropped || seq-l.dropped > uint64(len(l.entries)) {
 		return 0
 	}
-	i := seq - l.first
+	i := seq - l.dropped - 1
 	e := &l.entries[i]
 	e.done, e.failed, e.duration, e.newResult = true, failed, d, isNew
 	if keepRaw && i < uint64(len(l.raw)) {
@@ -139,7 +131,7 @@ func (l *ledger) snapshot(size int) []Entry {
 	for i := from; i < len(l.entries); i++ {
 		e := &l.entries[i]
 		out = append(out, Entry{
-			Seq:       l.first + uint64(i),
+			Seq:       l.dropped + uint64(i) + 1,
 			Turn:      e.turn,
 			Round:     e.round,
 			CallID:    e.callID,
@@ -203,10 +195,8 @@ func (l *ledger) isCycle(p, n int) bool {
 		if e.desc == nil || e.desc.rule.exempt {
 			return false
 		}
-		if i+p < n {
-			if !e.same(l.recent(i+p)) || e.newResult {
-				return false
-			}
+		if i+p < n && (!e.same(l.recent(i+p)) || e.newResult) {
+			return false
 		}
 	}
 	// The calls of one period are distinct.

@@ -9,21 +9,15 @@ import (
 
 // pendingCall is an allowed call waiting for its Record.
 type pendingCall struct {
-	resID    string // the Store reservation, if any
-	resLocal bool   // held in the local fallback store (FailOpen)
-	seq      uint64
-	id       string
-	key      callKey
-	tool     *toolEntry
-	ks       *keyState // the key's state in the turn
-	round    uint64
-	at       time.Time
-	args     []byte // the caller's slice, not a copy: see keyLocked
-}
-
-// held returns the Store reservation the call holds.
-func (pc *pendingCall) held() held {
-	return heldBy(&grant{id: pc.resID, local: pc.resLocal}, pc.tool)
+	res   held // the Store reservation, if any (res.r.ID empty: none)
+	seq   uint64
+	id    string
+	key   callKey
+	tool  *toolEntry
+	ks    *keyState // the key's state in the turn
+	round uint64
+	at    time.Time
+	args  []byte // the caller's slice, not a copy: see keyLocked
 }
 
 // findPending returns the index of the pending call that a Record of (id,
@@ -31,26 +25,25 @@ func (pc *pendingCall) held() held {
 // the id, the one with that key first), else, when byKey is set, the
 // oldest with that key and no other id; -1 if none.
 func findPending(ps []pendingCall, id, tool string, key callKey, byKey bool) int {
-	first := -1
+	first, keyed := -1, -1
 	for i := range ps {
-		if id != "" && ps[i].id == id && ps[i].tool.rule.name == tool {
-			if ps[i].key == key {
+		pc := &ps[i]
+		switch {
+		case id != "" && pc.id == id && pc.tool.rule.name == tool:
+			if pc.key == key {
 				return i
 			}
 			if first < 0 {
 				first = i
 			}
+		case byKey && keyed < 0 && pc.key == key && (id == "" || pc.id == ""):
+			keyed = i
 		}
 	}
-	if first >= 0 || !byKey {
+	if first >= 0 {
 		return first
 	}
-	for i := range ps {
-		if ps[i].key == key && (id == "" || ps[i].id == "") {
-			return i
-		}
-	}
-	return -1
+	return keyed
 }
 
 // keyLocked returns the key of c: that of a pending call of the tool (with
@@ -103,13 +96,11 @@ func takeAt(ps *[]pendingCall, i int) pendingCall {
 
 // allowUncheckedLocked books a call recorded without being checked as
 // allowed, so that the turn stays exact, and returns its pending call.
-func (t *Tracker) allowUncheckedLocked(c Call, now time.Time, orphans *[]pendingCall) pendingCall {
-	var buf [128]byte
-	p, names := t.inspect(c, buf[:0])
+func (t *Tracker) allowUncheckedLocked(c Call, b *batch) pendingCall {
+	p := t.inspect(c, t.round.Add(1))
 	defer p.done()
-	p.round = t.round.Add(1)
 	t.probeLocked(p)
-	t.bookLocked(c, p, names, now, Decision{Phase: t.turn.phase}, nil, orphans)
+	t.bookLocked(c, p, Decision{Phase: t.turn.phase}, nil, b)
 	return takeAt(&t.turn.pending, len(t.turn.pending)-1)
 }
 
@@ -137,9 +128,9 @@ func (t *Tracker) cancel(ctx context.Context, c Call) Phase {
 	}
 	phase := t.turn.phase
 	t.mu.Unlock()
-	if ok && pc.resID != "" {
+	if ok && pc.res.r.ID != "" {
 		evs := events{on: t.cfg.hooked}
-		t.settle(ctx, c, []held{pc.held()}, false, &evs)
+		t.settle(ctx, c, []held{pc.res}, false, &evs)
 		t.emit(ctx, &evs)
 	}
 	return phase
@@ -151,35 +142,35 @@ func (w *window) forget(seq uint64) {
 	w.items = slices.DeleteFunc(w.items, func(it windowItem) bool { return it.seq == seq })
 }
 
-// dropLocked forgets pending calls never recorded (past maxPending or
-// maxStale, or at Release); those that hold a Store reservation go to
-// orphans, committed after the lock is released.
-func dropLocked(orphans *[]pendingCall, pcs []pendingCall) {
+// batch is what one operation collects under the lock for after it: its
+// time, its events and the Store reservations of the pending calls it
+// dropped (past maxPending or maxStale, or at Release).
+type batch struct {
+	now     time.Time
+	evs     events
+	orphans []held
+	of      Call // the first dropped call, for the Store's events
+}
+
+// drop forgets pending calls never recorded.
+func (b *batch) drop(pcs []pendingCall) {
 	for _, pc := range pcs {
-		if pc.resID != "" {
-			*orphans = append(*orphans, pendingCall{resID: pc.resID, resLocal: pc.resLocal, id: pc.id, key: pc.key, tool: pc.tool})
+		if pc.res.r.ID == "" {
+			continue
 		}
+		if len(b.orphans) == 0 {
+			b.of = Call{ID: pc.id, Tool: pc.tool.rule.name}
+		}
+		b.orphans = append(b.orphans, pc.res)
 	}
 }
 
-// settleOrphans commits the reservations of dropped calls, outside the
-// lock: they were allowed, and an allowed call counts against its quotas
-// whether or not it is ever recorded.
-func (t *Tracker) settleOrphans(ctx context.Context, orphans []pendingCall, evs *events) {
-	if len(orphans) == 0 {
-		return
+// flush commits the reservations of the dropped calls, outside the lock
+// (they were allowed, and an allowed call counts against its quotas whether
+// or not it is ever recorded), then delivers the events.
+func (t *Tracker) flush(ctx context.Context, b *batch) {
+	if len(b.orphans) > 0 {
+		t.settle(ctx, b.of, b.orphans, true, &b.evs)
 	}
-	hs := make([]held, len(orphans))
-	for i, pc := range orphans {
-		hs[i] = pc.held()
-	}
-	t.settle(ctx, Call{ID: orphans[0].id, Tool: orphans[0].tool.rule.name}, hs, true, evs)
-}
-
-// settleOrphansAlone settles orphans outside a call (Reset, Release), with
-// their own events.
-func (t *Tracker) settleOrphansAlone(orphans []pendingCall) {
-	evs := events{on: t.cfg.hooked}
-	t.settleOrphans(context.Background(), orphans, &evs)
-	t.emit(context.Background(), &evs)
+	t.emit(ctx, &b.evs)
 }

@@ -1,6 +1,9 @@
 package toolguard
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // Sessions opens the sessions of one Policy: a server that holds one
 // Tracker per conversation makes one Sessions at start-up and opens each
@@ -50,20 +53,16 @@ func (s *Sessions) Release(t *Tracker) {
 		t.mu.Unlock()
 		return
 	}
-	var orphans []pendingCall
-	dropLocked(&orphans, t.turn.pending)
-	dropLocked(&orphans, t.stale)
-	t.ledger = ledger{}
-	t.turn.reset()
-	t.turn.keys, t.turn.pending = table[callKey, *keyState]{}, nil
-	t.stale = nil
-	t.initRules()
+	b := batch{evs: events{on: t.cfg.hooked}}
+	b.drop(t.turn.pending)
+	b.drop(t.stale)
+	t.clearState()
 	t.mu.Unlock()
 
 	t.toolMu.Lock()
 	t.tools = table[string, *toolEntry]{}
 	t.toolMu.Unlock()
-	t.settleOrphansAlone(orphans)
+	t.flush(context.Background(), &b)
 }
 
 // ruleCache holds the tool policies that the Trackers of a Sessions

@@ -30,31 +30,44 @@ const defaultStoreTimeout = 250 * time.Millisecond
 
 // grant is the outcome of a Store reservation for one call.
 type grant struct {
-	id    string // the reservation to settle; empty when none is held
-	g     store.Grant
-	err   error // the store failed and the policy fails closed
-	local bool  // the store failed and the policy fails open: id is held in cfg.fallback
+	held // the reservation to settle; r.ID is empty when none is held
+	g    store.Grant
+	err  error // the store failed and the policy fails closed
 }
 
-// reserve asks the Store, outside the lock, in one operation, for the
-// shared counters of calls of the rules (one round's calls that the local
-// rules allow, in order). A failure is reported for c.
-func (t *Tracker) reserve(ctx context.Context, c Call, rules []*toolRule, evs *events) []*grant {
-	rs := make([]store.Reservation, len(rules))
-	for i := range rules {
+// reserve asks the Store, outside the lock, in one operation bounded by
+// StoreTimeout, for the shared counters of the calls ps (one round's calls
+// that the local rules allow, in order), unless the breaker holds it
+// back (store.ErrBreakerOpen), and tells the breaker how it went. A failure
+// is a storeError, reported for c as an EventStore, followed by the
+// breaker's change, if any.
+func (t *Tracker) reserve(ctx context.Context, c Call, ps []*probe, evs *events) []*grant {
+	rs := make([]store.Reservation, len(ps))
+	for i := range ps {
 		var id [16]byte
 		_, _ = rand.Read(id[:])
-		rs[i] = store.Reservation{ID: hex.EncodeToString(id[:]), Counters: rules[i].counters, TTL: t.cfg.ttl}
+		rs[i] = store.Reservation{ID: hex.EncodeToString(id[:]), Counters: ps[i].rule.counters, TTL: t.cfg.ttl}
 	}
 	var gs []store.Grant
-	err := t.storeOp(ctx, c, "reserve", evs, func(ctx context.Context) error {
-		var err error
-		gs, err = t.cfg.store.Reserve(ctx, rs)
+	bt := t.cfg.breaker.Begin(t.cfg.now())
+	t.breakerEvent(c, bt, nil, evs)
+	err := store.ErrBreakerOpen
+	if bt.Run {
+		opCtx, cancel := context.WithTimeout(ctx, t.cfg.storeTimeout)
+		gs, err = t.cfg.store.Reserve(opCtx, rs)
 		if err == nil && len(gs) != len(rs) {
 			err = fmt.Errorf("the store answered %d grants for %d reservations", len(gs), len(rs))
 		}
-		return err
-	})
+		cancel()
+		// A context the caller cancelled says nothing of the store.
+		cancelled := err != nil && ctx.Err() != nil
+		bt = t.cfg.breaker.End(t.cfg.now(), bt.Probe, err != nil && !cancelled, err == nil)
+	}
+	if err != nil {
+		err = storeError("reserve", err)
+		evs.add(Event{Kind: EventStore, CallID: c.ID, Tool: c.Tool, Err: err})
+	}
+	t.breakerEvent(c, bt, err, evs)
 	out := make([]*grant, len(rs))
 	if err != nil && t.cfg.failOpen {
 		gs, _ = t.cfg.fallback.Reserve(context.Background(), rs) // counted locally while the store is down
@@ -62,10 +75,10 @@ func (t *Tracker) reserve(ctx context.Context, c Call, rules []*toolRule, evs *e
 	for i := range out {
 		out[i] = &grant{err: err}
 		if err == nil || t.cfg.failOpen {
-			*out[i] = grant{g: gs[i], local: err != nil}
+			*out[i] = grant{g: gs[i], held: held{local: err != nil}}
 		}
 		if out[i].g.OK {
-			out[i].id = rs[i].ID
+			out[i].r = store.Reservation{ID: rs[i].ID, Counters: rs[i].Counters}
 		}
 	}
 	return out
@@ -74,37 +87,7 @@ func (t *Tracker) reserve(ctx context.Context, c Call, rules []*toolRule, evs *e
 // held is a reservation to settle.
 type held struct {
 	r     store.Reservation
-	local bool // in cfg.fallback
-}
-
-// heldBy returns the reservation a grant holds for a call of tool e.
-func heldBy(g *grant, e *toolEntry) held {
-	return held{r: store.Reservation{ID: g.id, Counters: e.rule.counters}, local: g.local}
-}
-
-// storeOp runs one operation on the Store, bounded by StoreTimeout, unless
-// the breaker holds it back (store.ErrBreakerOpen), and tells the breaker
-// how it went. A failure is returned as a storeError and reported as an
-// EventStore, followed by the breaker's change, if any.
-func (t *Tracker) storeOp(ctx context.Context, c Call, name string, evs *events, op func(context.Context) error) error {
-	b := t.cfg.breaker
-	bt := b.Begin(t.cfg.now())
-	t.breakerEvent(c, bt, nil, evs)
-	err := store.ErrBreakerOpen
-	if bt.Run {
-		opCtx, cancel := context.WithTimeout(ctx, t.cfg.storeTimeout)
-		err = op(opCtx)
-		cancel()
-		// A context the caller cancelled says nothing of the store.
-		cancelled := err != nil && ctx.Err() != nil
-		bt = b.End(t.cfg.now(), bt.Probe, err != nil && !cancelled, err == nil)
-	}
-	if err != nil {
-		err = storeError(name, err)
-		evs.add(Event{Kind: EventStore, CallID: c.ID, Tool: c.Tool, Err: err})
-	}
-	t.breakerEvent(c, bt, err, evs)
-	return err
+	local bool // the store failed and the policy fails open: r is held in cfg.fallback
 }
 
 func (t *Tracker) breakerEvent(c Call, bt store.BreakerStep, err error, evs *events) {

@@ -26,12 +26,8 @@ type Outcome struct {
 	Result string // what the tool returned (text the model sees)
 	Err    error  // non-nil when the call failed
 	// Cancelled is set when the caller gave up on the call before it
-	// returned (an MCP client's notifications/cancelled, a cancelled
-	// context): there is no result. Record then releases the pending call
-	// and books nothing: no outcome for the rules, no budget unit, no
-	// per-turn or session count, the Store reservation released (not
-	// committed); the ledger entry stays pending (Done false). Result and Err are
-	// ignored.
+	// returned: Result and Err are ignored, Record gives back what the call
+	// took and books nothing (docs/concepts.md, "The two-step API").
 	Cancelled bool
 }
 
@@ -39,10 +35,9 @@ type Outcome struct {
 type Decision struct {
 	Verdict Verdict
 	Reason  Reason
-	// Message is, for Hint, the synthetic tool result to give the model
-	// instead of running the call; for Abort, the same explanation. It
-	// starts with a marker (HintMarker for the loop rules) and never
-	// pretends to be the tool's output.
+	// Message is, for Hint or Abort, the tool result to give the model
+	// instead of running the call: it starts with a marker (HintMarker for
+	// the loop rules) and never pretends to be the tool's output.
 	Message string
 	Phase   Phase // the turn budget's phase
 	// Err is, for Abort, a *LoopError (errors.Is(err, ErrLoop)), a
@@ -63,8 +58,7 @@ type Tracker struct {
 	cfg   *config       // shared with the other Trackers of a Sessions
 	round atomic.Uint64 // the last round handed out
 
-	// tools are the session's tools by name (at most maxTools), guarded by
-	// toolMu: they are looked up before t.mu is taken.
+	// tools (at most maxTools) are looked up before t.mu is taken.
 	toolMu   sync.Mutex
 	released atomic.Bool // by Sessions.Release: the Tracker must not be used
 	tools    table[string, *toolEntry]
@@ -77,7 +71,7 @@ type Tracker struct {
 	ledger       ledger
 	stale        []pendingCall // calls allowed in earlier turns, not yet recorded
 
-	// The loop rules, in the order they run (see rules).
+	// The loop rules (see rules for their order).
 	limits   limits
 	repeats  repeats
 	similar  similar
@@ -114,14 +108,17 @@ func NewTracker(p Policy) *Tracker {
 
 func newTracker(cfg *config) *Tracker {
 	t := &Tracker{cfg: cfg, turnNo: 1}
-	t.turn.init(cfg)
-	t.initRules()
+	t.clearState()
 	return t
 }
 
-// initRules starts the loop rules with no state.
-func (t *Tracker) initRules() {
+// clearState starts the ledger, the turn and the loop rules with no state.
+func (t *Tracker) clearState() {
 	cfg := t.cfg
+	t.ledger = ledger{}
+	t.stale = nil
+	t.turn = turnState{}
+	t.turn.init(cfg)
 	t.limits = limits{cfg: cfg}
 	t.repeats = repeats{}
 	t.similar = similar{cfg: cfg}
@@ -217,14 +214,16 @@ func (t *Tracker) toolsWhere(keep func(*toolEntry) bool) []*toolEntry {
 // recorded. The call is its own round: use ShouldSkipRound for the calls of
 // one model response.
 func (t *Tracker) ShouldSkip(c Call) Decision {
-	return t.check(context.Background(), c, t.round.Add(1))
+	return t.ShouldSkipContext(context.Background(), c)
 }
 
 // ShouldSkipContext is ShouldSkip with a context: for the Store, when the
 // policy has one, and for the round, when ctx comes from WithRound (the
 // call is then checked in that round, like a call of ShouldSkipRound).
 func (t *Tracker) ShouldSkipContext(ctx context.Context, c Call) Decision {
-	return t.check(ctx, c, t.roundOf(ctx))
+	var d [1]Decision
+	t.checkRound(ctx, []Call{c}, t.roundOf(ctx), d[:])
+	return d[0]
 }
 
 // WithRound returns a context that makes the calls checked with it one
@@ -254,17 +253,15 @@ func (t *Tracker) roundOf(ctx context.Context) uint64 {
 }
 
 // ShouldSkipRound checks the calls that one model response asked for
-// together, as one round: similar queries among them are distinct
-// questions, and with Policy.CountRounds the round uses one budget unit. The
-// decisions are in the order of calls. With a Store, the calls that the
-// local rules allow reserve their shared counters in one Store operation.
+// together, as one round (see WithRound). The decisions are in the order of
+// calls.
 func (t *Tracker) ShouldSkipRound(calls []Call) []Decision {
 	return t.ShouldSkipRoundContext(context.Background(), calls)
 }
 
 // ShouldSkipRoundContext is ShouldSkipRound with a context: for the Store
-// (one operation for the round, bounded by Policy.StoreTimeout) and for
-// the events. When ctx comes from WithRound, the calls join that round.
+// (the calls the local rules allow reserve their shared counters in one
+// operation, bounded by Policy.StoreTimeout) and for the events. When ctx comes from WithRound, the calls join that round.
 func (t *Tracker) ShouldSkipRoundContext(ctx context.Context, calls []Call) []Decision {
 	ds := make([]Decision, len(calls))
 	t.checkRound(ctx, calls, t.roundOf(ctx), ds)
@@ -303,13 +300,14 @@ func (p *probe) shape() string { return p.s.scan.Shape() }
 // done releases the probe: it must not be used after.
 func (p *probe) done() { p.s.release() }
 
-// inspect derives the probe of a call from one scan of its arguments (kept
-// until p.done) and, when it has no query, appends the call's purpose (its
-// argument names) to buf, which can stay on the caller's stack.
-func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
+// inspect derives the probe of a call of round from one scan of its
+// arguments (kept until p.done) and, when it has no query, its purpose (its
+// argument names: scratch.names).
+func (t *Tracker) inspect(c Call, round uint64) *probe {
 	sc := getScratch()
 	p := &sc.p
-	*p = probe{tool: t.tool(c.Tool), s: sc}
+	*p = probe{round: round, tool: t.tool(c.Tool), s: sc}
+	sc.names = sc.names[:0]
 	p.rule = p.tool.rule
 	s := &sc.scan
 	s.Scan(c.Args)
@@ -331,44 +329,31 @@ func (t *Tracker) inspect(c Call, buf []byte) (*probe, []byte) {
 		if len(c.Args) > canon.InspectMax {
 			// Described by size: large arguments are hashed, not read for a
 			// URL or names.
-			buf = strconv.AppendInt(append(buf, "arguments of "...), int64(len(c.Args)), 10)
-			return p, append(buf, " bytes"...)
+			sc.names = strconv.AppendInt(append(sc.names, "arguments of "...), int64(len(c.Args)), 10)
+			sc.names = append(sc.names, " bytes"...)
+			return p
 		}
 		if t.cfg.window > 0 && !p.rule.exempt {
 			if host, path, ok := s.URL(); ok {
 				p.url = host + path
 			}
 		}
-		buf = s.AppendNames(buf)
+		sc.names = s.AppendNames(sc.names)
 	}
-	return p, buf
+	return p
 }
 
 // queryKeys are the argument keys a search query is taken from, in order.
 var queryKeys = []string{"query", "search_query", "q", "text", "question", "prompt"}
-
-// check decides a call: checkRound for a round of one call.
-func (t *Tracker) check(ctx context.Context, c Call, round uint64) Decision {
-	var d [1]Decision
-	t.checkRound(ctx, []Call{c}, round, d[:])
-	return d[0]
-}
 
 // checkRound decides the calls of one round in order into ds. A call whose
 // counters live in the Store is first decided by the local rules: the
 // Store is asked, in one operation for the round, only for the calls they
 // allow, which are then decided again with its grants, after the others.
 func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds []Decision) {
-	type asking struct {
-		i     int
-		p     *probe
-		names []byte
-	}
-	var wait []asking
-	evs := events{on: t.cfg.hooked}
-	now := t.cfg.now()
-	var orphans []pendingCall
-	var buf [128]byte
+	var wait []int      // the calls that ask the Store
+	var probes []*probe // theirs
+	b := batch{now: t.cfg.now(), evs: events{on: t.cfg.hooked}}
 	for i, c := range calls {
 		switch {
 		case t.released.Load():
@@ -378,55 +363,38 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds
 			ds[i] = t.invalid(ctx, c, round)
 			continue
 		}
-		p, names := t.inspect(c, buf[:0])
-		p.round = round
-		d, ask := t.decide(c, p, names, now, nil, &evs, &orphans)
+		p := t.inspect(c, round)
+		d, ask := t.decide(c, p, nil, &b)
 		if ask {
-			wait = append(wait, asking{i, p, slices.Clone(names)})
+			wait = append(wait, i)
+			probes = append(probes, p)
 		} else {
 			p.done()
 		}
 		ds[i] = d
 	}
 	if len(wait) > 0 {
-		first := calls[wait[0].i]
-		rules := make([]*toolRule, len(wait))
-		for k, w := range wait {
-			rules[k] = w.p.rule
-		}
+		first := calls[wait[0]]
 		var refused []held
-		for k, g := range t.reserve(ctx, first, rules, &evs) {
-			w := &wait[k]
+		for k, g := range t.reserve(ctx, first, probes, &b.evs) {
+			i, p := wait[k], probes[k]
 			if len(refused) > 0 && g.err == nil && !g.g.OK {
 				// The units of an earlier call of the round, refused after
 				// all, may be what the Store refused this one for: return
 				// them and ask again.
-				t.settle(ctx, first, refused, false, &evs)
+				t.settle(ctx, first, refused, false, &b.evs)
 				refused = nil
-				g = t.reserve(ctx, calls[w.i], rules[k:k+1], &evs)[0]
+				g = t.reserve(ctx, calls[i], probes[k:k+1], &b.evs)[0]
 			}
-			ds[w.i], _ = t.decide(calls[w.i], w.p, w.names, now, g, &evs, &orphans)
-			if g.id != "" && ds[w.i].Verdict != Allow {
-				refused = append(refused, heldBy(g, w.p.tool))
+			ds[i], _ = t.decide(calls[i], p, g, &b)
+			if g.r.ID != "" && ds[i].Verdict != Allow {
+				refused = append(refused, g.held)
 			}
-			w.p.done()
+			p.done()
 		}
-		t.settle(ctx, first, refused, false, &evs) // nothing when none was refused
+		t.settle(ctx, first, refused, false, &b.evs) // nothing when none was refused
 	}
-	t.settleOrphans(ctx, orphans, &evs)
-	t.emit(ctx, &evs)
-}
-
-// decide runs decideLocked under the lock. Sessions.Release sets released
-// under the lock: a call tested before the lock or waiting for the Store
-// may find it set here.
-func (t *Tracker) decide(c Call, p *probe, names []byte, now time.Time, g *grant, evs *events, orphans *[]pendingCall) (Decision, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.released.Load() {
-		return releasedDecision(), false
-	}
-	return t.decideLocked(c, p, names, now, g, evs, orphans)
+	t.flush(ctx, &b)
 }
 
 // invalid refuses and books a call without a tool name.
@@ -449,14 +417,18 @@ func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
 	return d
 }
 
-// decideLocked decides a call by the budget, the Store's grant g and the
-// loop rules, in order, and books the decision. A call that needs the
+// decide decides a call, under the lock, by the budget, the Store's grant g
+// and the loop rules, in order, and books the decision. A call that needs the
 // Store and has no grant yet is booked only when refused: otherwise ask is
-// true (ask the Store, then decide again with its grant). names is the
-// call's purpose when it has no query (see inspect). A pending call it
-// drops goes to orphans (see dropLocked).
-func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g *grant, evs *events,
-	orphans *[]pendingCall) (d Decision, ask bool) {
+// true (ask the Store, then decide again with its grant). Sessions.Release
+// sets released under the lock: a call tested before the lock or waiting
+// for the Store may find it set here.
+func (t *Tracker) decide(c Call, p *probe, g *grant, b *batch) (d Decision, ask bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.released.Load() {
+		return releasedDecision(), false
+	}
 	ts := &t.turn
 	t.probeLocked(p)
 	from := ts.phase
@@ -476,9 +448,9 @@ func (t *Tracker) decideLocked(c Call, p *probe, names []byte, now time.Time, g 
 	if d.Verdict == Abort && ts.stop.reason == ReasonNone {
 		ts.stop = stop{reason: d.Reason, tool: p.rule}
 	}
-	t.bookLocked(c, p, names, now, d, g, orphans)
-	evs.add(Event{Kind: EventDecision, Seq: p.seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, Decision: d, Phase: d.Phase})
-	t.phaseEvent(evs, c, p.seq, from)
+	t.bookLocked(c, p, d, g, b)
+	b.evs.add(Event{Kind: EventDecision, Seq: p.seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, Decision: d, Phase: d.Phase})
+	t.phaseEvent(&b.evs, c, p.seq, from)
 	return d, false
 }
 
@@ -494,9 +466,9 @@ func (t *Tracker) probeLocked(p *probe) {
 // bookLocked books the decision d of the call p: its ledger entry, and its
 // skip or, when allowed, its budget unit, counters, the rules' state and
 // its pending call (holding g's reservation, if any).
-func (t *Tracker) bookLocked(c Call, p *probe, names []byte, now time.Time, d Decision, g *grant, orphans *[]pendingCall) {
+func (t *Tracker) bookLocked(c Call, p *probe, d Decision, g *grant, b *batch) {
 	ts := &t.turn
-	p.seq = t.appendLocked(c, p.args, t.descLocked(p, names), p.round, now, d)
+	p.seq = t.appendLocked(c, p.args, t.descLocked(p), p.round, b.now, d)
 	p.ks.used = true
 	if d.Verdict != Allow {
 		ts.skipped++
@@ -509,7 +481,7 @@ func (t *Tracker) bookLocked(c Call, p *probe, names []byte, now time.Time, d De
 	if len(ts.pending) >= maxPending {
 		// The oldest pending call is given up: its key may be forgotten.
 		ts.pending[0].ks.pending--
-		dropLocked(orphans, ts.pending[:1])
+		b.drop(ts.pending[:1])
 		ts.pending = append(ts.pending[:0], ts.pending[1:]...)
 	}
 	if p.ks == &p.s.ks {
@@ -518,17 +490,18 @@ func (t *Tracker) bookLocked(c Call, p *probe, names []byte, now time.Time, d De
 	for _, r := range t.rules() {
 		r.allowed(p)
 	}
-	pc := pendingCall{seq: p.seq, id: c.ID, key: p.key, ks: p.ks, tool: p.tool, round: p.round, at: now, args: c.Args}
+	pc := pendingCall{seq: p.seq, id: c.ID, key: p.key, ks: p.ks, tool: p.tool, round: p.round, at: b.now, args: c.Args}
 	if g != nil {
-		pc.resID, pc.resLocal = g.id, g.local
+		pc.res = g.held
 	}
 	ts.pending = append(ts.pending, pc)
 }
 
 // descLocked returns the ledger's description of a call: its tool and
-// purpose, its query or else the names of its arguments (names), with
-// secrets redacted.
-func (t *Tracker) descLocked(p *probe, names []byte) *callDesc {
+// purpose, its query or else the names of its arguments, with secrets
+// redacted.
+func (t *Tracker) descLocked(p *probe) *callDesc {
+	names := p.s.names
 	if p.purpose != "" || p.query != "" {
 		return &callDesc{rule: p.rule, purpose: cmp.Or(p.purpose, p.query)}
 	}
@@ -598,20 +571,20 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 		return PhaseExhausted
 	}
 	if c.Tool == "" {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		return t.turn.phase
+		return t.Guidance().Phase
 	}
 	if o.Cancelled {
 		return t.cancel(ctx, c)
 	}
-	out := outcome{failed: o.Err != nil}
 	sc := getScratch() // a failure's arguments are scanned once for their shape and key
 	defer sc.release()
-	res := o.Result
+	out := &sc.out
+	out.failed = o.Err != nil
+	raw := o.Result // kept with KeepRaw
 	if out.failed {
-		res = cmp.Or(o.Err.Error(), o.Result)
+		raw = o.Err.Error()
 	}
+	res := cmp.Or(raw, o.Result)
 	// A search tool's query echoed back is no news (echo.go).
 	search := t.tool(c.Tool).rule.search
 	scanned := out.failed || search
@@ -628,51 +601,39 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	} else {
 		out.digest = Hash(canon.DigestResult(res))
 	}
-	now := t.cfg.now()
-	evs := events{on: t.cfg.hooked}
-	var orphans []pendingCall
+	b := batch{now: t.cfg.now(), evs: events{on: t.cfg.hooked}}
 	t.mu.Lock()
-	sc.out = out
-	phase, pc := t.recordLocked(c, o, t.keyLocked(c, sc, scanned), sc, now, &evs, &orphans)
+	phase, pc := t.recordLocked(c, raw, t.keyLocked(c, sc, scanned), sc, &b)
 	t.mu.Unlock()
-	if pc.resID != "" {
-		t.settle(ctx, c, []held{pc.held()}, true, &evs)
+	if pc.res.r.ID != "" {
+		t.settle(ctx, c, []held{pc.res}, true, &b.evs)
 	}
-	t.settleOrphans(ctx, orphans, &evs)
-	t.emit(ctx, &evs)
+	t.flush(ctx, &b)
 	return phase
 }
 
-// recordLocked books the outcome sc.out of the call c, whose key is key,
-// and returns its pending call. A call allowed in an earlier turn has only
-// its ledger entry updated. A call never checked is booked first, which may
-// drop a pending call to orphans.
-func (t *Tracker) recordLocked(c Call, o Outcome, key callKey, sc *scratch, now time.Time, evs *events,
-	orphans *[]pendingCall) (Phase, pendingCall) {
+// recordLocked books the outcome sc.out of the call c, whose key is key
+// and whose raw result is raw, and returns its pending call. A call allowed
+// in an earlier turn has only its ledger entry updated. A call never
+// checked is booked first.
+func (t *Tracker) recordLocked(c Call, raw string, key callKey, sc *scratch, b *batch) (Phase, pendingCall) {
 	ts := &t.turn
 	out := &sc.out
 	from := ts.phase
 	pc, stale, ok := t.takeLocked(c, key)
 	if !stale {
 		if !ok {
-			pc = t.allowUncheckedLocked(c, now, orphans)
+			pc = t.allowUncheckedLocked(c, b)
 		}
 		t.outcomeLocked(c, pc, key, sc)
 	}
-	result := ""
-	if t.cfg.keepRaw {
-		result = o.Result
-		if out.failed {
-			result = o.Err.Error()
-		}
-	}
-	turn := t.ledger.finish(pc.seq, out.failed, out.progress, now.Sub(pc.at), result, t.cfg.keepRaw)
+	turn := t.ledger.finish(pc.seq, out.failed, out.progress, b.now.Sub(pc.at), raw, t.cfg.keepRaw)
 	if !stale {
 		turn = t.turnNo
 	}
-	evs.add(Event{Kind: EventRecord, Seq: pc.seq, Turn: turn, CallID: c.ID, Tool: c.Tool,
-		Failed: out.failed, NewResult: out.progress, Duration: now.Sub(pc.at), Phase: ts.phase})
-	t.phaseEvent(evs, c, pc.seq, from)
+	b.evs.add(Event{Kind: EventRecord, Seq: pc.seq, Turn: turn, CallID: c.ID, Tool: c.Tool,
+		Failed: out.failed, NewResult: out.progress, Duration: b.now.Sub(pc.at), Phase: ts.phase})
+	t.phaseEvent(&b.evs, c, pc.seq, from)
 	return ts.phase, pc
 }
 
@@ -733,11 +694,11 @@ func (t *Tracker) appendLocked(c Call, args Hash, desc *callDesc, round uint64, 
 // ledger stay. Calls still running belong to the old turn: their Record
 // updates their ledger entries and nothing else.
 func (t *Tracker) Reset() {
-	var orphans []pendingCall
+	b := batch{evs: events{on: t.cfg.hooked}}
 	t.mu.Lock()
 	t.stale = append(t.stale, t.turn.pending...)
 	if n := len(t.stale) - maxStale; n > 0 {
-		dropLocked(&orphans, t.stale[:n])
+		b.drop(t.stale[:n])
 		t.stale = append(t.stale[:0], t.stale[n:]...)
 	}
 	if t.turn.stop.reason != ReasonNone || t.turn.phase >= PhaseWindDown {
@@ -754,7 +715,7 @@ func (t *Tracker) Reset() {
 	t.turnNo++
 	t.turn.reset()
 	t.mu.Unlock()
-	t.settleOrphansAlone(orphans)
+	t.flush(context.Background(), &b)
 }
 
 // Ledger returns a copy of the entries in order, at most Policy.LedgerSize
@@ -796,21 +757,17 @@ func (t *Tracker) Guidance() Guidance {
 
 // Result is what a call run with Tracker.Run or RunRound produced.
 type Result struct {
-	// Text is what the model reads as the call's result: the tool's output
-	// when the call ran, Decision.Message when it did not (the hint, or the
-	// reason for the refusal). It never pretends that a skipped call ran.
+	// Text is what the model reads: the tool's output when the call ran,
+	// Decision.Message when it did not.
 	Text string
 	// Err is the tool's error when the call ran and failed, or, for an
-	// Abort, Decision.Err: stop the turn. It is nil for a Hint, whose Text
-	// goes to the model like any result.
+	// Abort, Decision.Err: stop the turn. It is nil for a Hint.
 	Err error
-	// Decision is the check: Verdict Allow when the call ran, Hint or Abort
-	// when it did not (Reason says why). Tell a hint from a real result
-	// with Decision.Skip(), never by the text.
+	// Decision is the check: Verdict Allow when the call ran. Tell a hint
+	// from a real result with Decision.Skip(), never by the text.
 	Decision Decision
-	// Phase is the turn's phase after the call: Record's answer when the
-	// call ran, Decision.Phase when it did not. When it changes, act on
-	// Tracker.Guidance (nudge, or strip the tools and wind down).
+	// Phase is the turn's phase after the call (Record's answer, or
+	// Decision.Phase): when it changes, act on Tracker.Guidance.
 	Phase Phase
 }
 
@@ -826,10 +783,9 @@ func (t *Tracker) Run(ctx context.Context, c Call, exec func(context.Context, Ca
 }
 
 // RunRound runs the calls that one model response asked for together, as
-// one round: it checks them all first, in order (similar queries among them
-// are distinct questions; with Policy.CountRounds they use one budget
-// unit), then runs the allowed ones with exec one after another and
-// records each. The results are in the order of calls. Allowed calls run
+// one round (see WithRound): it checks them all first, in order, then runs
+// the allowed ones with exec one after another and records each. The
+// results are in the order of calls. Allowed calls run
 // even when another call of the round was aborted, since the Tracker
 // counted them; stop the turn after the round if any result's Decision is
 // an Abort. To run a round's calls in parallel, pass one context from
@@ -844,8 +800,7 @@ func (t *Tracker) RunRound(ctx context.Context, calls []Call, exec func(context.
 	return rs
 }
 
-// errNoExecutor fails the allowed calls of Run and RunRound given no
-// executor.
+// errNoExecutor fails the allowed calls of Run and RunRound given no executor.
 var errNoExecutor = errors.New("toolguard: Run was given a nil executor")
 
 // run runs a call decided d, if allowed, and records its outcome.

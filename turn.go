@@ -89,18 +89,16 @@ func (ts *turnState) init(c *config) {
 	}
 }
 
+// reset clears the turn, keeping its buffers.
 func (ts *turnState) reset() {
-	ts.phase, ts.changes = PhaseNormal, 0
 	ts.esc.reset()
-	ts.stop = stop{}
-	ts.reserved, ts.used, ts.skipped, ts.failed, ts.newResults = 0, 0, 0, 0, 0
 	ts.keys.clear()
 	if ts.rounds != nil {
 		clear(ts.rounds.open)
 		ts.rounds.finished = ts.rounds.finished[:0]
 	}
 	clear(ts.pending) // Reset copied them to the stale calls
-	ts.pending = ts.pending[:0]
+	*ts = turnState{keys: ts.keys, rounds: ts.rounds, pending: ts.pending[:0], esc: ts.esc}
 }
 
 // addKey adds the state of a key new to the turn. Past maxKeys keys, the
