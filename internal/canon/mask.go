@@ -327,11 +327,8 @@ func (m *masker) timestamp(i int) int {
 // shorter choice only when the longer fails keeps masking idempotent
 // whatever follows.
 func (m *masker) clock(i int) int {
-	h := i
-	for h-i < 2 && maskIs(m.at(h), maskDigit) {
-		h++
-	}
-	if h == i || m.at(h) != ':' || m.match(h, ":00:00") < 0 || m.s[h+1] > '5' || m.s[h+4] > '6' {
+	h := min(canonDigitsEnd(m.s, i), i+2)
+	if h == i || m.match(h, ":00:00") < 0 || m.s[h+1] > '5' || m.s[h+4] > '6' {
 		return -1
 	}
 	secs := h + 6
