@@ -114,26 +114,23 @@ func mask(s string, err bool, out func(string)) {
 		// and trim the ends: the placeholders pass unchanged.
 		raw, space, wrote := out, false, false
 		out = func(t string) {
-			for t != "" {
-				e := 1
-				if maskIs(t[0], maskSpace) {
+			for e := 0; t != ""; t = t[e:] {
+				if e, _ = maskSpan(t, 0, maskSpace); e > 0 {
 					space = true
-					t = t[1:]
 					continue
 				}
 				if space && wrote {
 					raw(" ")
 				}
-				space, wrote = false, true
+				space, wrote, e = false, true, 1
 				if c := t[0]; maskIs(c, maskUpper) {
 					raw("abcdefghijklmnopqrstuvwxyz"[c-'A' : c-'A'+1])
-				} else {
-					for e < len(t) && !maskIs(t[e], maskSpace|maskUpper) {
-						e++
-					}
-					raw(t[:e])
+					continue
 				}
-				t = t[e:]
+				for e < len(t) && !maskIs(t[e], maskSpace|maskUpper) {
+					e++
+				}
+				raw(t[:e])
 			}
 		}
 	}
