@@ -54,8 +54,7 @@ func DigestError(s string) [16]byte {
 }
 
 // maskSeeds key the result digests (index 0) and the error digests (index
-// 1): two seeds per kind, one per 64-bit half. Separate seeds keep the two
-// kinds of digest apart. They are made once per process and never change.
+// 1), apart: one seed per 64-bit half, made once per process.
 var maskSeeds = [2][2]maphash.Seed{
 	{maphash.MakeSeed(), maphash.MakeSeed()},
 	{maphash.MakeSeed(), maphash.MakeSeed()},
