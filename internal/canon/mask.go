@@ -134,7 +134,12 @@ func mask(s string, err bool, out func(string)) {
 		}
 	}
 	m := masker{s: s, err: err}
-	kept := 0 // s[kept:i] is kept, not yet written
+	m.lex(out)
+}
+
+// lex writes the masked form of m.s to out.
+func (m *masker) lex(out func(string)) {
+	s, err, kept := m.s, m.err, 0 // s[kept:i] is kept, not yet written
 	for i := 0; i < len(s); {
 		ph, e := "", i+1
 		switch c := s[i]; {
