@@ -83,7 +83,7 @@ type windowItem struct {
 
 func (w *window) init(size int) { w.size = size }
 
-func (w *window) clear() { w.items = emptied(w.items) }
+func (w *window) clear() { w.items = slices.Delete(w.items, 0, len(w.items)) }
 
 // push adds it, the oldest going past the window's size.
 func (w *window) push(it windowItem) {
