@@ -19,17 +19,13 @@ func (c *churn) check(p *probe) (firing, bool) {
 		return firing{}, false
 	}
 	n := 0
-	for i := range c.window.items {
-		it := &c.window.items[i]
+	for _, it := range c.window.items {
 		if it.key.tool != p.rule.name || it.key == p.key || it.round == p.round || it.newFact {
 			continue
 		}
-		switch {
-		case p.query != "":
-			if it.sim != nil && simScore(it.sim, &p.sim, c.cfg.threshold) >= c.cfg.threshold {
-				n++
-			}
-		case it.url == p.url:
+		similar := p.query != "" && it.sim != nil &&
+			simScore(it.sim, &p.sim, c.cfg.threshold) >= c.cfg.threshold
+		if similar || p.query == "" && it.url == p.url {
 			n++
 		}
 	}
@@ -87,7 +83,7 @@ type windowItem struct {
 
 func (w *window) init(size int) { w.size = size }
 
-func (w *window) clear() { w.items = emptied(w.items) }
+func (w *window) clear() { w.items = slices.Delete(w.items, 0, len(w.items)) }
 
 // push adds it, the oldest going past the window's size.
 func (w *window) push(it windowItem) {

@@ -178,14 +178,8 @@ func (d *failures) endTurn(turn int) {
 		}
 		d.across[f.key] = acrossCall{sig: f.sig, turns: c.turns + 1, turn: turn}
 	}
-	d.failing = emptied(d.failing)
-	d.chains = emptied(d.chains)
-}
-
-// emptied returns s cleared and of length 0: its array serves the next turn.
-func emptied[S ~[]E, E any](s S) S {
-	clear(s)
-	return s[:0]
+	d.failing = slices.Delete(d.failing, 0, len(d.failing)) // cleared, the array kept
+	d.chains = slices.Delete(d.chains, 0, len(d.chains))
 }
 
 type acrossCall struct {

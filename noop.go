@@ -40,16 +40,11 @@ func blankArgs(in []byte) bool {
 // blankString returns the index after the string of white space at in[i],
 // or -1.
 func blankString(in []byte, i int) int {
-	for i++; i < len(in); i++ {
-		switch in[i] {
-		case '"':
+	for i++; i < len(in); i += 2 {
+		if i = canon.SkipWS(in, i); i < len(in) && in[i] == '"' {
 			return i + 1
-		case ' ', '\t', '\n', '\r':
-		case '\\':
-			if i++; i >= len(in) || strings.IndexByte("nrt", in[i]) < 0 {
-				return -1
-			}
-		default:
+		}
+		if i+1 >= len(in) || in[i] != '\\' || strings.IndexByte("nrt", in[i+1]) < 0 {
 			return -1
 		}
 	}

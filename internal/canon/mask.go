@@ -9,15 +9,6 @@ import (
 	"unicode/utf8"
 )
 
-// mask runs a small left-to-right lexer over the text. At each lexeme start
-// it tries its rules in order (rule); a match is replaced by its
-// placeholder, otherwise a word (a run of letters, digits, '_' and non-ASCII
-// bytes; the error rules stop it before a digit) or a single other byte is
-// kept. The noise rules must also end before a non-word byte. Lexing never
-// looks back, and no rule except a URL consumes '<' or '>', so a placeholder
-// neither matches again nor changes how the text around it lexes: masking is
-// idempotent (FuzzMask checks this).
-
 // Limits of the masking rules.
 const (
 	maskHexMin    = 16  // digits of a noise hex run
@@ -25,12 +16,10 @@ const (
 	maskSchemeMax = 32  // bytes of a URL scheme
 )
 
-// The noise rules (DigestResult, maskNoise in the tests) mask timestamps
-// and clock times with seconds (<time>), UUIDs (<uuid>), runs of 16 or more
-// hex digits (<hex>) and durations (<dur>), each forming whole words. The
-// error rules (maskError) also mask quoted strings (<str>), URLs (<url>),
-// paths (<path>), ids mixing letters and digits (<id>) and numbers (<n>).
-// docs/concepts.md ("Masking") lists them with examples.
+// The noise rules (DigestResult) mask whole words: timestamps and clock times with seconds
+// (<time>), UUIDs (<uuid>), runs of 16 or more hex digits (<hex>), durations (<dur>). The error
+// rules (maskError) also mask quoted strings (<str>), URLs (<url>), paths (<path>), ids mixing
+// letters and digits (<id>) and numbers (<n>). docs/concepts.md, "Masking", has examples.
 
 // maskError returns the failure text s normalized so that failures that
 // differ only by their particulars mask equal: ASCII letters lower-cased,
@@ -65,8 +54,7 @@ func DigestError(s string) [16]byte {
 }
 
 // maskSeeds key the result digests (index 0) and the error digests (index
-// 1): two seeds per kind, one per 64-bit half. Separate seeds keep the two
-// kinds of digest apart. They are made once per process and never change.
+// 1), apart: one seed per 64-bit half, made once per process.
 var maskSeeds = [2][2]maphash.Seed{
 	{maphash.MakeSeed(), maphash.MakeSeed()},
 	{maphash.MakeSeed(), maphash.MakeSeed()},
@@ -112,74 +100,70 @@ type masker struct {
 	noQ    [3]bool // error rules: no closing quote of this kind (maskQuote) follows
 }
 
-// mask writes the masked form of s to out, in order and in non-empty
-// pieces: under the noise rules, or under the error rules if err is set.
+// mask writes the masked form of s to out, in order and in non-empty pieces, under the noise
+// rules, or the error rules if err is set. It lexes left to right: at each lexeme start it tries
+// the rules in order (rule); a match is replaced by its placeholder, else a word (a run of
+// letters, digits, '_' and non-ASCII bytes; the error rules stop it before a digit) or a single
+// other byte is kept. The noise rules must also end before a non-word byte. Lexing never looks
+// back, and no rule except a URL consumes '<' or '>', so a placeholder neither matches again nor
+// changes how the text around it lexes: masking is idempotent (FuzzMask checks this).
 func mask(s string, err bool, out func(string)) {
 	if err {
 		// Lower-case ASCII letters, collapse runs of whitespace to one space
 		// and trim the ends: the placeholders pass unchanged.
 		raw, space, wrote := out, false, false
 		out = func(t string) {
-			for t != "" {
-				e := 1
-				if maskIs(t[0], maskSpace) {
+			for e := 0; t != ""; t = t[e:] {
+				if e, _ = maskSpan(t, 0, maskSpace); e > 0 {
 					space = true
-					t = t[1:]
 					continue
 				}
 				if space && wrote {
 					raw(" ")
 				}
-				space, wrote = false, true
+				space, wrote, e = false, true, 1
 				if c := t[0]; maskIs(c, maskUpper) {
 					raw("abcdefghijklmnopqrstuvwxyz"[c-'A' : c-'A'+1])
-				} else {
-					for e < len(t) && !maskIs(t[e], maskSpace|maskUpper) {
-						e++
-					}
-					raw(t[:e])
+					continue
 				}
-				t = t[e:]
+				for e < len(t) && !maskIs(t[e], maskSpace|maskUpper) {
+					e++
+				}
+				raw(t[:e])
 			}
 		}
 	}
 	m := masker{s: s, err: err}
+	m.lex(out)
+}
+
+// lex writes the masked form of m.s to out.
+func (m *masker) lex(out func(string)) {
+	s, err, kept := m.s, m.err, 0 // s[kept:i] is kept, not yet written
 	for i := 0; i < len(s); {
-		j, e, ph := m.next(i)
-		if j > i {
-			out(s[i:j])
+		ph, e := "", i+1
+		switch c := s[i]; {
+		case err:
+			ph, e = m.lexError(i)
+		case maskIs(c, maskHex): // under the noise rules, i starts a word
+			if ph, e = m.rule(i); ph == "" {
+				e, _ = maskSpan(s, i, maskWord)
+			}
+		case maskIs(c, maskWord):
+			e, _ = maskSpan(s, i, maskWord)
 		}
 		if ph != "" {
+			if i > kept {
+				out(s[kept:i])
+			}
 			out(ph)
+			kept = e
 		}
 		i = e
 	}
-}
-
-// next returns the next match at or after i, s[j:e] to be replaced by ph,
-// or len(s), len(s) and "" if there is none. Under the noise rules, i is 0
-// or the end of a match, which is not followed by a word byte.
-func (m *masker) next(i int) (j, e int, ph string) {
-	for s := m.s; i < len(s); {
-		switch c := s[i]; {
-		case m.err:
-			if ph, e = m.lexError(i); ph != "" {
-				return i, e, ph
-			}
-			i = e
-		case !maskIs(c, maskWord):
-			i++
-		default:
-			if maskIs(c, maskHex) {
-				if ph, e := m.rule(i); ph != "" {
-					return i, e, ph
-				}
-			}
-			for i++; i < len(s) && maskIs(s[i], maskWord); i++ {
-			}
-		}
+	if kept < len(s) {
+		out(s[kept:])
 	}
-	return i, i, ""
 }
 
 // lexError returns the placeholder and the end of a match of the error
@@ -223,17 +207,14 @@ func (m *masker) rule(i int) (string, int) {
 	// A text matching one of the noise rules matches no other, but for a
 	// hex run and a duration (the hex run wins); only a UUID and a hex run
 	// may start with a letter.
-	if e := m.uuid(i); e > i {
+	if e := m.bound(m.match(i, "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx")); e > i {
 		return "<uuid>", e
 	}
-	if e := m.hexRun(i); e > i {
+	if e, _ := maskSpan(m.s, i, maskHex); e-i >= maskHexMin && m.bound(e) > i {
 		return "<hex>", e
 	}
 	if maskIs(m.s[i], maskDigit) {
-		if e := m.timestamp(i); e > i {
-			return "<time>", e
-		}
-		if e := m.clock(i); e > i {
+		if e := max(m.timestamp(i), m.clock(i)); e > i {
 			return "<time>", e
 		}
 		if e := m.duration(i); e > i {
@@ -277,10 +258,10 @@ func (m *masker) at(i int) byte {
 	if i >= len(m.s) {
 		return 0
 	}
-	if m.err {
-		return maskLower(m.s[i])
+	if c := m.s[i]; !m.err || c < 'A' || c > 'Z' {
+		return c
 	}
-	return m.s[i]
+	return m.s[i] + 'a' - 'A'
 }
 
 // bound returns e if a match may end there, at the end of the text or
@@ -300,11 +281,7 @@ func (m *masker) match(i int, p string) int {
 		return -1
 	}
 	for j := range len(p) {
-		c := m.s[i+j]
-		if m.err {
-			c = maskLower(c)
-		}
-		if !(c == p[j] && p[j] != 'x' || p[j] == '0' && maskIs(c, maskDigit) ||
+		if c := m.at(i + j); !(c == p[j] && p[j] != 'x' || p[j] == '0' && maskIs(c, maskDigit) ||
 			p[j] == 'x' && maskIs(c, maskHex)) {
 			return -1
 		}
@@ -336,19 +313,6 @@ var (
 		"sec", "s"}
 )
 
-// hexRun matches a run of at least maskHexMin hex digits forming a word.
-func (m *masker) hexRun(i int) int {
-	if e, _ := maskSpan(m.s, i, maskHex); e-i >= maskHexMin {
-		return m.bound(e)
-	}
-	return -1
-}
-
-// uuid matches 8-4-4-4-12 hex digits at i.
-func (m *masker) uuid(i int) int {
-	return m.bound(m.match(i, "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"))
-}
-
 // timestamp matches YYYY-MM-DD[T ]hh:mm:ss[.f][zone] at i.
 func (m *masker) timestamp(i int) int {
 	e := m.match(i, "0000-00-00")
@@ -364,11 +328,8 @@ func (m *masker) timestamp(i int) int {
 // shorter choice only when the longer fails keeps masking idempotent
 // whatever follows.
 func (m *masker) clock(i int) int {
-	h := i
-	for h-i < 2 && maskIs(m.at(h), maskDigit) {
-		h++
-	}
-	if h == i || m.at(h) != ':' || m.match(h, ":00:00") < 0 || m.s[h+1] > '5' || m.s[h+4] > '6' {
+	h := min(canonDigitsEnd(m.s, i), i+2)
+	if h == i || m.match(h, ":00:00") < 0 || m.s[h+1] > '5' || m.s[h+4] > '6' {
 		return -1
 	}
 	secs := h + 6
@@ -517,13 +478,6 @@ func maskSpan(s string, i int, classes uint16) (int, uint16) {
 		seen |= maskClass[s[i]]
 	}
 	return i, seen
-}
-
-func maskLower(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
 }
 
 // ShapeMax is the most bytes of an argument shape (Args.Shape).
