@@ -169,7 +169,7 @@ func (d *decoder) policyKey(k, v *yaml.Node, name string) {
 		}
 	case keySimilarityThreshold:
 		if f, ok := d.float(v, name); ok && f > 1 {
-			d.fail(v, name, "%s is above 1, where no two queries are similar; use off to turn the check off", clip(v.Value))
+			d.fail(v, name, "%s is above 1, where no two queries are similar; use off to turn the check off", printable(clip(v.Value)))
 		} else if ok {
 			d.setField(k, name, "SimilarityThreshold", func(p *toolguard.Policy) { p.SimilarityThreshold = f })
 		}
@@ -438,7 +438,7 @@ func (d *decoder) integer(n *yaml.Node, key string, off bool) (int, bool) {
 	}
 	v, err := strconv.ParseInt(n.Value, 10, 64)
 	if err != nil || v > maxValue || v < -maxValue {
-		d.fail(n, key, "%s is out of range (at most %d either way)", clip(n.Value), maxValue)
+		d.fail(n, key, "%s is out of range (at most %d either way)", printable(clip(n.Value)), maxValue)
 		return 0, false
 	}
 	return int(v), true
@@ -529,7 +529,7 @@ func (d *decoder) duration(n *yaml.Node, key string) (time.Duration, bool) {
 	case err != nil:
 		d.fail(n, key, "want a duration such as 250ms or 5m, got %s", describe(n))
 	case t < 0:
-		d.fail(n, key, "negative duration %s", clip(s))
+		d.fail(n, key, "negative duration %s", printable(clip(s)))
 	default:
 		return t, true
 	}

@@ -57,7 +57,7 @@ type Error struct {
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("quotafile: ")
-	b.WriteString(fileName(e.File))
+	b.WriteString(printable(e.File))
 	if e.Line > 0 {
 		b.WriteByte(':')
 		b.WriteString(strconv.Itoa(e.Line))
@@ -75,18 +75,19 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// fileName returns name as it appears in a message: quoted when it is
-// empty or holds characters that would break a line of output.
-func fileName(name string) string {
-	for _, r := range name {
+// printable returns text from the file (or its name) as it appears in a
+// message: quoted when it is empty or holds characters that would break a
+// line of output, such as a newline in a tag written !%0A.
+func printable(s string) string {
+	for _, r := range s {
 		if !unicode.IsPrint(r) {
-			return strconv.Quote(name)
+			return strconv.Quote(s)
 		}
 	}
-	if name == "" {
+	if s == "" {
 		return `""`
 	}
-	return name
+	return s
 }
 
 // Load reads the quota file at path and returns the policy it declares,
@@ -281,7 +282,7 @@ func (d *decoder) yamlError(src []byte, err error) error {
 	line, col, msg := le.Mark.Line, le.Mark.Column, le.Message
 	if anchor, ok := strings.CutPrefix(msg, "unknown anchor '"); ok && strings.HasSuffix(anchor, "' referenced") {
 		anchor = strings.TrimSuffix(anchor, "' referenced")
-		msg = fmt.Sprintf("alias *%s refers to no anchor", clip(anchor))
+		msg = fmt.Sprintf("alias *%s refers to no anchor", printable(clip(anchor)))
 		if line == 0 {
 			if i := bytes.Index(src, []byte("*"+anchor)); i >= 0 {
 				line = 1 + bytes.Count(src[:i], []byte("\n"))
@@ -557,9 +558,9 @@ func (d *decoder) limit(n *yaml.Node, key string) (int, bool) {
 	switch {
 	case err != nil || v > maxValue:
 		if strings.HasPrefix(n.Value, "-") {
-			d.fail(n, key, "negative limit %s (use a positive limit or remove the key)", clip(n.Value))
+			d.fail(n, key, "negative limit %s (use a positive limit or remove the key)", printable(clip(n.Value)))
 		} else {
-			d.fail(n, key, "limit %s is too large (at most %d)", clip(n.Value), maxValue)
+			d.fail(n, key, "limit %s is too large (at most %d)", printable(clip(n.Value)), maxValue)
 		}
 	case v < 0:
 		d.fail(n, key, "negative limit %d (use a positive limit or remove the key)", v)
@@ -581,7 +582,7 @@ func describe(n *yaml.Node) string {
 			what = "a list"
 		}
 		if tag := n.ShortTag(); tag != kindTag(n.Kind) {
-			what += " tagged " + clip(tag)
+			what += " tagged " + printable(clip(tag))
 		}
 		return what
 	case yaml.AliasNode:
@@ -593,13 +594,11 @@ func describe(n *yaml.Node) string {
 	case "!!null":
 		return "null"
 	case "!!bool", "!!int", "!!float":
-		return clip(n.Value)
+		return printable(clip(n.Value))
 	case "!!str":
 		return strconv.Quote(clip(n.Value))
-	case "!!map", "!!seq":
-		return "a value tagged " + tag
 	default:
-		return fmt.Sprintf("a value tagged %s", clip(tag))
+		return "a value tagged " + printable(clip(tag))
 	}
 }
 

@@ -270,6 +270,8 @@ func TestParseErrors(t *testing.T) {
 			line: 2, key: "tool_quota.Bash", problem: "decimal integer"},
 		{name: "custom tag", file: "q.yaml", data: "tool_quota:\n  Bash: !limit 3\n",
 			line: 2, key: "tool_quota.Bash", problem: "got a value tagged !limit"},
+		{name: "tag with a newline is quoted", file: "q.yaml", data: "tool_quota:\n  Bash: !%0A 3\n",
+			line: 2, key: "tool_quota.Bash", problem: `got a value tagged "!\n"`},
 		{name: "long value is clipped", file: "q.yaml", data: "tool_quota:\n  Bash: " + strings.Repeat("x", 100) + "\n",
 			line: 2, key: "tool_quota.Bash", problem: `got "` + strings.Repeat("x", 32) + `…"`},
 
