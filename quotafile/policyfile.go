@@ -212,7 +212,7 @@ func (d *decoder) policyKey(k, v *yaml.Node, name string) {
 	case keySharedQuotas:
 		d.sharedQuotas(k, v)
 	default:
-		d.fail(k, name, "%s", unknownKey(name, knownKeys))
+		d.fail(k, keyPath("", name), "%s", unknownKey(name, knownKeys))
 	}
 }
 
@@ -372,7 +372,10 @@ func (d *decoder) sharedQuotas(k, v *yaml.Node) {
 		qs = append(qs, q)
 	}
 	if err := (toolguard.Policy{SharedQuotas: qs}).Validate(); err != nil {
-		d.fail(v, keySharedQuotas, "%s", strings.TrimPrefix(err.Error(), "toolguard: invalid policy: "))
+		// One error per problem: Validate puts each on a line of its own.
+		for _, line := range strings.Split(strings.TrimPrefix(err.Error(), "toolguard: invalid policy: "), "\n") {
+			d.fail(v, keySharedQuotas, "%s", line)
+		}
 		return
 	}
 	d.setField(k, keySharedQuotas, "SharedQuotas", func(p *toolguard.Policy) { p.SharedQuotas = qs })

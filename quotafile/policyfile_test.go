@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -259,6 +260,7 @@ func TestPolicyFileErrors(t *testing.T) {
 		{"shared keys meet", "shared_quotas:\n  - {name: t, limit: 1, per_tool: true}\n  - {name: 't:web', limit: 1}\n", 2, 3, "shared_quotas", "uses its counter"},
 		{"platform quota", "platform_quota: {Bash: 0}\n", 1, 24, "platform_quota.Bash", "limit 0 is not allowed"},
 		{"alias value", "a: &x 3\nmax_repeats: *x\n", 1, 1, "a", "unknown key"},
+		{"key with a newline", "? 0\n\n 0\n", 1, 3, `"0\n0"`, "unknown key"},
 		{"alias value only", "max_failures: &x 3\nmax_repeats: *x\n", 2, 14, "max_repeats", "aliases are not allowed"},
 	}
 	for _, tt := range tests {
@@ -274,6 +276,20 @@ func TestPolicyFileErrors(t *testing.T) {
 			assert.Contains(t, e.Problem, tt.problem)
 			assert.Regexp(t, position, e.Error(), "FILE:LINE:COLUMN")
 		})
+	}
+}
+
+// TestSharedQuotaProblems: each problem the policy's own check finds in
+// shared_quotas is an error of its own, so no line of the message lacks
+// the file and the key.
+func TestSharedQuotaProblems(t *testing.T) {
+	_, err := quotafile.Parse("p.yaml", []byte("shared_quotas: [{name: a, limit: 1}, {name: a, limit: 1}, {name: a, limit: 1}]\n"))
+	require.Error(t, err)
+	lines := strings.Split(err.Error(), "\n")
+	require.Len(t, lines, 3, "%v", err)
+	for _, line := range lines {
+		assert.True(t, strings.HasPrefix(line, "quotafile: p.yaml:1:16: shared_quotas: SharedQuotas["), line)
+		assert.Contains(t, line, `uses its counter "quota:a" too`)
 	}
 }
 

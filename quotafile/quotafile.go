@@ -344,7 +344,7 @@ func (d *decoder) document(root *yaml.Node) {
 			if !d.frontMatter {
 				d.policyKey(k, v, name)
 			} else if want := nearMiss(name); want != "" {
-				d.fail(k, name, "unknown key; did you mean %s?", want)
+				d.fail(k, keyPath("", name), "unknown key; did you mean %s?", want)
 			}
 		}
 	})
