@@ -123,33 +123,29 @@ func (t *Tracker) toolSummary(e *toolEntry, session bool) ToolSummary {
 	if session {
 		stats = &e.session
 	}
-	r := e.rule
 	ss := ToolSummary{
-		Tool:         r.name,
+		Tool:         e.rule.name,
 		Calls:        int(stats.ok + stats.failed),
 		Failed:       int(stats.failed),
 		NewResults:   int(stats.newResults),
 		Skipped:      int(stats.skipped),
 		SessionCalls: int(e.session.reserved),
-		SessionLimit: r.quota,
-		QuotaFrom:    r.quotaFrom,
+		SessionLimit: e.rule.quota,
+		QuotaFrom:    e.rule.quotaFrom,
 	}
 	if f := e.turn.fail; e.inTurn(t.turnNo) && f != nil && f.count > 1 {
 		ss.SameFailure = f.count
 	}
-	if e.skips == nil {
-		return ss
-	}
-	skips := e.skips.turn
-	if session {
-		skips = e.skips.session
-	}
-	for reason, n := range skips {
-		if n > 0 {
-			if ss.SkipReasons == nil {
-				ss.SkipReasons = make(map[Reason]int)
+	if ss.Skipped > 0 { // then e.skips counts them by reason
+		skips := &e.skips.turn
+		if session {
+			skips = &e.skips.session
+		}
+		ss.SkipReasons = make(map[Reason]int)
+		for reason, n := range skips {
+			if n > 0 {
+				ss.SkipReasons[Reason(reason)] = int(n)
 			}
-			ss.SkipReasons[Reason(reason)] = int(n)
 		}
 	}
 	return ss
