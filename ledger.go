@@ -82,8 +82,7 @@ type rawEntry struct {
 // add appends e, checked at at in round of turn, and returns its Seq, keeping at
 // least the newest size entries (0: all). With keepRaw it keeps raw too.
 func (l *ledger) add(e ledgerEntry, turn int, round uint64, at time.Time, raw rawEntry, size int, keepRaw bool) uint64 {
-	// Keep the newest size entries, amortized O(1) per add (len-size ≥ size:
-	// 2*size may overflow).
+	// Amortized O(1) per add (len-size ≥ size: 2*size may overflow).
 	if size > 0 && len(l.entries)-size >= size {
 		l.entries = slices.Delete(l.entries, 0, len(l.entries)-size)
 		if l.raw != nil {
