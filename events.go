@@ -129,4 +129,6 @@ func logEvent(l *slog.Logger, ev Event) {
 }
 
 // logMessages are the log messages of the event kinds, after "toolguard: ".
-var logMessages = [...]string{"decision", "record", "phase change", "quota store failed", "quota store breaker "}
+var logMessages = [...]string{
+	"decision", "record", "phase change", "quota store failed", "quota store breaker ",
+}
