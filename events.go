@@ -87,15 +87,15 @@ func (t *Tracker) emit(ctx context.Context, evs *events) {
 // logEvent writes an event with the GenAI attribute names for the tool and
 // the call id. Firings are warnings; everything else is debug.
 func logEvent(l *slog.Logger, ev Event) {
-	ctx := ev.Context
+	skipped := ev.Kind == EventDecision && ev.Decision.Verdict != Allow
 	level := slog.LevelDebug
-	if ev.Kind == EventDecision && ev.Decision.Verdict != Allow || ev.Kind == EventStore ||
-		ev.Kind == EventBreaker && ev.Breaker == store.BreakerOpen {
+	if skipped || ev.Kind == EventStore || ev.Kind == EventBreaker && ev.Breaker == store.BreakerOpen {
 		level = slog.LevelWarn
 	}
-	if !l.Enabled(ctx, level) {
+	if !l.Enabled(ev.Context, level) {
 		return
 	}
+	msg := "toolguard: " + logMessages[ev.Kind]
 	attrs := []slog.Attr{
 		slog.String("gen_ai.tool.name", ev.Tool),
 		slog.String("gen_ai.tool.call.id", ev.CallID),
@@ -103,33 +103,32 @@ func logEvent(l *slog.Logger, ev Event) {
 		slog.Int("toolguard.turn", ev.Turn),
 		slog.String("toolguard.phase", ev.Phase.String()),
 	}
-	var msg string
 	switch ev.Kind {
 	case EventDecision:
-		msg = "toolguard: decision"
-		if ev.Decision.Verdict != Allow {
+		if skipped {
 			msg = "toolguard: call skipped"
 		}
 		attrs = append(attrs,
 			slog.String("toolguard.verdict", ev.Decision.Verdict.String()),
 			slog.String("toolguard.reason", ev.Decision.Reason.String()))
 	case EventRecord:
-		msg = "toolguard: record"
 		attrs = append(attrs,
 			slog.String("toolguard.status", Entry{Done: true, Failed: ev.Failed}.Status()),
 			slog.Bool("toolguard.new_result", ev.NewResult),
 			slog.Duration("toolguard.duration", ev.Duration))
 	case EventPhase:
-		msg = "toolguard: phase change"
 		attrs = append(attrs, slog.String("toolguard.from", ev.From.String()))
-	case EventStore:
-		msg = "toolguard: quota store failed"
 	case EventBreaker:
-		msg = "toolguard: quota store breaker " + ev.Breaker.String()
+		msg += ev.Breaker.String()
 		attrs = append(attrs, slog.String("toolguard.breaker", ev.Breaker.String()))
 	}
 	if ev.Err != nil { // EventStore, EventBreaker
 		attrs = append(attrs, slog.String("error", ev.Err.Error()))
 	}
-	l.LogAttrs(ctx, level, msg, attrs...)
+	l.LogAttrs(ev.Context, level, msg, attrs...)
+}
+
+// logMessages are the log messages of the event kinds, after "toolguard: ".
+var logMessages = [...]string{
+	"decision", "record", "phase change", "quota store failed", "quota store breaker ",
 }

@@ -42,11 +42,8 @@ type Entry struct {
 }
 
 // ledger is the record of a session, bounded to the most recent entries
-// (the size add is given; 0: unbounded). An entry's Seq is its position,
-// its tool and purpose in a callDesc shared by the calls of a tool naming
-// the same arguments, and the raw arguments and results (KeepRaw) apart.
-// The current turn's entries are the history the cycle rule reads (see
-// continues).
+// (see add). The current turn's entries are the history the cycle rule
+// reads (see continues).
 type ledger struct {
 	entries []ledgerEntry
 	raw     []rawEntry // KeepRaw: one per entry
@@ -70,8 +67,8 @@ type ledgerEntry struct {
 }
 
 // callDesc is what the ledger says of a call beside the hash of its
-// arguments: its tool (the rule has its name) and its purpose (see
-// Entry.Purpose).
+// arguments, shared by the calls of a tool naming the same arguments: its
+// tool (the rule has its name) and its purpose (see Entry.Purpose).
 type callDesc struct {
 	rule    *toolRule
 	purpose string
@@ -85,8 +82,7 @@ type rawEntry struct {
 // add appends e, checked at at in round of turn, and returns its Seq, keeping at
 // least the newest size entries (0: all). With keepRaw it keeps raw too.
 func (l *ledger) add(e ledgerEntry, turn int, round uint64, at time.Time, raw rawEntry, size int, keepRaw bool) uint64 {
-	// Keep the newest size entries, amortized O(1) per add (len-size ≥ size:
-	// 2*size may overflow).
+	// Amortized O(1) per add (len-size ≥ size: 2*size may overflow).
 	if size > 0 && len(l.entries)-size >= size {
 		l.entries = slices.Delete(l.entries, 0, len(l.entries)-size)
 		if l.raw != nil {
@@ -121,16 +117,13 @@ func (l *ledger) finish(seq uint64, failed, isNew bool, d time.Duration, result 
 // (0: all).
 func (l *ledger) snapshot(size int) []Entry {
 	from := 0
-	if size > 0 && len(l.entries) > size {
-		from = len(l.entries) - size
+	if size > 0 {
+		from = max(len(l.entries)-size, 0)
 	}
-	if from == len(l.entries) {
-		return nil
-	}
-	out := make([]Entry, 0, len(l.entries)-from)
+	out := slices.Grow([]Entry(nil), len(l.entries)-from) // nil when there are none
 	for i := from; i < len(l.entries); i++ {
 		e := &l.entries[i]
-		out = append(out, Entry{
+		o := Entry{
 			Seq:       l.dropped + uint64(i) + 1,
 			Turn:      e.turn,
 			Round:     e.round,
@@ -144,14 +137,14 @@ func (l *ledger) snapshot(size int) []Entry {
 			NewResult: e.newResult,
 			At:        e.at,
 			Duration:  e.duration,
-		})
-		o := &out[len(out)-1]
+		}
 		if e.desc != nil {
 			o.Tool, o.Purpose = e.desc.rule.name, e.desc.purpose
 		}
 		if i < len(l.raw) {
 			o.Args, o.Result = l.raw[i].args, l.raw[i].result
 		}
+		out = append(out, o)
 	}
 	return out
 }

@@ -23,11 +23,9 @@ const (
 	invalidMarker = "[invalid-call]"
 )
 
-// Every message says that the call was not executed and what to do
-// instead; none pretends to be the tool's output.
-
 // loopMessage is the message of a loop rule's refusal: HintMarker, then
-// the text that format and args make.
+// the text that format and args make. Every message says that the call was
+// not executed and what to do instead; none pretends to be the tool's output.
 func loopMessage(format string, args ...any) string {
 	return HintMarker + " " + fmt.Sprintf(format, args...)
 }
@@ -144,9 +142,8 @@ func storeDownMessage(tool string) string {
 		"Continue with other tools or answer the user with what you have.", storeMarker, tool)
 }
 
-func invalidMessage() string {
-	return invalidMarker + " The call was not executed: it has no tool name. Call one of the tools you were given, by name."
-}
+const invalidMessage = invalidMarker +
+	" The call was not executed: it has no tool name. Call one of the tools you were given, by name."
 
 // plural returns n and the noun, in the plural unless n is 1: "1 call",
 // "2 calls".

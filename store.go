@@ -99,13 +99,9 @@ func (t *Tracker) breakerEvent(c Call, bt store.BreakerStep, err error, evs *eve
 // settle commits or releases reservations, outside the lock: those of
 // the local fallback at once, the others in one Store operation, reported
 // for c. It runs even when ctx is already cancelled (the call ran, or its
-// reservation must be returned): only ctx's values are kept.
-//
-// The breaker neither holds a settle back nor counts it: a commit not sent
-// would give its units back after the TTL (an over-admission), and a store
-// may queue it anyway (redisstore does). A failure is an EventStore; the
-// reservations expire after their TTL: a commit lost here returns its units
-// to the quota then, a release lost here holds them until then.
+// reservation must be returned): only ctx's values are kept. The breaker
+// neither holds a settle back nor counts it; a failure is an EventStore
+// (why, and what a lost one costs: docs/distributed.md, "Faults").
 func (t *Tracker) settle(ctx context.Context, c Call, hs []held, commit bool, evs *events) {
 	ctx = context.WithoutCancel(ctx)
 	var local, remote []store.Reservation

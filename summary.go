@@ -2,7 +2,7 @@ package toolguard
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -81,20 +81,19 @@ func (t *Tracker) summary(session bool) Summary {
 		Failed:     ts.failed,
 		NewResults: ts.newResults,
 		Skipped:    ts.skipped,
+		StoppedBy:  ts.stop.reason,
 		Budget:     BudgetState{Unit: t.cfg.unit.String(), Used: ts.used, Limit: t.cfg.maxCalls, Left: -1, Phase: ts.phase},
 	}
 	if t.cfg.maxCalls > 0 {
 		s.Budget.Left = max(t.cfg.maxCalls-ts.used, 0)
 	}
-	switch {
-	case ts.stop.reason != ReasonNone:
-		s.Stopped, s.StoppedBy = true, ts.stop.reason
-		if ts.stop.tool != nil {
-			s.StoppedTool = ts.stop.tool.name
-		}
-	case ts.phase >= PhaseWindDown:
-		s.Stopped, s.StoppedBy = true, ReasonBudget
+	if ts.stop.tool != nil { // set with the stop's reason
+		s.StoppedTool = ts.stop.tool.name
 	}
+	if s.StoppedBy == ReasonNone && ts.phase >= PhaseWindDown {
+		s.StoppedBy = ReasonBudget
+	}
+	s.Stopped = s.StoppedBy != ReasonNone
 	in := func(e *toolEntry) bool { return e.inTurn(t.turnNo) }
 	if session {
 		s.Failed, s.NewResults, s.Skipped = 0, 0, t.invalidCalls // calls without a tool
@@ -124,33 +123,29 @@ func (t *Tracker) toolSummary(e *toolEntry, session bool) ToolSummary {
 	if session {
 		stats = &e.session
 	}
-	r := e.rule
 	ss := ToolSummary{
-		Tool:         r.name,
+		Tool:         e.rule.name,
 		Calls:        int(stats.ok + stats.failed),
 		Failed:       int(stats.failed),
 		NewResults:   int(stats.newResults),
 		Skipped:      int(stats.skipped),
 		SessionCalls: int(e.session.reserved),
-		SessionLimit: r.quota,
-		QuotaFrom:    r.quotaFrom,
+		SessionLimit: e.rule.quota,
+		QuotaFrom:    e.rule.quotaFrom,
 	}
 	if f := e.turn.fail; e.inTurn(t.turnNo) && f != nil && f.count > 1 {
 		ss.SameFailure = f.count
 	}
-	if e.skips == nil {
-		return ss
-	}
-	skips := e.skips.turn
-	if session {
-		skips = e.skips.session
-	}
-	for reason, n := range skips {
-		if n > 0 {
-			if ss.SkipReasons == nil {
-				ss.SkipReasons = make(map[Reason]int)
+	if ss.Skipped > 0 { // then e.skips counts them by reason
+		skips := &e.skips.turn
+		if session {
+			skips = &e.skips.session
+		}
+		ss.SkipReasons = make(map[Reason]int)
+		for reason, n := range skips {
+			if n > 0 {
+				ss.SkipReasons[Reason(reason)] = int(n)
 			}
-			ss.SkipReasons[Reason(reason)] = int(n)
 		}
 	}
 	return ss
@@ -242,7 +237,7 @@ func (s Summary) String() string {
 			for r, n := range ts.SkipReasons {
 				reasons = append(reasons, fmt.Sprintf("%s %d", r, n))
 			}
-			sort.Strings(reasons)
+			slices.Sort(reasons)
 			fmt.Fprintf(&b, ", %d skipped (%s)", ts.Skipped, strings.Join(reasons, ", "))
 		}
 		if ts.SessionLimit > 0 {

@@ -399,7 +399,7 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds
 
 // invalid refuses and books a call without a tool name.
 func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
-	d := Decision{Verdict: Abort, Reason: ReasonInvalidCall, Message: invalidMessage(),
+	d := Decision{Verdict: Abort, Reason: ReasonInvalidCall, Message: invalidMessage,
 		Err: invalidCallError("the call has no tool name")}
 	now := t.cfg.now()
 	evs := events{on: t.cfg.hooked}
