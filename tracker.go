@@ -295,8 +295,8 @@ type probe struct {
 func (p *probe) shape() string { return p.s.scan.Shape() }
 
 // inspect derives the probe of a call of round from one scan of its
-// arguments (kept until p.s.release) and, when it has no query, its purpose (its
-// argument names: scratch.names).
+// arguments (kept until p.s.release) and, when it has no query, its
+// purpose (its argument names: scratch.names).
 func (t *Tracker) inspect(c Call, round uint64) *probe {
 	sc := getScratch()
 	p := &sc.p
