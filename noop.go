@@ -8,11 +8,10 @@ import (
 
 // blankArgs reports whether in is a JSON object of one or more members
 // whose values are all strings of white space (spaces, and the escapes \n,
-// \r, \t): a call that cannot change anything, which does not move the
-// turn's change counter (docs/patterns.md, "Calls that change nothing
-// between repeats"). No arguments ({} or none) are not blank: submit, reset
-// and next_page act. It stops at the first other value, so it costs a few
-// bytes for almost every call; bad JSON is not blank.
+// \r, \t): a call that changes nothing (docs/patterns.md, "Calls that
+// change nothing between repeats"; no arguments, {} or none, are not blank).
+// It stops at the first other value: a few bytes for almost every call.
+// Bad JSON is not blank.
 func blankArgs(in []byte) bool {
 	const tokens = `{":",` // '{', then each member's name, ':', blank value and ','
 	for i, k := 0, 0; ; k = k%4 + 1 {

@@ -20,30 +20,27 @@ type pendingCall struct {
 	args  []byte // the caller's slice, not a copy: see keyLocked
 }
 
-// findPending returns the index of the pending call that a Record of (id,
-// key) completes: the one with that id (of those, when a harness reused
-// the id, the one with that key first), else, when byKey is set, the
+// findPending returns the pending calls of ps that a Record of (id, key)
+// of tool may complete: byID, the one with that id (of those, when a
+// harness reused the id, the one with that key first), and byKey, the
 // oldest with that key and no other id; -1 if none.
-func findPending(ps []pendingCall, id, tool string, key callKey, byKey bool) int {
-	first, keyed := -1, -1
+func findPending(ps []pendingCall, id, tool string, key callKey) (byID, byKey int) {
+	byID, byKey = -1, -1
 	for i := range ps {
 		pc := &ps[i]
 		switch {
 		case id != "" && pc.id == id && pc.tool.rule.name == tool:
 			if pc.key == key {
-				return i
+				return i, byKey
 			}
-			if first < 0 {
-				first = i
+			if byID < 0 {
+				byID = i
 			}
-		case byKey && keyed < 0 && pc.key == key && (id == "" || pc.id == ""):
-			keyed = i
+		case byKey < 0 && pc.key == key && (id == "" || pc.id == ""):
+			byKey = i
 		}
 	}
-	if first >= 0 {
-		return first
-	}
-	return keyed
+	return byID, byKey
 }
 
 // keyLocked returns the key of c: that of a pending call of the tool (with
@@ -65,23 +62,22 @@ func (t *Tracker) keyLocked(c Call, sc *scratch, scanned bool) callKey {
 }
 
 // takeLocked takes the pending call that a Record (or cancel) of c with
-// key completes; stale says it was allowed in an earlier turn. A call id
-// names one call: the call of this turn with that id, else the call of an
-// earlier turn with it, and only then an id-less call of this turn with
-// the same key. A late Record never completes a call of the new turn that
-// is not its own.
+// key completes, in the order docs/concepts.md gives ("The two-step API");
+// stale says it was allowed in an earlier turn.
 func (t *Tracker) takeLocked(c Call, key callKey) (pc pendingCall, stale, ok bool) {
-	ps := &t.turn.pending
-	byKey := c.ID == "" || findPending(t.stale, c.ID, c.Tool, key, false) < 0
-	i := findPending(*ps, c.ID, c.Tool, key, byKey)
-	if i < 0 {
-		ps, stale = &t.stale, true
-		i = findPending(*ps, c.ID, c.Tool, key, true)
+	byID, byKey := findPending(t.turn.pending, c.ID, c.Tool, key)
+	staleID, staleKey := findPending(t.stale, c.ID, c.Tool, key)
+	switch {
+	case byID >= 0:
+		return takeAt(&t.turn.pending, byID), false, true
+	case staleID >= 0:
+		return takeAt(&t.stale, staleID), true, true
+	case byKey >= 0:
+		return takeAt(&t.turn.pending, byKey), false, true
+	case staleKey >= 0:
+		return takeAt(&t.stale, staleKey), true, true
 	}
-	if i < 0 {
-		return pendingCall{}, false, false
-	}
-	return takeAt(ps, i), stale, true
+	return pendingCall{}, false, false
 }
 
 // takeAt removes the pending call i from ps (nil once empty: an idle
@@ -98,16 +94,15 @@ func takeAt(ps *[]pendingCall, i int) pendingCall {
 // allowed, so that the turn stays exact, and returns its pending call.
 func (t *Tracker) allowUncheckedLocked(c Call, b *batch) pendingCall {
 	p := t.inspect(c, t.round.Add(1))
-	defer p.done()
+	defer p.s.release()
 	t.probeLocked(p)
 	t.bookLocked(c, p, Decision{Phase: t.turn.phase}, nil, b)
 	return takeAt(&t.turn.pending, len(t.turn.pending)-1)
 }
 
-// cancel releases the pending call c that its caller gave up on and
-// returns the turn's phase (see Outcome.Cancelled): what ShouldSkip took for
-// it is given back, its place in the repeat count and the window included.
-// A call never checked, or already recorded, is ignored.
+// cancel releases the pending call c that its caller gave up on (see
+// Outcome.Cancelled) and returns the turn's phase. A call never checked, or
+// already recorded, is ignored.
 func (t *Tracker) cancel(ctx context.Context, c Call) Phase {
 	sc := getScratch()
 	defer sc.release()
@@ -118,28 +113,22 @@ func (t *Tracker) cancel(ctx context.Context, c Call) Phase {
 		pc.tool.session.reserved = max(pc.tool.session.reserved-1, 0)
 	}
 	if ok && !stale {
-		ts := &t.turn
-		ts.unhold(pc.round)
+		t.turn.unhold(pc.round)
 		st := &t.turnTool(pc.tool).stats
 		st.reserved = max(st.reserved-1, 0)
 		pc.ks.pending = max(pc.ks.pending-1, 0)
 		pc.ks.count = max(pc.ks.count-1, 0)
-		t.churn.window.forget(pc.seq)
+		w := &t.churn.window // the call brought nothing, not even nothing new
+		w.items = slices.DeleteFunc(w.items, func(it windowItem) bool { return it.seq == pc.seq })
 	}
 	phase := t.turn.phase
 	t.mu.Unlock()
-	if ok && pc.res.r.ID != "" {
+	if pc.res.r.ID != "" { // none when !ok
 		evs := events{on: t.cfg.hooked}
 		t.settle(ctx, c, []held{pc.res}, false, &evs)
 		t.emit(ctx, &evs)
 	}
 	return phase
-}
-
-// forget drops the call seq from the window: it brought nothing, not even
-// nothing new.
-func (w *window) forget(seq uint64) {
-	w.items = slices.DeleteFunc(w.items, func(it windowItem) bool { return it.seq == seq })
 }
 
 // batch is what one operation collects under the lock for after it: its

@@ -58,10 +58,6 @@ func (s *Sessions) Release(t *Tracker) {
 	b.drop(t.stale)
 	t.clearState()
 	t.mu.Unlock()
-
-	t.toolMu.Lock()
-	t.tools = table[string, *toolEntry]{}
-	t.toolMu.Unlock()
 	t.flush(context.Background(), &b)
 }
 

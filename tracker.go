@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,10 +90,8 @@ const (
 	maxPending = 4096
 	maxStale   = 256
 	maxKeys    = 1 << 16
-	// maxTurnQueries bounds the search queries a turn remembers over all
-	// its tools (each at most queryIndexCap, about 2 KiB a query): past it,
-	// a query is checked against those remembered but not remembered
-	// itself. Only a turn without a budget of its size reaches it.
+	// maxTurnQueries bounds the search queries (about 2 KiB each) a turn
+	// keeps over all its tools: past it, a query is checked but not kept.
 	maxTurnQueries = 4096
 )
 
@@ -112,9 +110,12 @@ func newTracker(cfg *config) *Tracker {
 	return t
 }
 
-// clearState starts the ledger, the turn and the loop rules with no state.
+// clearState starts the tools, ledger, turn and loop rules with no state.
 func (t *Tracker) clearState() {
 	cfg := t.cfg
+	t.toolMu.Lock()
+	t.tools = table[string, *toolEntry]{}
+	t.toolMu.Unlock()
 	t.ledger = ledger{}
 	t.stale = nil
 	t.turn = turnState{}
@@ -157,9 +158,9 @@ func (e *toolEntry) skip(r Reason) {
 	e.skips.turn[r]++
 }
 
-// clearTurn starts the tool's state of turn n.
-func (e *toolEntry) clearTurn(n int) {
-	e.turn = toolState{turn: int32(n)}
+// clearTurn clears the tool's turn state (Reset).
+func (e *toolEntry) clearTurn() {
+	e.turn = toolState{}
 	if e.skips != nil {
 		e.skips.turn = [numReasons]int32{}
 	}
@@ -169,10 +170,9 @@ func (e *toolEntry) clearTurn(n int) {
 func (e *toolEntry) inTurn(n int) bool { return e.turn.turn == int32(n) }
 
 // tool returns the entry of a tool, resolving its policy the first time.
-// Past maxTools tools in one session, a new name gets a fresh entry each
-// time: its calls still count against the budget and shared quotas and are
-// checked for repeats, cycles and the window (keyed by name), but not by
-// the rules that need per-tool counters.
+// Past maxTools tools, a new name gets a fresh entry each time, checked
+// only by the rules keyed by name (docs/concepts.md, "The ledger and the
+// summary").
 func (t *Tracker) tool(name string) *toolEntry {
 	t.toolMu.Lock()
 	defer t.toolMu.Unlock()
@@ -186,12 +186,10 @@ func (t *Tracker) tool(name string) *toolEntry {
 	return e
 }
 
-// turnTool returns the turn's state of a tool, clearing what an earlier
-// turn left. t.mu must be held.
+// turnTool returns the turn's state of a tool, which Reset cleared, marked
+// as the turn's. t.mu must be held.
 func (t *Tracker) turnTool(e *toolEntry) *toolState {
-	if !e.inTurn(t.turnNo) {
-		e.clearTurn(t.turnNo)
-	}
+	e.turn.turn = int32(t.turnNo)
 	return &e.turn
 }
 
@@ -261,7 +259,8 @@ func (t *Tracker) ShouldSkipRound(calls []Call) []Decision {
 
 // ShouldSkipRoundContext is ShouldSkipRound with a context: for the Store
 // (the calls the local rules allow reserve their shared counters in one
-// operation, bounded by Policy.StoreTimeout) and for the events. When ctx comes from WithRound, the calls join that round.
+// operation, bounded by Policy.StoreTimeout), for the events, and for the
+// round: when ctx comes from WithRound, the calls join that round.
 func (t *Tracker) ShouldSkipRoundContext(ctx context.Context, calls []Call) []Decision {
 	ds := make([]Decision, len(calls))
 	t.checkRound(ctx, calls, t.roundOf(ctx), ds)
@@ -270,15 +269,13 @@ func (t *Tracker) ShouldSkipRoundContext(ctx context.Context, calls []Call) []De
 
 // probe is what the Tracker derives from a call before taking its lock.
 type probe struct {
-	round uint64
-	tool  *toolEntry
-	rule  *toolRule
-	key   callKey
-	args  Hash   // of the arguments
-	query string // normalized; search tools only
-	// purpose is the ledger's purpose when it is not query: query with
-	// its secrets redacted (see redactSecrets).
-	purpose string
+	round   uint64
+	tool    *toolEntry
+	rule    *toolRule
+	key     callKey
+	args    Hash   // of the arguments
+	query   string // normalized; search tools only
+	purpose string // the ledger's, when not query: query with its secrets redacted
 	sim     simKey // of query, computed before the lock is taken
 	scope   Hash   // of the arguments other than the query
 	url     string // host and path; calls whose arguments hold a URL
@@ -297,12 +294,9 @@ type probe struct {
 // shape returns the shape of the call's arguments (see canon.Args.Shape).
 func (p *probe) shape() string { return p.s.scan.Shape() }
 
-// done releases the probe: it must not be used after.
-func (p *probe) done() { p.s.release() }
-
 // inspect derives the probe of a call of round from one scan of its
-// arguments (kept until p.done) and, when it has no query, its purpose (its
-// argument names: scratch.names).
+// arguments (kept until p.s.release) and, when it has no query, its
+// purpose (its argument names: scratch.names).
 func (t *Tracker) inspect(c Call, round uint64) *probe {
 	sc := getScratch()
 	p := &sc.p
@@ -325,14 +319,11 @@ func (t *Tracker) inspect(c Call, round uint64) *probe {
 			p.scope = Hash(s.Hash(append(slices.Clip(p.rule.ignore), k)))
 		}
 	}
-	if p.query == "" {
-		if len(c.Args) > canon.InspectMax {
-			// Described by size: large arguments are hashed, not read for a
-			// URL or names.
-			sc.names = strconv.AppendInt(append(sc.names, "arguments of "...), int64(len(c.Args)), 10)
-			sc.names = append(sc.names, " bytes"...)
-			return p
-		}
+	switch {
+	case p.query != "":
+	case len(c.Args) > canon.InspectMax: // hashed, not read for a URL or names
+		sc.names = fmt.Appendf(sc.names, "arguments of %d bytes", len(c.Args))
+	default:
 		if t.cfg.window > 0 && !p.rule.exempt {
 			if host, path, ok := s.URL(); ok {
 				p.url = host + path
@@ -346,10 +337,9 @@ func (t *Tracker) inspect(c Call, round uint64) *probe {
 // queryKeys are the argument keys a search query is taken from, in order.
 var queryKeys = []string{"query", "search_query", "q", "text", "question", "prompt"}
 
-// checkRound decides the calls of one round in order into ds. A call whose
-// counters live in the Store is first decided by the local rules: the
-// Store is asked, in one operation for the round, only for the calls they
-// allow, which are then decided again with its grants, after the others.
+// checkRound decides the calls of one round in order into ds; those that
+// ask the Store are decided again with its grants, after the others
+// (docs/concepts.md, "The two-step API").
 func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds []Decision) {
 	var wait []int      // the calls that ask the Store
 	var probes []*probe // theirs
@@ -369,7 +359,7 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds
 			wait = append(wait, i)
 			probes = append(probes, p)
 		} else {
-			p.done()
+			p.s.release()
 		}
 		ds[i] = d
 	}
@@ -390,7 +380,7 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds
 			if g.r.ID != "" && ds[i].Verdict != Allow {
 				refused = append(refused, g.held)
 			}
-			p.done()
+			p.s.release()
 		}
 		t.settle(ctx, first, refused, false, &b.evs) // nothing when none was refused
 	}
@@ -517,9 +507,8 @@ func (t *Tracker) descLocked(p *probe) *callDesc {
 	return d
 }
 
-// rulesLocked decides a call by the loop rules: the hinted call again
-// (one escalation per call, whichever rule gave the hint), then each rule
-// in order. The first firing the escalation does not pass over decides.
+// rulesLocked decides a call by the loop rules: the hinted call again, then
+// each rule in order (docs/concepts.md, "How the core decides", 3 to 5).
 func (t *Tracker) rulesLocked(p *probe) (Decision, bool) {
 	if f, ok := t.turn.esc.insisted(p, p.changes); ok {
 		f.count, f.limit = int(p.ks.countAt(p.changes)), p.rule.maxRepeats
@@ -613,19 +602,44 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 }
 
 // recordLocked books the outcome sc.out of the call c, whose key is key
-// and whose raw result is raw, and returns its pending call. A call allowed
-// in an earlier turn has only its ledger entry updated. A call never
-// checked is booked first.
+// and whose raw result is raw, for the rules, the counters, the budget and
+// the ledger, and returns its pending call. A call never checked is booked
+// first; a call allowed in an earlier turn has only its ledger entry
+// updated.
 func (t *Tracker) recordLocked(c Call, raw string, key callKey, sc *scratch, b *batch) (Phase, pendingCall) {
-	ts := &t.turn
-	out := &sc.out
+	ts, p, out := &t.turn, &sc.p, &sc.out
 	from := ts.phase
 	pc, stale, ok := t.takeLocked(c, key)
+	if !ok {
+		pc = t.allowUncheckedLocked(c, b)
+	}
 	if !stale {
-		if !ok {
-			pc = t.allowUncheckedLocked(c, b)
+		*p = probe{tool: pc.tool, rule: pc.tool.rule, key: key, round: pc.round,
+			turn: t.turnTool(pc.tool), ks: pc.ks, turnNo: t.turnNo, changes: ts.changes, s: sc}
+		out.seq = pc.seq
+		// A success that made progress (docs/concepts.md, "How the core
+		// decides") moves the change counter unless its tool is read-only
+		// or its arguments are blank (noop.go).
+		out.progress = t.repeats.progress(p, out)
+		if out.progress {
+			ts.esc.forget(key)
+			if !out.failed && !p.rule.readOnly && !blankArgs(c.Args) {
+				ts.changes++
+				out.changed = true
+			}
 		}
-		t.outcomeLocked(c, pc, key, sc)
+		out.changes = ts.changes
+		for _, d := range t.rules() {
+			d.recorded(p, out)
+		}
+		p.turn.stats.finish(out.failed, out.progress)
+		pc.tool.session.finish(out.failed, out.progress)
+		if out.failed {
+			ts.failed++
+		} else if out.progress {
+			ts.newResults++
+		}
+		t.spendLocked(pc.round)
 	}
 	turn := t.ledger.finish(pc.seq, out.failed, out.progress, b.now.Sub(pc.at), raw, t.cfg.keepRaw)
 	if !stale {
@@ -635,40 +649,6 @@ func (t *Tracker) recordLocked(c Call, raw string, key callKey, sc *scratch, b *
 		Failed: out.failed, NewResult: out.progress, Duration: b.now.Sub(pc.at), Phase: ts.phase})
 	t.phaseEvent(&b.evs, c, pc.seq, from)
 	return ts.phase, pc
-}
-
-// outcomeLocked books the outcome sc.out of the pending call pc of the
-// turn for the rules, the counters and the budget.
-func (t *Tracker) outcomeLocked(c Call, pc pendingCall, key callKey, sc *scratch) {
-	ts := &t.turn
-	p, out := &sc.p, &sc.out
-	*p = probe{tool: pc.tool, rule: pc.tool.rule, key: key, round: pc.round, turn: t.turnTool(pc.tool),
-		ks: pc.ks, turnNo: t.turnNo, changes: ts.changes, s: sc}
-	out.seq = pc.seq
-	// Progress: the key is new to the turn or its result (for a failure,
-	// its error output) changed. A success that made progress may have
-	// changed the world unless its tool is read-only or its arguments are
-	// blank (noop.go).
-	out.progress = t.repeats.progress(p, out)
-	if out.progress {
-		ts.esc.forget(key)
-		if !out.failed && !p.rule.readOnly && !blankArgs(c.Args) {
-			ts.changes++
-			out.changed = true
-		}
-	}
-	out.changes = ts.changes
-	for _, d := range t.rules() {
-		d.recorded(p, out)
-	}
-	p.turn.stats.finish(out.failed, out.progress)
-	pc.tool.session.finish(out.failed, out.progress)
-	if out.failed {
-		ts.failed++
-	} else if out.progress {
-		ts.newResults++
-	}
-	t.spendLocked(pc.round)
 }
 
 // phaseEvent adds the event of the phase change the call c made, if any.
@@ -710,7 +690,7 @@ func (t *Tracker) Reset() {
 	// A tool never called again keeps no turn state (its search queries,
 	// up to a megabyte and more) over the session.
 	t.toolMu.Lock()
-	t.tools.each(func(e *toolEntry) { e.clearTurn(0) })
+	t.tools.each((*toolEntry).clearTurn)
 	t.toolMu.Unlock()
 	t.turnNo++
 	t.turn.reset()
