@@ -68,14 +68,11 @@ func specificBits(q string) (bits [2]uint64) {
 		if !spec {
 			continue
 		}
-		n := normalizeQuery(w)
-		if n == "" {
-			continue
+		if n := normalizeQuery(w); n != "" { // one word: its key is its runes folded
+			b0, b1 := simWordBits([]byte(strings.Map(simFold, n)))
+			bits[0] |= b0
+			bits[1] |= b1
 		}
-		k := simKeyOf(n)
-		b0, b1 := simWordBits([]byte(k.text))
-		bits[0] |= b0
-		bits[1] |= b1
 	}
 	return bits
 }

@@ -40,52 +40,38 @@ const (
 // keeps at most queryMaxRunes runes, cut between words unless the first
 // word alone is longer. The result is valid UTF-8 and normalized.
 func normalizeQuery(s string) string {
-	in := s // returned when already normalized
-	if len(s) > queryMaxBytes {
-		in = "" // a cut query is never returned: it would keep s alive
-		s = queryCut(s)
+	// The prefix read ends before a rune it would split (invalid input may
+	// have no rune start).
+	n := min(len(s), queryMaxBytes)
+	for i := 0; i < utf8.UTFMax-1 && n < len(s) && !utf8.RuneStart(s[n]); i++ {
+		n--
 	}
 	var buf [queryMaxBytes]byte
 	out := buf[:0]
 	runes := 0
 	space := false // white space seen since the last word rune
 	word := 0      // where the last word starts in out, with its space
-	for _, r := range s {
+	for _, r := range s[:n] {
 		r = unicode.ToLower(r)
-		switch {
-		case r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
-			need := 1
+		if unicode.IsSpace(r) {
+			space = true
+		} else if r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) {
 			if space && runes > 0 {
-				need++
-			}
-			if runes+need > queryMaxRunes {
-				if need == 1 && word > 0 {
-					out = out[:word] // do not keep half a word
-				}
-				return simString(out, in)
-			}
-			if need == 2 {
 				word = len(out)
 				out = append(out, ' ')
+				runes++
+			}
+			if runes++; runes > queryMaxRunes {
+				break
 			}
 			out = utf8.AppendRune(out, r)
-			runes += need
 			space = false
-		case unicode.IsSpace(r):
-			space = true
 		}
 	}
-	return simString(out, in)
-}
-
-// queryCut returns the first queryMaxBytes bytes of s, without splitting
-// the last rune (invalid input may have no rune start).
-func queryCut(s string) string {
-	n := queryMaxBytes
-	for i := 0; i < utf8.UTFMax-1 && n > 0 && !utf8.RuneStart(s[n]); i++ {
-		n--
+	if runes > queryMaxRunes && word > 0 {
+		out = out[:word] // do not keep half a word
 	}
-	return s[:n]
+	return simString(out, s) // a cut s is longer than out: never kept alive
 }
 
 // simString returns b as a string, reusing s when it holds the same bytes.
@@ -109,16 +95,18 @@ type simKey struct {
 // simMaxWords is the most words queryMaxRunes runes hold.
 const simMaxWords = queryMaxRunes/2 + 1
 
-// simKeyOf returns the key of s: the words (simWords) of its first
-// queryMaxRunes runes (simCut), without stop words unless all are, in
-// their order and sorted.
+// simKeyOf returns the key of the normalized query s: its words
+// (simWords), without stop words unless all are, in their order and
+// sorted. A longer s is normalized first: a key has at most queryMaxRunes.
 func simKeyOf(s string) simKey {
 	var buf, out [queryMaxBytes + 1]byte // out: a space before each word
 	var spans [simMaxWords][2]int
-	in := simCut(s)
-	text, words := simWords(buf[:0], spans[:0], in, true)
+	if len(s) > queryMaxRunes && utf8.RuneCountInString(s) > queryMaxRunes {
+		s = normalizeQuery(s)
+	}
+	text, words := simWords(buf[:0], spans[:0], s, true)
 	if len(words) == 0 {
-		text, words = simWords(buf[:0], spans[:0], in, false)
+		text, words = simWords(buf[:0], spans[:0], s, false)
 	}
 	slices.SortFunc(words, func(x, y [2]int) int {
 		return bytes.Compare(text[x[0]:x[1]], text[y[0]:y[1]])
@@ -137,24 +125,6 @@ func simKeyOf(s string) simKey {
 		k.runes++
 	}
 	return k
-}
-
-// simCut returns the first queryMaxRunes runes of s, less a word they cut
-// in two unless it is the first.
-func simCut(s string) string {
-	n := 0
-	for i, r := range s {
-		if n < queryMaxRunes {
-			n++
-			continue
-		}
-		cut := strings.TrimRightFunc(s[:i], func(r rune) bool { return !unicode.IsSpace(r) })
-		if unicode.IsSpace(r) || strings.TrimSpace(cut) == "" {
-			return s[:i] // no word cut, or the first
-		}
-		return cut
-	}
-	return s
 }
 
 // simWords appends the words of s to buf, runes folded (simFold) and
