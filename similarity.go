@@ -274,10 +274,7 @@ func simStem(w string) string {
 }
 
 // simClose reports whether two different words with the same mark may be
-// one word reworded: equal stems ("pod", "pods"), a stem that begins the
-// other and has four runes or more ("config", "configuration") or fewer
-// than half as many ("go", "golang"), or an edit distance of at most a
-// quarter of the longer word, of five runes or more ("kubernets").
+// one word reworded (docs/concepts.md, "Similar queries": "close").
 func simClose(x, y string) bool {
 	ix, iy := strings.IndexByte(x, ':')+1, strings.IndexByte(y, ':')+1
 	if x[:ix] != y[:iy] {
@@ -302,9 +299,8 @@ func simClose(x, y string) bool {
 	return 4*levenshtein.ComputeDistance(x, y) <= longer
 }
 
-// simStopWords are the English words a key leaves out: articles,
-// prepositions, pronouns and auxiliaries, not negations, question words
-// or directions (but "to" where it is no direction).
+// simStopWords are the English words a key leaves out: not negations,
+// question words or directions (but "to" where it is no direction).
 var simStopWords = simGroups(`a about am an and are at be by can did do does for how i in is me my of
 	on or our please that the this to was we were what with you your`)
 
@@ -317,9 +313,8 @@ var simDirections = map[string]string{
 }
 
 // simAgree maps each word two similar keys agree on to its bit of
-// simKey.agree: a destructive verb, in its usual inflections, to its
-// group ("delete user" and "deactivate user" are not similar), a negation
-// to the last bit (apostrophes are gone by then: "dont").
+// simKey.agree: a destructive verb to its group, a negation to the last
+// bit (apostrophes are gone by then: "dont").
 var simAgree = simGroups(
 	"delete deletes deleted deleting deletion",
 	"remove removes removed removing removal rm",
@@ -398,20 +393,26 @@ func (x *queryIndex) ring(j int) *queryEntry {
 	return &x.entries[(x.added-j)%len(x.entries)]
 }
 
-// find returns the entry of the query q in scope, or nil.
-func (x *queryIndex) find(q string, scope Hash) *queryEntry {
+// find returns the entry of the query q in scope, or nil, and their
+// queryID: q normalized if longer than a normalized query can be, so that
+// an index stays bounded however it is misused.
+func (x *queryIndex) find(q string, scope Hash) (*queryEntry, queryID) {
+	if len(q) > queryMaxBytes {
+		q = normalizeQuery(q)
+	}
+	id := queryID{scope, q}
 	if x.byQuery != nil {
-		if i, ok := x.byQuery[queryID{scope, q}]; ok {
-			return &x.entries[i]
+		if i, ok := x.byQuery[id]; ok {
+			return &x.entries[i], id
 		}
-		return nil
+		return nil, id
 	}
 	for i := range x.entries {
-		if e := &x.entries[i]; e.queryID == (queryID{scope, q}) {
-			return e
+		if x.entries[i].queryID == id {
+			return &x.entries[i], id
 		}
 	}
-	return nil
+	return nil, id
 }
 
 // addKey records the normalized query q, whose key is k, as asked in
@@ -420,15 +421,15 @@ func (x *queryIndex) find(q string, scope Hash) *queryEntry {
 // query asked before in the scope keeps its place, its key and the earlier
 // of its rounds, and waits for the outcome of seq.
 func (x *queryIndex) addKey(q string, k *simKey, scope Hash, round, seq uint64) *simKey {
-	q = queryBound(q)
-	if e := x.find(q, scope); e != nil {
-		e.round, e.seq, e.stale = min(e.round, round), seq, false
-		return e.key
+	found, id := x.find(q, scope)
+	if found != nil {
+		found.round, found.seq, found.stale = min(found.round, round), seq, false
+		return found.key
 	}
 	if k.runes == 0 {
 		return nil
 	}
-	e := queryEntry{queryID: queryID{scope, q}, key: heldKey(nil, k), round: round, seq: seq}
+	e := queryEntry{queryID: id, key: heldKey(nil, k), round: round, seq: seq}
 	i := x.added % queryIndexCap
 	if len(x.entries) < queryIndexCap {
 		x.entries = append(x.entries, e)
@@ -489,11 +490,10 @@ func (x *queryIndex) similarKey(q string, k *simKey, scope Hash, round uint64, t
 	if !(threshold <= 1) || k.runes == 0 {
 		return false // a query without a word is similar to nothing
 	}
-	q = queryBound(q)
 	counts := func(e *queryEntry) bool {
 		return e.round < round && e.scope == scope && (blind || e.stale)
 	}
-	if e := x.find(q, scope); e != nil && counts(e) {
+	if e, _ := x.find(q, scope); e != nil && counts(e) {
 		return true
 	}
 	for j := 1; j <= min(len(x.entries), queryIndexWindow); j++ {
@@ -502,13 +502,4 @@ func (x *queryIndex) similarKey(q string, k *simKey, scope Hash, round uint64, t
 		}
 	}
 	return false
-}
-
-// queryBound returns q, normalized if longer than a normalized query can
-// be: an index stays bounded however it is misused.
-func queryBound(q string) string {
-	if len(q) <= queryMaxBytes {
-		return q
-	}
-	return normalizeQuery(q)
 }
