@@ -40,9 +40,7 @@ const (
 // keeps at most queryMaxRunes runes, cut between words unless the first
 // word alone is longer. The result is valid UTF-8 and normalized.
 func normalizeQuery(s string) string {
-	// The prefix read ends before a rune it would split (invalid input may
-	// have no rune start).
-	n := min(len(s), queryMaxBytes)
+	n := min(len(s), queryMaxBytes) // the prefix read ends at a rune start, if within 3 bytes
 	for i := 0; i < utf8.UTFMax-1 && n < len(s) && !utf8.RuneStart(s[n]); i++ {
 		n--
 	}
