@@ -140,8 +140,8 @@ func (f *rewordForm) same(g *rewordForm, threshold float64) bool {
 }
 
 // rewordFormOf returns the form of the scanned arguments without the
-// members named in ignore: ok is false unless they are an object of
-// scalars whose normalized form fits maxRewordForm bytes.
+// members named in ignore; ok (false unless they are an object of scalars
+// whose normalized form fits maxRewordForm bytes) says whether f holds it.
 func rewordFormOf(s *canon.Args, ignore []string) (f rewordForm, ok bool) {
 	var buf, val [maxRewordForm]byte
 	out := buf[:0]
@@ -167,11 +167,8 @@ func rewordFormOf(s *canon.Args, ignore []string) (f rewordForm, ok bool) {
 		out = append(out, 0)
 		return fits
 	})
-	if !ok {
-		return rewordForm{}, false
-	}
 	f.digest = fnv64(out)
-	return f, true
+	return f, ok
 }
 
 // fnv64 is FNV-1a over b: a rewording's form is compared by this digest

@@ -48,10 +48,8 @@ func (s *similar) recorded(p *probe, r *outcome) {
 func (s *similar) endTurn(int) { s.remembered = 0 }
 
 // specificBits returns the bits (simWordBits) of the words of the raw
-// query q that are specific: inside double quotes, or capitalized when not
-// q's first word; each as a key holds it, for refines. (A refinement adds
-// a specific term to a similar query and runs: docs/patterns.md, "Broad
-// search churn".)
+// query q that are specific, each as a key holds it, for refines
+// (docs/concepts.md, "Similar queries": a refinement).
 func specificBits(q string) (bits [2]uint64) {
 	quoted := false
 	for i, w := range strings.Fields(q) {
@@ -68,14 +66,11 @@ func specificBits(q string) (bits [2]uint64) {
 		if !spec {
 			continue
 		}
-		n := normalizeQuery(w)
-		if n == "" {
-			continue
+		if n := normalizeQuery(w); n != "" { // one word: its key is its runes folded
+			b0, b1 := simWordBits([]byte(strings.Map(simFold, n)))
+			bits[0] |= b0
+			bits[1] |= b1
 		}
-		k := simKeyOf(n)
-		b0, b1 := simWordBits([]byte(k.text))
-		bits[0] |= b0
-		bits[1] |= b1
 	}
 	return bits
 }
@@ -83,9 +78,6 @@ func specificBits(q string) (bits [2]uint64) {
 // refines reports whether the query of k adds a specific term (a word of
 // simKey.specific) to the earlier query of e.
 func refines(k, e *simKey) bool {
-	if k.specific == [2]uint64{} {
-		return false
-	}
 	for w := range strings.SplitSeq(k.sorted, " ") {
 		w = w[strings.IndexByte(w, ':')+1:]
 		b0, b1 := simWordBits([]byte(w))

@@ -40,52 +40,36 @@ const (
 // keeps at most queryMaxRunes runes, cut between words unless the first
 // word alone is longer. The result is valid UTF-8 and normalized.
 func normalizeQuery(s string) string {
-	in := s // returned when already normalized
-	if len(s) > queryMaxBytes {
-		in = "" // a cut query is never returned: it would keep s alive
-		s = queryCut(s)
+	n := min(len(s), queryMaxBytes) // the prefix read ends at a rune start, if within 3 bytes
+	for i := 0; i < utf8.UTFMax-1 && n < len(s) && !utf8.RuneStart(s[n]); i++ {
+		n--
 	}
 	var buf [queryMaxBytes]byte
 	out := buf[:0]
 	runes := 0
 	space := false // white space seen since the last word rune
 	word := 0      // where the last word starts in out, with its space
-	for _, r := range s {
+	for _, r := range s[:n] {
 		r = unicode.ToLower(r)
-		switch {
-		case r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
-			need := 1
+		if unicode.IsSpace(r) {
+			space = true
+		} else if r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) {
 			if space && runes > 0 {
-				need++
-			}
-			if runes+need > queryMaxRunes {
-				if need == 1 && word > 0 {
-					out = out[:word] // do not keep half a word
-				}
-				return simString(out, in)
-			}
-			if need == 2 {
 				word = len(out)
 				out = append(out, ' ')
+				runes++
+			}
+			if runes++; runes > queryMaxRunes {
+				break
 			}
 			out = utf8.AppendRune(out, r)
-			runes += need
 			space = false
-		case unicode.IsSpace(r):
-			space = true
 		}
 	}
-	return simString(out, in)
-}
-
-// queryCut returns the first queryMaxBytes bytes of s, without splitting
-// the last rune (invalid input may have no rune start).
-func queryCut(s string) string {
-	n := queryMaxBytes
-	for i := 0; i < utf8.UTFMax-1 && n > 0 && !utf8.RuneStart(s[n]); i++ {
-		n--
+	if runes > queryMaxRunes && word > 0 {
+		out = out[:word] // do not keep half a word
 	}
-	return s[:n]
+	return simString(out, s) // a cut s is longer than out: never kept alive
 }
 
 // simString returns b as a string, reusing s when it holds the same bytes.
@@ -109,16 +93,18 @@ type simKey struct {
 // simMaxWords is the most words queryMaxRunes runes hold.
 const simMaxWords = queryMaxRunes/2 + 1
 
-// simKeyOf returns the key of s: the words (simWords) of its first
-// queryMaxRunes runes (simCut), without stop words unless all are, in
-// their order and sorted.
+// simKeyOf returns the key of the normalized query s: its words
+// (simWords), without stop words unless all are, in their order and
+// sorted. A longer s is normalized first: a key has at most queryMaxRunes.
 func simKeyOf(s string) simKey {
 	var buf, out [queryMaxBytes + 1]byte // out: a space before each word
 	var spans [simMaxWords][2]int
-	in := simCut(s)
-	text, words := simWords(buf[:0], spans[:0], in, true)
+	if len(s) > queryMaxRunes && utf8.RuneCountInString(s) > queryMaxRunes {
+		s = normalizeQuery(s)
+	}
+	text, words := simWords(buf[:0], spans[:0], s, true)
 	if len(words) == 0 {
-		text, words = simWords(buf[:0], spans[:0], in, false)
+		text, words = simWords(buf[:0], spans[:0], s, false)
 	}
 	slices.SortFunc(words, func(x, y [2]int) int {
 		return bytes.Compare(text[x[0]:x[1]], text[y[0]:y[1]])
@@ -137,24 +123,6 @@ func simKeyOf(s string) simKey {
 		k.runes++
 	}
 	return k
-}
-
-// simCut returns the first queryMaxRunes runes of s, less a word they cut
-// in two unless it is the first.
-func simCut(s string) string {
-	n := 0
-	for i, r := range s {
-		if n < queryMaxRunes {
-			n++
-			continue
-		}
-		cut := strings.TrimRightFunc(s[:i], func(r rune) bool { return !unicode.IsSpace(r) })
-		if unicode.IsSpace(r) || strings.TrimSpace(cut) == "" {
-			return s[:i] // no word cut, or the first
-		}
-		return cut
-	}
-	return s
 }
 
 // simWords appends the words of s to buf, runes folded (simFold) and
@@ -304,10 +272,7 @@ func simStem(w string) string {
 }
 
 // simClose reports whether two different words with the same mark may be
-// one word reworded: equal stems ("pod", "pods"), a stem that begins the
-// other and has four runes or more ("config", "configuration") or fewer
-// than half as many ("go", "golang"), or an edit distance of at most a
-// quarter of the longer word, of five runes or more ("kubernets").
+// one word reworded (docs/concepts.md, "Similar queries": "close").
 func simClose(x, y string) bool {
 	ix, iy := strings.IndexByte(x, ':')+1, strings.IndexByte(y, ':')+1
 	if x[:ix] != y[:iy] {
@@ -332,9 +297,8 @@ func simClose(x, y string) bool {
 	return 4*levenshtein.ComputeDistance(x, y) <= longer
 }
 
-// simStopWords are the English words a key leaves out: articles,
-// prepositions, pronouns and auxiliaries, not negations, question words
-// or directions (but "to" where it is no direction).
+// simStopWords are the English words a key leaves out: not negations,
+// question words or directions (but "to" where it is no direction).
 var simStopWords = simGroups(`a about am an and are at be by can did do does for how i in is me my of
 	on or our please that the this to was we were what with you your`)
 
@@ -347,9 +311,8 @@ var simDirections = map[string]string{
 }
 
 // simAgree maps each word two similar keys agree on to its bit of
-// simKey.agree: a destructive verb, in its usual inflections, to its
-// group ("delete user" and "deactivate user" are not similar), a negation
-// to the last bit (apostrophes are gone by then: "dont").
+// simKey.agree: a destructive verb to its group, a negation to the last
+// bit (apostrophes are gone by then: "dont").
 var simAgree = simGroups(
 	"delete deletes deleted deleting deletion",
 	"remove removes removed removing removal rm",
@@ -428,20 +391,26 @@ func (x *queryIndex) ring(j int) *queryEntry {
 	return &x.entries[(x.added-j)%len(x.entries)]
 }
 
-// find returns the entry of the query q in scope, or nil.
-func (x *queryIndex) find(q string, scope Hash) *queryEntry {
+// find returns the entry of the query q in scope, or nil, and their
+// queryID: q normalized if longer than a normalized query can be, so that
+// an index stays bounded however it is misused.
+func (x *queryIndex) find(q string, scope Hash) (*queryEntry, queryID) {
+	if len(q) > queryMaxBytes {
+		q = normalizeQuery(q)
+	}
+	id := queryID{scope, q}
 	if x.byQuery != nil {
-		if i, ok := x.byQuery[queryID{scope, q}]; ok {
-			return &x.entries[i]
+		if i, ok := x.byQuery[id]; ok {
+			return &x.entries[i], id
 		}
-		return nil
+		return nil, id
 	}
 	for i := range x.entries {
-		if e := &x.entries[i]; e.queryID == (queryID{scope, q}) {
-			return e
+		if x.entries[i].queryID == id {
+			return &x.entries[i], id
 		}
 	}
-	return nil
+	return nil, id
 }
 
 // addKey records the normalized query q, whose key is k, as asked in
@@ -450,15 +419,15 @@ func (x *queryIndex) find(q string, scope Hash) *queryEntry {
 // query asked before in the scope keeps its place, its key and the earlier
 // of its rounds, and waits for the outcome of seq.
 func (x *queryIndex) addKey(q string, k *simKey, scope Hash, round, seq uint64) *simKey {
-	q = queryBound(q)
-	if e := x.find(q, scope); e != nil {
-		e.round, e.seq, e.stale = min(e.round, round), seq, false
-		return e.key
+	found, id := x.find(q, scope)
+	if found != nil {
+		found.round, found.seq, found.stale = min(found.round, round), seq, false
+		return found.key
 	}
 	if k.runes == 0 {
 		return nil
 	}
-	e := queryEntry{queryID: queryID{scope, q}, key: heldKey(nil, k), round: round, seq: seq}
+	e := queryEntry{queryID: id, key: heldKey(nil, k), round: round, seq: seq}
 	i := x.added % queryIndexCap
 	if len(x.entries) < queryIndexCap {
 		x.entries = append(x.entries, e)
@@ -519,11 +488,10 @@ func (x *queryIndex) similarKey(q string, k *simKey, scope Hash, round uint64, t
 	if !(threshold <= 1) || k.runes == 0 {
 		return false // a query without a word is similar to nothing
 	}
-	q = queryBound(q)
 	counts := func(e *queryEntry) bool {
 		return e.round < round && e.scope == scope && (blind || e.stale)
 	}
-	if e := x.find(q, scope); e != nil && counts(e) {
+	if e, _ := x.find(q, scope); e != nil && counts(e) {
 		return true
 	}
 	for j := 1; j <= min(len(x.entries), queryIndexWindow); j++ {
@@ -532,13 +500,4 @@ func (x *queryIndex) similarKey(q string, k *simKey, scope Hash, round uint64, t
 		}
 	}
 	return false
-}
-
-// queryBound returns q, normalized if longer than a normalized query can
-// be: an index stays bounded however it is misused.
-func queryBound(q string) string {
-	if len(q) <= queryMaxBytes {
-		return q
-	}
-	return normalizeQuery(q)
 }
