@@ -40,7 +40,8 @@ func (c *churn) check(p *probe) (firing, bool) {
 // the similar rule keeps (p.held), shared.
 func (c *churn) allowed(p *probe) {
 	if c.cfg.window > 0 && !p.rule.exempt && (p.query != "" || p.url != "") {
-		c.window.push(windowItem{key: p.key, seq: p.seq, round: p.round, sim: heldKey(p.held, &p.sim), url: p.url})
+		c.window.push(windowItem{key: p.key, seq: p.seq, round: p.round, sim: heldKey(p.held, &p.sim), url: p.url},
+			c.cfg.window)
 	}
 }
 
@@ -67,7 +68,6 @@ func (c *churn) endTurn(int) { c.window.clear() }
 // (with a URL), oldest first.
 type window struct {
 	items []windowItem // grown as the turn goes on: most turns see few
-	size  int          // 0: off (config.window)
 }
 
 type windowItem struct {
@@ -81,19 +81,14 @@ type windowItem struct {
 	digest  Hash
 }
 
-func (w *window) init(size int) { w.size = size }
-
 func (w *window) clear() { w.items = slices.Delete(w.items, 0, len(w.items)) }
 
-// push adds it, the oldest going past the window's size.
-func (w *window) push(it windowItem) {
-	if w.size == 0 {
-		return
-	}
-	if len(w.items) == w.size {
+// push adds it, the oldest going past size (churn.allowed: not 0).
+func (w *window) push(it windowItem, size int) {
+	if len(w.items) == size {
 		w.items = slices.Delete(w.items, 0, 1)
 	} else if len(w.items) == cap(w.items) { // grown as the turn goes on, up to size
-		w.items = append(make([]windowItem, 0, min(max(2*len(w.items), 2), w.size)), w.items...)
+		w.items = append(make([]windowItem, 0, min(max(2*len(w.items), 2), size)), w.items...)
 	}
 	w.items = append(w.items, it)
 }

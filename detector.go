@@ -22,7 +22,6 @@ type outcome struct {
 	sig      Hash   // of the error text (masked), for a failure
 	shape    string // of a failure's arguments (canon.Args.Shape)
 	progress bool   // the key made progress (repeats.progress)
-	changed  bool   // the call may have changed the world: it moved turnState.changes
 	changes  uint32 // turnState.changes after the call
 }
 
@@ -37,6 +36,7 @@ func (stateless) endTurn(int)               {}
 // runLength is the state of a rule that counts a run of the turn's calls
 // (streak, revisits): its length and a number per run, the scope of a hint.
 type runLength struct {
+	stateless
 	n   int32  // calls in the run
 	run uint32 // counts the runs
 }
@@ -50,8 +50,6 @@ func (r *runLength) step(grow bool) {
 		r.endTurn(0)
 	}
 }
-
-func (*runLength) allowed(*probe) {}
 
 func (r *runLength) endTurn(int) {
 	r.n = 0

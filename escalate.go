@@ -55,13 +55,12 @@ type escalation struct {
 }
 
 // insisted reports whether the call was hinted in an earlier round, by any
-// rule but the failure chain's, and nothing changed since (changes is
-// turnState.changes; a key that made progress is forgotten): one escalation
-// per call, whichever rule gave the hint. After a failure hint one attempt
-// runs (see failState).
-func (e *escalation) insisted(p *probe, changes uint32) (firing, bool) {
+// rule but the failure chain's, and nothing changed since (a key that made
+// progress is forgotten): one escalation per call, whichever rule gave the
+// hint. After a failure hint one attempt runs (see failState).
+func (e *escalation) insisted(p *probe) (firing, bool) {
 	h, ok := e.calls[p.key]
-	if !ok || h.round == p.round || h.changes != changes || h.reason == ReasonRepeatedFailure {
+	if !ok || h.round == p.round || h.changes != p.changes || h.reason == ReasonRepeatedFailure {
 		return firing{}, false
 	}
 	return firing{reason: h.reason, scope: hintScope{rule: ruleRepeat, key: p.key}, msg: insistMessage(p.rule.name), abort: true}, true
@@ -71,52 +70,37 @@ func (e *escalation) insisted(p *probe, changes uint32) (firing, bool) {
 // scope (with ActionHint), an Abort when the model insists — the scope or
 // this very call was hinted in an earlier round — or with ActionAbort. Calls
 // of the round that got a hint were sent before the model could read it, so
-// they get the hint too. A Hint is remembered for its scope and the call. A
-// firing once in its scope and turn is never escalated and does not mark
-// the call; it is remembered whatever its verdict, and fires no more in the
-// turn (ok false: the call goes on to the next rule).
-func (e *escalation) decide(p *probe, f firing, action Action, changes uint32) (v Verdict, ok bool) {
+// they get the hint too. A Hint is remembered for its scope and the call (a
+// call's scope is its hint). A firing once in its scope and turn is never
+// escalated and does not mark the call; it is remembered whatever its
+// verdict, and fires no more in the turn (ok false: the call goes on to the
+// next rule).
+func (e *escalation) decide(p *probe, f firing, action Action) (v Verdict, ok bool) {
 	r, scoped := e.scopes[f.scope]
-	if f.once {
-		if scoped {
-			return Allow, false
-		}
-		e.remember(p, f, changes, false)
-		if action != ActionHint {
-			return Abort, true
-		}
-		return Hint, true
-	}
-	if f.scope.key != (callKey{}) {
-		scoped = false // a call's scope is its hint, read below
-	}
 	h, called := e.calls[p.key]
-	insists := scoped && r != p.round || called && h.changes == changes && h.round != p.round
-	if f.abort || action != ActionHint || insists {
+	insists := scoped && r != p.round && f.scope.key == (callKey{}) ||
+		called && h.changes == p.changes && h.round != p.round
+	switch {
+	case f.once && scoped:
+		return Allow, false
+	case !f.once && (f.abort || action != ActionHint || insists):
 		return Abort, true
 	}
-	e.remember(p, f, changes, true)
-	return Hint, true
-}
-
-func (e *escalation) remember(p *probe, f firing, changes uint32, call bool) {
 	if e.scopes == nil {
 		e.scopes = make(map[hintScope]uint64)
 		e.calls = make(map[callKey]callHint)
 	}
-	if !call || f.scope.key == (callKey{}) {
+	if f.once || f.scope.key == (callKey{}) {
 		e.scopes[f.scope] = p.round
 	}
-	if call {
-		e.calls[p.key] = callHint{round: p.round, changes: changes, reason: f.reason}
+	switch {
+	case !f.once:
+		e.calls[p.key] = callHint{round: p.round, changes: p.changes, reason: f.reason}
+	case action != ActionHint:
+		return Abort, true
 	}
+	return Hint, true
 }
 
 // forget drops the hint of a call that made progress.
 func (e *escalation) forget(key callKey) { delete(e.calls, key) }
-
-// reset forgets the turn's hints.
-func (e *escalation) reset() {
-	clear(e.scopes)
-	clear(e.calls)
-}

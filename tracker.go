@@ -118,14 +118,13 @@ func (t *Tracker) clearState() {
 	t.ledger = ledger{}
 	t.stale = nil
 	t.turn = turnState{}
-	t.turn.init(cfg)
+	t.turn.reset(cfg)
 	t.limits = limits{cfg: cfg}
 	t.repeats = repeats{}
 	t.similar = similar{cfg: cfg}
 	t.failures = failures{cfg: cfg}
 	t.cycles = cycles{ledger: &t.ledger}
 	t.churn = churn{cfg: cfg}
-	t.churn.window.init(cfg.window)
 	t.streak = streak{cfg: cfg}
 	t.reworded = reworded{}
 	t.revisits = revisits{}
@@ -521,7 +520,7 @@ func (t *Tracker) descLocked(p *probe) *callDesc {
 // (one escalation per call, whichever rule gave the hint), then each rule
 // in order. The first firing the escalation does not pass over decides.
 func (t *Tracker) rulesLocked(p *probe) (Decision, bool) {
-	if f, ok := t.turn.esc.insisted(p, p.changes); ok {
+	if f, ok := t.turn.esc.insisted(p); ok {
 		f.count, f.limit = int(p.ks.countAt(p.changes)), p.rule.maxRepeats
 		return t.escalate(p, f)
 	}
@@ -539,7 +538,7 @@ func (t *Tracker) rulesLocked(p *probe) (Decision, bool) {
 // false when the firing is passed over. After a failure hint, the failure
 // chain lets one attempt run.
 func (t *Tracker) escalate(p *probe, f firing) (d Decision, ok bool) {
-	v, ok := t.turn.esc.decide(p, f, t.cfg.action, p.changes)
+	v, ok := t.turn.esc.decide(p, f, t.cfg.action)
 	if !ok {
 		return Decision{}, false
 	}
@@ -654,7 +653,6 @@ func (t *Tracker) outcomeLocked(c Call, pc pendingCall, key callKey, sc *scratch
 		ts.esc.forget(key)
 		if !out.failed && !p.rule.readOnly && !blankArgs(c.Args) {
 			ts.changes++
-			out.changed = true
 		}
 	}
 	out.changes = ts.changes
@@ -713,7 +711,7 @@ func (t *Tracker) Reset() {
 	t.tools.each(func(e *toolEntry) { e.clearTurn(0) })
 	t.toolMu.Unlock()
 	t.turnNo++
-	t.turn.reset()
+	t.turn.reset(t.cfg)
 	t.mu.Unlock()
 	t.flush(context.Background(), &b)
 }

@@ -83,22 +83,15 @@ type stop struct {
 	tool   *toolRule // nil for a call without a tool name
 }
 
-func (ts *turnState) init(c *config) {
+// reset starts a turn with nothing booked, keeping the buffers of its keys
+// and pending calls.
+func (ts *turnState) reset(c *config) {
+	ts.keys.clear()
+	clear(ts.pending) // Reset copied them to the stale calls
+	*ts = turnState{keys: ts.keys, pending: ts.pending[:0]}
 	if c.unit == unitRounds {
 		ts.rounds = &roundBook{open: make(map[uint64]*roundState)}
 	}
-}
-
-// reset clears the turn, keeping its buffers.
-func (ts *turnState) reset() {
-	ts.esc.reset()
-	ts.keys.clear()
-	if ts.rounds != nil {
-		clear(ts.rounds.open)
-		ts.rounds.finished = ts.rounds.finished[:0]
-	}
-	clear(ts.pending) // Reset copied them to the stale calls
-	*ts = turnState{keys: ts.keys, rounds: ts.rounds, pending: ts.pending[:0], esc: ts.esc}
 }
 
 // addKey adds the state of a key new to the turn. Past maxKeys keys, the

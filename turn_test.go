@@ -13,10 +13,9 @@ import (
 func TestWindowGrows(t *testing.T) {
 	for _, size := range []int{1, 2, 3, 5, 10, 17} {
 		var w window
-		w.init(size)
 		for round := range 2 {
 			for i := range 3 * size {
-				w.push(windowItem{seq: uint64(i + 1)})
+				w.push(windowItem{seq: uint64(i + 1)}, size)
 				n := min(i+1, size)
 				assert.Equal(t, n, len(w.items), "size %d after %d", size, i+1)
 				assert.LessOrEqual(t, cap(w.items), size)
@@ -28,9 +27,10 @@ func TestWindowGrows(t *testing.T) {
 			assert.Empty(t, w.items, "round %d", round)
 		}
 	}
-	var off window
-	off.push(windowItem{seq: 1}) // size 0: the window is off
-	assert.Nil(t, off.items)
+	d := newDetTest(Policy{WindowLimit: -1}) // the window is off
+	off := churn{cfg: d.cfg}
+	off.allowed(d.probe("fetch", `{"url":"https://docs.example.com/a"}`, 1, 0))
+	assert.Nil(t, off.window.items)
 }
 
 // TestLedgerCycle checks the cycle rule's reading of the ledger: the
