@@ -25,7 +25,7 @@ type hintScope struct {
 	rule  rule
 	tool  *toolEntry
 	key   callKey
-	chain uint32 // the failure chain of the tool (failState.chain), or the turn's run of failures (streak.run)
+	chain uint32 // a tool's failure chain (failState.chain), a run (runLength.run), a form's digest
 }
 
 // firing is what a rule reports when it would refuse a call. Rules never
@@ -66,15 +66,12 @@ func (e *escalation) insisted(p *probe) (firing, bool) {
 	return firing{reason: h.reason, scope: hintScope{rule: ruleRepeat, key: p.key}, msg: insistMessage(p.rule.name), abort: true}, true
 }
 
-// decide returns the verdict for a firing: a Hint the first time in its
-// scope (with ActionHint), an Abort when the model insists — the scope or
-// this very call was hinted in an earlier round — or with ActionAbort. Calls
-// of the round that got a hint were sent before the model could read it, so
-// they get the hint too. A Hint is remembered for its scope and the call (a
-// call's scope is its hint). A firing once in its scope and turn is never
-// escalated and does not mark the call; it is remembered whatever its
-// verdict, and fires no more in the turn (ok false: the call goes on to the
-// next rule).
+// decide returns the verdict for a firing (docs/concepts.md, "Hint, then
+// abort"): a Hint the first time in its scope (with ActionHint), an Abort
+// when the scope or this very call was hinted in an earlier round, or with
+// ActionAbort. A firing once in its scope and turn is remembered whatever its
+// verdict and never marks the call; ok is false when it fired already (the
+// call goes on to the next rule).
 func (e *escalation) decide(p *probe, f firing, action Action) (v Verdict, ok bool) {
 	r, scoped := e.scopes[f.scope]
 	h, called := e.calls[p.key]
