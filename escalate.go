@@ -83,6 +83,16 @@ func (e *escalation) decide(p *probe, f firing, action Action) (v Verdict, ok bo
 	case !f.once && (f.abort || action != ActionHint || insists):
 		return Abort, true
 	}
+	e.remember(p, f)
+	if f.once && action != ActionHint {
+		return Abort, true
+	}
+	return Hint, true
+}
+
+// remember books a firing in its scope (a call's scope: once only) and, but
+// for a firing once, as the call's hint.
+func (e *escalation) remember(p *probe, f firing) {
 	if e.scopes == nil {
 		e.scopes = make(map[hintScope]uint64)
 		e.calls = make(map[callKey]callHint)
@@ -90,13 +100,9 @@ func (e *escalation) decide(p *probe, f firing, action Action) (v Verdict, ok bo
 	if f.once || f.scope.key == (callKey{}) {
 		e.scopes[f.scope] = p.round
 	}
-	switch {
-	case !f.once:
+	if !f.once {
 		e.calls[p.key] = callHint{round: p.round, changes: p.changes, reason: f.reason}
-	case action != ActionHint:
-		return Abort, true
 	}
-	return Hint, true
 }
 
 // forget drops the hint of a call that made progress.
