@@ -83,12 +83,9 @@ type stop struct {
 	tool   *toolRule // nil for a call without a tool name
 }
 
-// reset starts a turn with nothing booked, keeping the buffers of its keys
-// and pending calls.
+// reset starts a turn with nothing booked.
 func (ts *turnState) reset(c *config) {
-	ts.keys.clear()
-	clear(ts.pending) // Reset copied them to the stale calls
-	*ts = turnState{keys: ts.keys, pending: ts.pending[:0]}
+	*ts = turnState{}
 	if c.unit == unitRounds {
 		ts.rounds = &roundBook{open: make(map[uint64]*roundState)}
 	}
@@ -172,10 +169,4 @@ func (t *table[K, V]) each(f func(V)) {
 func (t *table[K, V]) deleteFunc(del func(V) bool) {
 	t.small = slices.DeleteFunc(t.small, func(e tableEntry[K, V]) bool { return del(e.v) })
 	maps.DeleteFunc(t.big, func(_ K, v V) bool { return del(v) })
-}
-
-// clear empties t, keeping its slice for the next entries.
-func (t *table[K, V]) clear() {
-	clear(t.small)
-	t.small, t.big = t.small[:0], nil
 }
