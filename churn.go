@@ -62,7 +62,7 @@ func (c *churn) recorded(p *probe, r *outcome) {
 	}
 }
 
-func (c *churn) endTurn(int) { c.window.clear() }
+func (c *churn) endTurn(int) { c.window.items = nil }
 
 // window holds the turn's most recent searches (with a query) and fetches
 // (with a URL), oldest first.
@@ -80,8 +80,6 @@ type windowItem struct {
 	newFact bool    // the result differed from every earlier result of the tool in the window, if any
 	digest  Hash
 }
-
-func (w *window) clear() { w.items = slices.Delete(w.items, 0, len(w.items)) }
 
 // push adds it, the oldest going past size (churn.allowed: not 0).
 func (w *window) push(it windowItem, size int) {

@@ -39,8 +39,7 @@
 //
 // # Which API do I use?
 //
-//   - Tracker.Run: you call your tools yourself, one at a time, with a
-//     func(context.Context, Call) (string, error).
+//   - Tracker.Run: you call your tools yourself, one at a time (above).
 //   - Tracker.RunRound: the calls of one model response, run one after
 //     another; similar queries among them are distinct questions, and with
 //     Policy.CountRounds they use one budget unit. Tracker.WithRound with

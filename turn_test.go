@@ -12,7 +12,8 @@ import (
 // the most recent calls in order at every size and after a clear.
 func TestWindowGrows(t *testing.T) {
 	for _, size := range []int{1, 2, 3, 5, 10, 17} {
-		var w window
+		var c churn // endTurn empties its window
+		w := &c.window
 		for round := range 2 {
 			for i := range 3 * size {
 				w.push(windowItem{seq: uint64(i + 1)}, size)
@@ -23,7 +24,7 @@ func TestWindowGrows(t *testing.T) {
 					assert.Equal(t, uint64(i+2-n+k), w.items[k].seq, "size %d after %d, item %d", size, i+1, k)
 				}
 			}
-			w.clear()
+			c.endTurn(round + 1)
 			assert.Empty(t, w.items, "round %d", round)
 		}
 	}
