@@ -41,9 +41,11 @@ type runLength struct {
 	run uint32 // counts the runs
 }
 
-// step lengthens the run (grow) or ends it.
-func (r *runLength) step(grow bool) {
+// step lengthens the run (grow) or ends it with the call p; a call of an
+// exempt tool does neither.
+func (r *runLength) step(p *probe, grow bool) {
 	switch {
+	case p.rule.exempt:
 	case grow:
 		r.n++
 	case r.n > 0:

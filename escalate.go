@@ -18,9 +18,8 @@ const (
 	ruleRevisit             // the turn's run of calls that brought nothing new (chain: the run)
 )
 
-// hintScope is where a hint counts: a rule and, as the rule has it, a
-// tool, a call and a chain; zero for the rest (the cycle's scope is the
-// turn). A scope with a call is that call's hint (see escalation.calls).
+// hintScope is where a hint counts (docs/concepts.md, "Hint, then abort"):
+// a rule and, as the rule has it, a tool, a call, a chain; zero for the rest.
 type hintScope struct {
 	rule  rule
 	tool  *toolEntry
@@ -90,8 +89,8 @@ func (e *escalation) decide(p *probe, f firing, action Action) (v Verdict, ok bo
 	return Hint, true
 }
 
-// remember books a firing in its scope (a call's scope: once only) and, but
-// for a firing once, as the call's hint.
+// remember books a firing in its scope and, but for a firing once, as the
+// call's hint (a call's scope is that hint: in scopes only once).
 func (e *escalation) remember(p *probe, f firing) {
 	if e.scopes == nil {
 		e.scopes = make(map[hintScope]uint64)

@@ -60,9 +60,8 @@ func (s *toolStats) finish(failed, progress bool) {
 // turnState is everything Reset clears.
 type turnState struct {
 	phase Phase
-	// changes counts the calls of the turn that succeeded with progress of
-	// their own and whose tool is not read-only: each may have changed the
-	// world. Only equality with what keys and failures remember of it
+	// changes is the turn's change counter (docs/concepts.md, "How the core
+	// decides"); only equality with what keys and failures remember of it
 	// matters: it may wrap.
 	changes    uint32
 	reserved   int // budget units held by allowed calls
