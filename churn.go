@@ -36,13 +36,20 @@ func (c *churn) check(p *probe) (firing, bool) {
 		limit: c.cfg.windowLimit, msg: churnMessage(p.rule.name, p.query != "", n, c.cfg.window)}, true
 }
 
-// allowed adds a search or a fetch to the window; a search's key is the one
-// the similar rule keeps (p.held), shared.
+// allowed adds a search or a fetch to the window, the oldest going past its
+// size; a search's key is the one the similar rule keeps (p.held), shared.
 func (c *churn) allowed(p *probe) {
-	if c.cfg.window > 0 && !p.rule.exempt && (p.query != "" || p.url != "") {
-		c.window.push(windowItem{key: p.key, seq: p.seq, round: p.round, sim: heldKey(p.held, &p.sim), url: p.url},
-			c.cfg.window)
+	w, size := &c.window, c.cfg.window
+	if size == 0 || p.rule.exempt || p.query == "" && p.url == "" {
+		return
 	}
+	if len(w.items) == size {
+		w.items = slices.Delete(w.items, 0, 1)
+	} else if len(w.items) == cap(w.items) { // grown as the turn goes on, up to size
+		w.items = append(make([]windowItem, 0, min(max(2*len(w.items), 2), size)), w.items...)
+	}
+	w.items = append(w.items, windowItem{key: p.key, seq: p.seq, round: p.round, url: p.url,
+		sim: heldKey(p.held, &p.sim)})
 }
 
 // recorded books the outcome of the call and whether it was a new fact.
@@ -79,14 +86,4 @@ type windowItem struct {
 	ok      bool    // recorded, and it succeeded
 	newFact bool    // the result differed from every earlier result of the tool in the window, if any
 	digest  Hash
-}
-
-// push adds it, the oldest going past size (churn.allowed: not 0).
-func (w *window) push(it windowItem, size int) {
-	if len(w.items) == size {
-		w.items = slices.Delete(w.items, 0, 1)
-	} else if len(w.items) == cap(w.items) { // grown as the turn goes on, up to size
-		w.items = append(make([]windowItem, 0, min(max(2*len(w.items), 2), size)), w.items...)
-	}
-	w.items = append(w.items, it)
 }

@@ -12,11 +12,14 @@ import (
 // the most recent calls in order at every size and after a clear.
 func TestWindowGrows(t *testing.T) {
 	for _, size := range []int{1, 2, 3, 5, 10, 17} {
-		var c churn // endTurn empties its window
+		d := newDetTest(Policy{Window: size})
+		c := churn{cfg: d.cfg} // allowed adds to its window, endTurn empties it
 		w := &c.window
+		p := d.probe("fetch", `{"url":"https://docs.example.com/a"}`, 1, 0)
 		for round := range 2 {
 			for i := range 3 * size {
-				w.push(windowItem{seq: uint64(i + 1)}, size)
+				p.seq = uint64(i + 1)
+				c.allowed(p)
 				n := min(i+1, size)
 				assert.Equal(t, n, len(w.items), "size %d after %d", size, i+1)
 				assert.LessOrEqual(t, cap(w.items), size)
