@@ -123,7 +123,7 @@ type tableEntry[K comparable, V any] struct {
 const tableScan = 16
 
 // get returns the value of k, or the zero V.
-func (t *table[K, V]) get(k K) V {
+func (t *table[K, V]) get(k K) (v V) {
 	if t.big != nil {
 		return t.big[k]
 	}
@@ -132,8 +132,7 @@ func (t *table[K, V]) get(k K) V {
 			return e.v
 		}
 	}
-	var zero V
-	return zero
+	return v
 }
 
 // put adds k, which t does not hold, with the value v.
