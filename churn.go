@@ -36,12 +36,20 @@ func (c *churn) check(p *probe) (firing, bool) {
 		limit: c.cfg.windowLimit, msg: churnMessage(p.rule.name, p.query != "", n, c.cfg.window)}, true
 }
 
-// allowed adds a search or a fetch to the window; a search's key is the one
-// the similar rule keeps (p.held), shared.
+// allowed adds a search or a fetch to the window, the oldest going past its
+// size; a search's key is the one the similar rule keeps (p.held), shared.
 func (c *churn) allowed(p *probe) {
-	if c.cfg.window > 0 && !p.rule.exempt && (p.query != "" || p.url != "") {
-		c.window.push(windowItem{key: p.key, seq: p.seq, round: p.round, sim: heldKey(p.held, &p.sim), url: p.url})
+	w, size := &c.window, c.cfg.window
+	if size == 0 || p.rule.exempt || p.query == "" && p.url == "" {
+		return
 	}
+	if len(w.items) == size {
+		w.items = slices.Delete(w.items, 0, 1)
+	} else if len(w.items) == cap(w.items) { // grown as the turn goes on, up to size
+		w.items = append(make([]windowItem, 0, min(max(2*len(w.items), 2), size)), w.items...)
+	}
+	w.items = append(w.items, windowItem{key: p.key, seq: p.seq, round: p.round, url: p.url,
+		sim: heldKey(p.held, &p.sim)})
 }
 
 // recorded books the outcome of the call and whether it was a new fact.
@@ -61,13 +69,12 @@ func (c *churn) recorded(p *probe, r *outcome) {
 	}
 }
 
-func (c *churn) endTurn(int) { c.window.clear() }
+func (c *churn) endTurn(int) { c.window.items = nil }
 
 // window holds the turn's most recent searches (with a query) and fetches
 // (with a URL), oldest first.
 type window struct {
 	items []windowItem // grown as the turn goes on: most turns see few
-	size  int          // 0: off (config.window)
 }
 
 type windowItem struct {
@@ -79,21 +86,4 @@ type windowItem struct {
 	ok      bool    // recorded, and it succeeded
 	newFact bool    // the result differed from every earlier result of the tool in the window, if any
 	digest  Hash
-}
-
-func (w *window) init(size int) { w.size = size }
-
-func (w *window) clear() { w.items = slices.Delete(w.items, 0, len(w.items)) }
-
-// push adds it, the oldest going past the window's size.
-func (w *window) push(it windowItem) {
-	if w.size == 0 {
-		return
-	}
-	if len(w.items) == w.size {
-		w.items = slices.Delete(w.items, 0, 1)
-	} else if len(w.items) == cap(w.items) { // grown as the turn goes on, up to size
-		w.items = append(make([]windowItem, 0, min(max(2*len(w.items), 2), w.size)), w.items...)
-	}
-	w.items = append(w.items, it)
 }

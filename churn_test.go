@@ -31,7 +31,6 @@ func TestChurnDetector(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			d := newDetTest(Policy{})
 			c := churn{cfg: d.cfg}
-			c.window.init(d.cfg.window)
 			n := d.cfg.windowLimit
 			for i := range n {
 				p := d.probe(tt.tool, tt.args(i), uint64(i+1), 0)

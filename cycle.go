@@ -10,9 +10,6 @@ type cycles struct {
 }
 
 func (c *cycles) check(p *probe) (firing, bool) {
-	if p.rule.cyclePeriod == 0 {
-		return firing{}, false
-	}
 	n := int(p.rule.cycleRepeats)
 	period, ok := c.ledger.continues(p.key, p.turnNo, int(p.rule.cyclePeriod), n)
 	if !ok {

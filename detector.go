@@ -22,7 +22,6 @@ type outcome struct {
 	sig      Hash   // of the error text (masked), for a failure
 	shape    string // of a failure's arguments (canon.Args.Shape)
 	progress bool   // the key made progress (repeats.progress)
-	changed  bool   // the call may have changed the world: it moved turnState.changes
 	changes  uint32 // turnState.changes after the call
 }
 
@@ -37,21 +36,22 @@ func (stateless) endTurn(int)               {}
 // runLength is the state of a rule that counts a run of the turn's calls
 // (streak, revisits): its length and a number per run, the scope of a hint.
 type runLength struct {
+	stateless
 	n   int32  // calls in the run
 	run uint32 // counts the runs
 }
 
-// step lengthens the run (grow) or ends it.
-func (r *runLength) step(grow bool) {
+// step lengthens the run (grow) or ends it with the call p; a call of an
+// exempt tool does neither.
+func (r *runLength) step(p *probe, grow bool) {
 	switch {
+	case p.rule.exempt:
 	case grow:
 		r.n++
 	case r.n > 0:
 		r.endTurn(0)
 	}
 }
-
-func (*runLength) allowed(*probe) {}
 
 func (r *runLength) endTurn(int) {
 	r.n = 0

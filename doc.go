@@ -18,9 +18,8 @@
 // r.Decision.Skip() tells a hint or refusal from a real result; r.Err is the
 // tool's error, or for an Abort the reason to stop the turn. When r.Phase
 // changes (Guidance gives it at any time), give the model
-// tr.Guidance().Message and strip the tools from PhaseWindDown on. Run the
-// calls of one model response with tr.RunRound(ctx, calls, run). Call Reset
-// when new user input starts a new turn.
+// tr.Guidance().Message and strip the tools from PhaseWindDown on. Call
+// Reset when new user input starts a new turn.
 //
 // Without Run, ask before each call and report after it (see
 // ExampleTracker_ShouldSkip):
@@ -40,8 +39,7 @@
 //
 // # Which API do I use?
 //
-//   - Tracker.Run: you call your tools yourself, one at a time, with a
-//     func(context.Context, Call) (string, error).
+//   - Tracker.Run: you call your tools yourself, one at a time (above).
 //   - Tracker.RunRound: the calls of one model response, run one after
 //     another; similar queries among them are distinct questions, and with
 //     Policy.CountRounds they use one budget unit. Tracker.WithRound with
@@ -62,8 +60,11 @@
 //
 // The rules run in this order; the first that fires decides:
 //
-//   - Budget (ReasonBudget): the turn used Policy.MaxCallsPerTurn calls
-//     (300, sized for long coding turns).
+//   - Budget (ReasonBudget, an error matching ErrBudgetExhausted): the turn
+//     used Policy.MaxCallsPerTurn calls (300, sized for long coding turns;
+//     Policy.CountRounds counts model responses instead). Record returns
+//     PhaseNudge from the call at 75% of the budget and PhaseWindDown at
+//     100% (ExampleTracker_Guidance).
 //   - Tool limit (ReasonToolLimit): ToolPolicy.Limit calls of one tool in a
 //     turn, or the tool's session quota: the least of the agent quota, the
 //     platform quota and the rule default (none unless Policy.SessionLimit is
@@ -100,14 +101,6 @@
 // while A, B, A, B with unchanged results is a loop. Timestamps, UUIDs,
 // long hex ids and durations are noise, not progress.
 //
-// # Turn budget
-//
-// Each executed call counts one (Policy.CountRounds counts model responses
-// instead). Record returns PhaseNudge from the call at 75% of the budget
-// and PhaseWindDown at 100%; Guidance says what to tell the model then
-// (ExampleTracker_Guidance). A call asked for after that is refused with
-// an error matching ErrBudgetExhausted.
-//
 // # Ledger, summary and events
 //
 // Ledger returns one Entry per checked call with its hash, a redacted
@@ -124,7 +117,7 @@
 // turn: ShouldSkip reserves the budget slot and the repeat count
 // atomically. Hooks run after the Tracker's lock is released and may call
 // back into it. Quotas shared between processes go through a store.Store
-// (package store; the redisstore module; docs/distributed.md).
+// (package store, docs/distributed.md).
 //
 // # Many sessions
 //

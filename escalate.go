@@ -18,14 +18,13 @@ const (
 	ruleRevisit             // the turn's run of calls that brought nothing new (chain: the run)
 )
 
-// hintScope is where a hint counts: a rule and, as the rule has it, a
-// tool, a call and a chain; zero for the rest (the cycle's scope is the
-// turn). A scope with a call is that call's hint (see escalation.calls).
+// hintScope is where a hint counts (docs/concepts.md, "Hint, then abort"):
+// a rule and, as the rule has it, a tool, a call, a chain; zero for the rest.
 type hintScope struct {
 	rule  rule
 	tool  *toolEntry
 	key   callKey
-	chain uint32 // the failure chain of the tool (failState.chain), or the turn's run of failures (streak.run)
+	chain uint32 // a tool's failure chain (failState.chain), a run (runLength.run), a form's digest
 }
 
 // firing is what a rule reports when it would refuse a call. Rules never
@@ -55,68 +54,55 @@ type escalation struct {
 }
 
 // insisted reports whether the call was hinted in an earlier round, by any
-// rule but the failure chain's, and nothing changed since (changes is
-// turnState.changes; a key that made progress is forgotten): one escalation
-// per call, whichever rule gave the hint. After a failure hint one attempt
-// runs (see failState).
-func (e *escalation) insisted(p *probe, changes uint32) (firing, bool) {
+// rule but the failure chain's, and nothing changed since (a key that made
+// progress is forgotten): one escalation per call, whichever rule gave the
+// hint. After a failure hint one attempt runs (see failState).
+func (e *escalation) insisted(p *probe) (firing, bool) {
 	h, ok := e.calls[p.key]
-	if !ok || h.round == p.round || h.changes != changes || h.reason == ReasonRepeatedFailure {
+	if !ok || h.round == p.round || h.changes != p.changes || h.reason == ReasonRepeatedFailure {
 		return firing{}, false
 	}
 	return firing{reason: h.reason, scope: hintScope{rule: ruleRepeat, key: p.key}, msg: insistMessage(p.rule.name), abort: true}, true
 }
 
-// decide returns the verdict for a firing: a Hint the first time in its
-// scope (with ActionHint), an Abort when the model insists — the scope or
-// this very call was hinted in an earlier round — or with ActionAbort. Calls
-// of the round that got a hint were sent before the model could read it, so
-// they get the hint too. A Hint is remembered for its scope and the call. A
-// firing once in its scope and turn is never escalated and does not mark
-// the call; it is remembered whatever its verdict, and fires no more in the
-// turn (ok false: the call goes on to the next rule).
-func (e *escalation) decide(p *probe, f firing, action Action, changes uint32) (v Verdict, ok bool) {
+// decide returns the verdict for a firing (docs/concepts.md, "Hint, then
+// abort"): a Hint the first time in its scope (with ActionHint), an Abort
+// when the scope or this very call was hinted in an earlier round, or with
+// ActionAbort. A firing once in its scope and turn is remembered whatever its
+// verdict and never marks the call; ok is false when it fired already (the
+// call goes on to the next rule).
+func (e *escalation) decide(p *probe, f firing, action Action) (v Verdict, ok bool) {
 	r, scoped := e.scopes[f.scope]
-	if f.once {
-		if scoped {
-			return Allow, false
-		}
-		e.remember(p, f, changes, false)
-		if action != ActionHint {
-			return Abort, true
-		}
-		return Hint, true
-	}
-	if f.scope.key != (callKey{}) {
-		scoped = false // a call's scope is its hint, read below
-	}
 	h, called := e.calls[p.key]
-	insists := scoped && r != p.round || called && h.changes == changes && h.round != p.round
-	if f.abort || action != ActionHint || insists {
+	insists := scoped && r != p.round && f.scope.key == (callKey{}) ||
+		called && h.changes == p.changes && h.round != p.round
+	switch {
+	case f.once && scoped:
+		return Allow, false
+	case !f.once && (f.abort || action != ActionHint || insists):
 		return Abort, true
 	}
-	e.remember(p, f, changes, true)
+	e.remember(p, f)
+	if f.once && action != ActionHint {
+		return Abort, true
+	}
 	return Hint, true
 }
 
-func (e *escalation) remember(p *probe, f firing, changes uint32, call bool) {
+// remember books a firing in its scope and, but for a firing once, as the
+// call's hint (a call's scope is that hint: in scopes only once).
+func (e *escalation) remember(p *probe, f firing) {
 	if e.scopes == nil {
 		e.scopes = make(map[hintScope]uint64)
 		e.calls = make(map[callKey]callHint)
 	}
-	if !call || f.scope.key == (callKey{}) {
+	if f.once || f.scope.key == (callKey{}) {
 		e.scopes[f.scope] = p.round
 	}
-	if call {
-		e.calls[p.key] = callHint{round: p.round, changes: changes, reason: f.reason}
+	if !f.once {
+		e.calls[p.key] = callHint{round: p.round, changes: p.changes, reason: f.reason}
 	}
 }
 
 // forget drops the hint of a call that made progress.
 func (e *escalation) forget(key callKey) { delete(e.calls, key) }
-
-// reset forgets the turn's hints.
-func (e *escalation) reset() {
-	clear(e.scopes)
-	clear(e.calls)
-}

@@ -65,7 +65,7 @@ func TestEscalation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var e escalation
 			for i, s := range tt.steps {
-				v, ok := e.decide(&probe{key: s.key, round: s.round}, s.f, s.action, s.changes)
+				v, ok := e.decide(&probe{key: s.key, round: s.round, changes: s.changes}, s.f, s.action)
 				assert.Equal(t, s.want, v, "step %d", i)
 				assert.Equal(t, s.fired, ok, "step %d", i)
 			}
@@ -76,21 +76,23 @@ func TestEscalation(t *testing.T) {
 func TestEscalationInsisted(t *testing.T) {
 	var e escalation
 	p := &probe{key: testKey("x", Hash{1}), round: 1, rule: &toolRule{name: "x"}}
-	_, ok := e.insisted(p, 0)
+	_, ok := e.insisted(p)
 	assert.False(t, ok, "never hinted")
-	e.decide(p, firing{reason: ReasonDuplicate, scope: hintScope{rule: ruleRepeat, key: p.key}}, ActionHint, 0)
-	_, ok = e.insisted(p, 0)
+	e.decide(p, firing{reason: ReasonDuplicate, scope: hintScope{rule: ruleRepeat, key: p.key}}, ActionHint)
+	_, ok = e.insisted(p)
 	assert.False(t, ok, "the hinted round itself")
 	p2 := &probe{key: p.key, round: 2, rule: p.rule}
-	f, ok := e.insisted(p2, 0)
+	f, ok := e.insisted(p2)
 	assert.True(t, ok)
 	assert.Equal(t, ReasonDuplicate, f.reason)
-	_, ok = e.insisted(p2, 1)
+	p2.changes = 1
+	_, ok = e.insisted(p2)
 	assert.False(t, ok, "the world changed since")
+	p2.changes = 0
 	e.forget(p.key)
-	_, ok = e.insisted(p2, 0)
+	_, ok = e.insisted(p2)
 	assert.False(t, ok, "the call made progress")
-	e.decide(p, firing{reason: ReasonRepeatedFailure, scope: hintScope{rule: ruleFailure}}, ActionHint, 0)
-	_, ok = e.insisted(p2, 0)
+	e.decide(p, firing{reason: ReasonRepeatedFailure, scope: hintScope{rule: ruleFailure}}, ActionHint)
+	_, ok = e.insisted(p2)
 	assert.False(t, ok, "after a failure hint one attempt runs")
 }

@@ -1,9 +1,8 @@
 package toolguard
 
-// limits is the per-turn limit of a tool (ToolPolicy.MaxPerTurn) and its
-// session quota (Quota): a call past either is refused. It reads the
-// counts of calls allowed that the Tracker keeps per tool; it keeps no
-// state of its own.
+// limits is the per-turn limit of a tool (ToolPolicy.Limit) and its session
+// quota (Quota): a call past either is refused. It reads the counts of calls
+// allowed that the Tracker keeps per tool.
 type limits struct {
 	stateless
 	cfg *config

@@ -145,7 +145,7 @@ func TestQuotaKeysAreNamesAsWritten(t *testing.T) {
 func TestKeyCapEvictionIsBounded(t *testing.T) {
 	cfg := newConfig(Policy{})
 	var ts turnState
-	ts.init(&cfg)
+	ts.reset(&cfg)
 	key := func(i int) callKey { return testKey("t", Hash{byte(i), byte(i >> 8), byte(i >> 16)}) }
 	for i := 0; i < maxKeys; i++ {
 		ks := ts.addKey(key(i))

@@ -19,7 +19,7 @@ func (r *revisits) check(p *probe) (firing, bool) {
 // recorded lengthens the run with a success that made no progress and ends
 // it with any call that did; a failure as before is the failure rule's.
 func (r *revisits) recorded(p *probe, o *outcome) {
-	if !p.rule.exempt && (o.progress || !o.failed) {
-		r.step(!o.progress)
+	if o.progress || !o.failed {
+		r.step(p, !o.progress)
 	}
 }

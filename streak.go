@@ -19,8 +19,4 @@ func (s *streak) check(p *probe) (firing, bool) {
 }
 
 // recorded lengthens the run with a failure and ends it with a success.
-func (s *streak) recorded(p *probe, r *outcome) {
-	if !p.rule.exempt {
-		s.step(r.failed)
-	}
-}
+func (s *streak) recorded(p *probe, r *outcome) { s.step(p, r.failed) }

@@ -119,14 +119,13 @@ func (t *Tracker) clearState() {
 	t.ledger = ledger{}
 	t.stale = nil
 	t.turn = turnState{}
-	t.turn.init(cfg)
+	t.turn.reset(cfg)
 	t.limits = limits{cfg: cfg}
 	t.repeats = repeats{}
 	t.similar = similar{cfg: cfg}
 	t.failures = failures{cfg: cfg}
 	t.cycles = cycles{ledger: &t.ledger}
 	t.churn = churn{cfg: cfg}
-	t.churn.window.init(cfg.window)
 	t.streak = streak{cfg: cfg}
 	t.reworded = reworded{}
 	t.revisits = revisits{}
@@ -510,7 +509,7 @@ func (t *Tracker) descLocked(p *probe) *callDesc {
 // rulesLocked decides a call by the loop rules: the hinted call again, then
 // each rule in order (docs/concepts.md, "How the core decides", 3 to 5).
 func (t *Tracker) rulesLocked(p *probe) (Decision, bool) {
-	if f, ok := t.turn.esc.insisted(p, p.changes); ok {
+	if f, ok := t.turn.esc.insisted(p); ok {
 		f.count, f.limit = int(p.ks.countAt(p.changes)), p.rule.maxRepeats
 		return t.escalate(p, f)
 	}
@@ -528,7 +527,7 @@ func (t *Tracker) rulesLocked(p *probe) (Decision, bool) {
 // false when the firing is passed over. After a failure hint, the failure
 // chain lets one attempt run.
 func (t *Tracker) escalate(p *probe, f firing) (d Decision, ok bool) {
-	v, ok := t.turn.esc.decide(p, f, t.cfg.action, p.changes)
+	v, ok := t.turn.esc.decide(p, f, t.cfg.action)
 	if !ok {
 		return Decision{}, false
 	}
@@ -625,7 +624,6 @@ func (t *Tracker) recordLocked(c Call, raw string, key callKey, sc *scratch, b *
 			ts.esc.forget(key)
 			if !out.failed && !p.rule.readOnly && !blankArgs(c.Args) {
 				ts.changes++
-				out.changed = true
 			}
 		}
 		out.changes = ts.changes
@@ -693,7 +691,7 @@ func (t *Tracker) Reset() {
 	t.tools.each((*toolEntry).clearTurn)
 	t.toolMu.Unlock()
 	t.turnNo++
-	t.turn.reset()
+	t.turn.reset(t.cfg)
 	t.mu.Unlock()
 	t.flush(context.Background(), &b)
 }

@@ -60,9 +60,8 @@ func (s *toolStats) finish(failed, progress bool) {
 // turnState is everything Reset clears.
 type turnState struct {
 	phase Phase
-	// changes counts the calls of the turn that succeeded with progress of
-	// their own and whose tool is not read-only: each may have changed the
-	// world. Only equality with what keys and failures remember of it
+	// changes is the turn's change counter (docs/concepts.md, "How the core
+	// decides"); only equality with what keys and failures remember of it
 	// matters: it may wrap.
 	changes    uint32
 	reserved   int // budget units held by allowed calls
@@ -83,22 +82,12 @@ type stop struct {
 	tool   *toolRule // nil for a call without a tool name
 }
 
-func (ts *turnState) init(c *config) {
+// reset starts a turn with nothing booked.
+func (ts *turnState) reset(c *config) {
+	*ts = turnState{}
 	if c.unit == unitRounds {
 		ts.rounds = &roundBook{open: make(map[uint64]*roundState)}
 	}
-}
-
-// reset clears the turn, keeping its buffers.
-func (ts *turnState) reset() {
-	ts.esc.reset()
-	ts.keys.clear()
-	if ts.rounds != nil {
-		clear(ts.rounds.open)
-		ts.rounds.finished = ts.rounds.finished[:0]
-	}
-	clear(ts.pending) // Reset copied them to the stale calls
-	*ts = turnState{keys: ts.keys, rounds: ts.rounds, pending: ts.pending[:0], esc: ts.esc}
 }
 
 // addKey adds the state of a key new to the turn. Past maxKeys keys, the
@@ -134,7 +123,7 @@ type tableEntry[K comparable, V any] struct {
 const tableScan = 16
 
 // get returns the value of k, or the zero V.
-func (t *table[K, V]) get(k K) V {
+func (t *table[K, V]) get(k K) (v V) {
 	if t.big != nil {
 		return t.big[k]
 	}
@@ -143,8 +132,7 @@ func (t *table[K, V]) get(k K) V {
 			return e.v
 		}
 	}
-	var zero V
-	return zero
+	return v
 }
 
 // put adds k, which t does not hold, with the value v.
@@ -179,10 +167,4 @@ func (t *table[K, V]) each(f func(V)) {
 func (t *table[K, V]) deleteFunc(del func(V) bool) {
 	t.small = slices.DeleteFunc(t.small, func(e tableEntry[K, V]) bool { return del(e.v) })
 	maps.DeleteFunc(t.big, func(_ K, v V) bool { return del(v) })
-}
-
-// clear empties t, keeping its slice for the next entries.
-func (t *table[K, V]) clear() {
-	clear(t.small)
-	t.small, t.big = t.small[:0], nil
 }

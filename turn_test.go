@@ -12,11 +12,14 @@ import (
 // the most recent calls in order at every size and after a clear.
 func TestWindowGrows(t *testing.T) {
 	for _, size := range []int{1, 2, 3, 5, 10, 17} {
-		var w window
-		w.init(size)
+		d := newDetTest(Policy{Window: size})
+		c := churn{cfg: d.cfg} // allowed adds to its window, endTurn empties it
+		w := &c.window
+		p := d.probe("fetch", `{"url":"https://docs.example.com/a"}`, 1, 0)
 		for round := range 2 {
 			for i := range 3 * size {
-				w.push(windowItem{seq: uint64(i + 1)})
+				p.seq = uint64(i + 1)
+				c.allowed(p)
 				n := min(i+1, size)
 				assert.Equal(t, n, len(w.items), "size %d after %d", size, i+1)
 				assert.LessOrEqual(t, cap(w.items), size)
@@ -24,13 +27,14 @@ func TestWindowGrows(t *testing.T) {
 					assert.Equal(t, uint64(i+2-n+k), w.items[k].seq, "size %d after %d, item %d", size, i+1, k)
 				}
 			}
-			w.clear()
+			c.endTurn(round + 1)
 			assert.Empty(t, w.items, "round %d", round)
 		}
 	}
-	var off window
-	off.push(windowItem{seq: 1}) // size 0: the window is off
-	assert.Nil(t, off.items)
+	d := newDetTest(Policy{WindowLimit: -1}) // the window is off
+	off := churn{cfg: d.cfg}
+	off.allowed(d.probe("fetch", `{"url":"https://docs.example.com/a"}`, 1, 0))
+	assert.Nil(t, off.window.items)
 }
 
 // TestLedgerCycle checks the cycle rule's reading of the ledger: the
