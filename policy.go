@@ -316,12 +316,12 @@ func sharedKeyMeet(a, b store.SharedQuota) string {
 // config is a Policy with every default and fallback applied. It never
 // changes after NewTracker, so it is read without the lock.
 type config struct {
-	maxCalls     int // 0: unlimited
-	nudgeAt      int // 0: no nudge
+	policy       Policy // as written: resolve reads the tool settings from it
+	maxCalls     int    // 0: unlimited
+	nudgeAt      int    // 0: no nudge
 	unit         budgetUnit
 	maxFailures  int // 0: off
 	maxStreak    int // 0: off
-	maxRevisits  int // 0: off; -1: twice the tool's MaxRepeats
 	threshold    float64
 	similarOn    bool
 	similarBlind bool
@@ -345,23 +345,13 @@ type config struct {
 	logger       *slog.Logger
 	hooked       bool       // onEvent or logger is set: events are built
 	rules        *ruleCache // a Sessions' resolved tool policies; nil for NewTracker(p)
-	// What only resolve reads.
-	tools                       map[string]ToolPolicy
-	searchTools, thinkTools     globs
-	highCost                    globs
-	agent, platform             *Quota
-	sessionID                   string
-	maxRepeats, maxRewordings   int // 0: off
-	sessionLimit, highCostLimit int // 0: none
+	// The built-in lists when the Policy's are nil.
+	searchTools, thinkTools globs
 }
 
 func newConfig(p Policy) config {
 	c := config{
-		tools:        p.Tools,
-		highCost:     p.HighCostTools,
-		agent:        p.AgentQuota,
-		platform:     p.PlatformQuota,
-		sessionID:    p.SessionID,
+		policy:       p,
 		action:       p.Action,
 		similarBlind: p.SimilarIgnoresResults,
 		keepRaw:      p.KeepRaw,
@@ -410,11 +400,8 @@ func (c *config) ruleConfig(p Policy) {
 	if ratio := ratioOr(p.NudgeRatio, 0.75); c.maxCalls > 0 && ratio > 0 && ratio < 1 {
 		c.nudgeAt = int(math.Floor(ratio * float64(c.maxCalls)))
 	}
-	c.maxRepeats = orDefault(p.MaxRepeats, 2)
 	c.maxFailures = orDefault(p.MaxFailures, 3)
 	c.maxStreak = orDefault(p.MaxFailureStreak, 6)
-	c.maxRewordings = orDefault(p.MaxRewordings, 2)
-	c.maxRevisits = orDefault(p.MaxRevisits, -1) // -1: twice the tool's MaxRepeats (resolve)
 	c.threshold = ratioOr(p.SimilarityThreshold, defaultSimilarityThreshold)
 	if c.similarOn = c.threshold > 0 && c.threshold <= 1; !c.similarOn {
 		c.threshold = defaultSimilarityThreshold // the window rule still needs "similar"
@@ -425,8 +412,6 @@ func (c *config) ruleConfig(p Policy) {
 	if c.thinkTools = p.ThinkTools; c.thinkTools == nil {
 		c.thinkTools = defaultThinkTools
 	}
-	c.sessionLimit = max(p.SessionLimit, 0)
-	c.highCostLimit = orDefault(p.HighCostLimit, 10)
 	c.cyclePeriod = min(max(orDefault(p.CyclePeriod, 4), 2), maxCyclePeriod)
 	c.cycleRepeats = min(max(orDefault(p.CycleRepeats, 3), 2), maxCycleRepeats)
 	c.window = min(orDefault(p.Window, 10), maxWindow)
@@ -520,31 +505,25 @@ type toolRule struct {
 }
 
 func (c *config) resolve(tool string) *toolRule {
-	tp, _ := lookup(c.tools, tool, func(a, b string) bool { return a < b })
+	p := &c.policy
+	tp, _ := lookup(p.Tools, tool, func(a, b string) bool { return a < b })
 	r := &toolRule{
-		name:       tool,
-		limit:      max(tp.Limit, 0),
-		maxRepeats: c.maxRepeats,
-		exempt:     tp.Exempt,
-		search:     tp.Search || !tp.NoSearch && c.searchTools.match(tool),
-		think:      c.thinkTools.match(tool),
-		ignore:     tp.IgnoreArgs,
+		name:   tool,
+		limit:  max(tp.Limit, 0),
+		exempt: tp.Exempt,
+		search: tp.Search || !tp.NoSearch && c.searchTools.match(tool),
+		think:  c.thinkTools.match(tool),
+		ignore: tp.IgnoreArgs,
 	}
 	r.readOnly = tp.ReadOnly || r.search || r.think
-	switch {
-	case r.exempt || tp.MaxRepeats < 0:
-		r.maxRepeats = 0
-	case tp.MaxRepeats > 0:
-		r.maxRepeats = tp.MaxRepeats
+	if !r.exempt {
+		r.maxRepeats = orDefault(cmp.Or(tp.MaxRepeats, p.MaxRepeats), 2)
+		revisits := orDefault(p.MaxRevisits, min(r.maxRepeats, math.MaxInt32/2)*2) // 0: twice MaxRepeats
+		r.cyclePeriod, r.cycleRepeats = int32(c.cyclePeriod), int32(c.cycleRepeats)
+		r.revisits = int32(revisits)
 	}
 	if r.maxRepeats > 0 && !r.search {
-		r.rewordings, r.threshold = c.maxRewordings, c.threshold
-	}
-	if !r.exempt {
-		r.cyclePeriod, r.cycleRepeats, r.revisits = int32(c.cyclePeriod), int32(c.cycleRepeats), int32(c.maxRevisits)
-		if c.maxRevisits < 0 {
-			r.revisits = int32(min(r.maxRepeats, math.MaxInt32/2) * 2)
-		}
+		r.rewordings, r.threshold = orDefault(p.MaxRewordings, 2), c.threshold
 	}
 	c.resolveQuota(r, tp)
 	return r
