@@ -46,12 +46,10 @@ var (
 // each field; docs/policy.md says where each comes from. Values that make no
 // sense fall back to a documented behaviour; Validate reports them.
 type Policy struct {
-	// MaxCallsPerTurn is the turn budget. 0 means 300, sized for long coding
-	// turns; negative means unlimited. The "turn-budget" preset sets 30.
+	// MaxCallsPerTurn is the turn budget. 0 means 300; negative: unlimited.
 	MaxCallsPerTurn int
 	// NudgeRatio is the share of the budget at which the turn enters
-	// PhaseNudge. 0 or NaN means 0.75; negative or ≥ 1 (infinities too)
-	// disables the nudge: the turn goes from PhaseNormal to PhaseWindDown.
+	// PhaseNudge. 0 or NaN means 0.75; negative, ≥ 1 or infinite: no nudge.
 	NudgeRatio float64
 	// CountRounds makes the turn budget count model responses (a round of
 	// calls uses one unit). false (the default) counts every executed call.
@@ -82,8 +80,7 @@ type Policy struct {
 	// disables the similar-query check.
 	SimilarityThreshold float64
 	// SearchTools names the search tools (names or glob patterns). nil means
-	// the built-in list (search, *search*, *_query, grep, … in
-	// docs/policy.md); an empty non-nil slice means none.
+	// the built-in list (docs/policy.md); empty non-nil: none.
 	SearchTools []string
 	// ThinkTools names the tools that only record the model's reasoning
 	// (names or glob patterns), so read-only. nil means the built-in list
@@ -153,15 +150,13 @@ type Policy struct {
 	// ReservationTTL is how long a reservation holds quota without a Record
 	// (a crashed replica). 0 means 5 minutes.
 	ReservationTTL time.Duration
-	// FailOpen chooses what happens when the Store does not answer: false
-	// (fail closed) refuses calls that need a shared quota, with an error
-	// matching store.ErrUnavailable; true counts them locally until the
-	// Store answers, with an EventStore per failure.
+	// FailOpen: when the Store does not answer, false (fail closed) refuses
+	// calls that need a shared quota (store.ErrUnavailable); true counts
+	// them locally until it answers, with an EventStore per failure.
 	FailOpen bool
-	// Breaker stops asking the Store for a moment after it failed
-	// (store.Breaker). nil means one private to this Tracker (cooldown 1s),
-	// or none before a store.ServerBreaker (redisstore); share one among a
-	// process's Trackers; &store.Breaker{Cooldown: -1} turns it off.
+	// Breaker stops asking the Store for a moment after it failed. nil means
+	// one private to this Tracker (cooldown 1s), or none before a
+	// store.ServerBreaker (redisstore); &store.Breaker{Cooldown: -1}: none.
 	Breaker *store.Breaker
 
 	// Now is the clock. nil means time.Now.

@@ -8,13 +8,11 @@ import (
 )
 
 // presets are the ready policies of Preset, each reproducing one published
-// behaviour with its numbers (docs/policy.md, "Presets"): each sets the
-// rules it names on a Policy with every rule off. All are result-aware (a
-// repeat with a new result is progress) but "turn-tracker", whose
-// similar-query check stays result-blind as in its seed.
+// behaviour with its numbers (docs/policy.md, "Presets", says which): each
+// sets the rules it names on a Policy with every rule off. All are
+// result-aware (a repeat with a new result is progress) but "turn-tracker",
+// whose similar-query check stays result-blind as in its seed.
 var presets = map[string]func(p *Policy){
-	// A portable agent rule: failing retries, a rolling window, per-tool
-	// session quotas, ping-pong and cycles; no turn budget.
 	"quota-rule": func(p *Policy) {
 		p.MaxRepeats = 0 // identical calls without progress: the third fires
 		p.MaxFailures = 3
@@ -27,16 +25,13 @@ var presets = map[string]func(p *Policy){
 		}
 		p.CyclePeriod, p.CycleRepeats = 0, 0 // ping-pong and cycles up to 4 calls, 3 times
 	},
-	// A chat service's per-turn tracker: per-tool limits per turn, the
-	// second identical call blocked, similar queries (0.75).
 	"turn-tracker": func(p *Policy) {
 		p.MaxRepeats = 1
 		p.SimilarityThreshold = 0.75
 		p.SimilarIgnoresResults = true // the seed's check: any similar query fires
-		search := []string{
+		p.SearchTools = []string{
 			"search_knowledge", "semantic_search", "search_codebase", "smart_query_database", "query_database",
 		}
-		p.SearchTools = search
 		p.Tools = map[string]ToolPolicy{
 			"composio_execute": {Limit: 2},
 			"read_file":        {Limit: 3},
@@ -44,16 +39,13 @@ var presets = map[string]func(p *Policy){
 			"list_directory":   {Limit: 2},
 			"*":                {Limit: 3},
 		}
-		for _, s := range search {
+		for _, s := range p.SearchTools {
 			p.Tools[s] = ToolPolicy{Limit: 2, Search: true}
 		}
 	},
-	// An agent SDK's tool executor: maxRepeats 3 with a hint, or 2 with an abort.
 	"loop-detection":       func(p *Policy) { p.MaxRepeats = 3 },
 	"loop-detection-abort": func(p *Policy) { p.MaxRepeats, p.Action = 2, ActionAbort },
-	// An agent runtime's turn budget: 30 calls per turn, a nudge at 75%,
-	// wind-down at 100%, refusal after that.
-	"turn-budget": func(p *Policy) { p.MaxCallsPerTurn, p.NudgeRatio = 30, 0.75 },
+	"turn-budget":          func(p *Policy) { p.MaxCallsPerTurn, p.NudgeRatio = 30, 0.75 },
 }
 
 // PresetNames returns the names Preset accepts, sorted.
