@@ -365,11 +365,8 @@ func newConfig(p Policy) config {
 	}
 	c.hooked = c.onEvent != nil || c.logger != nil
 	c.store, c.failOpen = p.Store, p.FailOpen
-	for _, q := range p.SharedQuotas {
-		if q.Limit > 0 && q.Name != "" {
-			c.shared = append(c.shared, q)
-		}
-	}
+	c.shared = slices.DeleteFunc(slices.Clone(p.SharedQuotas),
+		func(q store.SharedQuota) bool { return q.Limit <= 0 || q.Name == "" })
 	if c.store == nil && len(c.shared) > 0 {
 		c.store = store.NewMemory(c.now)
 	}
