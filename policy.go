@@ -311,9 +311,8 @@ func sharedKeyMeet(a, b store.SharedQuota) string {
 // config is a Policy with every default and fallback applied. It never
 // changes after NewTracker, so it is read without the lock.
 type config struct {
-	policy       Policy // as written: resolve reads the tool settings from it
-	maxCalls     int    // 0: unlimited
-	nudgeAt      int    // 0: no nudge
+	maxCalls     int // 0: unlimited
+	nudgeAt      int // 0: no nudge
 	unit         budgetUnit
 	maxFailures  int // 0: off
 	maxStreak    int // 0: off
@@ -340,13 +339,23 @@ type config struct {
 	logger       *slog.Logger
 	hooked       bool       // onEvent or logger is set: events are built
 	rules        *ruleCache // a Sessions' resolved tool policies; nil for NewTracker(p)
-	// The built-in lists when the Policy's are nil.
-	searchTools, thinkTools globs
+	// What only resolve reads, as the Policy sets it (resolve applies the
+	// defaults), but for the built-in lists in place of nil ones.
+	tools                                  map[string]ToolPolicy
+	searchTools, thinkTools, highCost      globs
+	agent, platform                        *Quota
+	sessionID                              string
+	maxRepeats, maxRewordings, maxRevisits int
+	sessionLimit, highCostLimit            int
 }
 
 func newConfig(p Policy) config {
 	c := config{
-		policy:       p,
+		tools:        p.Tools,
+		highCost:     p.HighCostTools,
+		agent:        p.AgentQuota,
+		platform:     p.PlatformQuota,
+		sessionID:    p.SessionID,
 		action:       p.Action,
 		similarBlind: p.SimilarIgnoresResults,
 		keepRaw:      p.KeepRaw,
@@ -393,6 +402,8 @@ func (c *config) ruleConfig(p Policy) {
 		c.nudgeAt = int(math.Floor(ratio * float64(c.maxCalls)))
 	}
 	c.maxFailures = orDefault(p.MaxFailures, 3)
+	c.maxRepeats, c.maxRewordings, c.maxRevisits = p.MaxRepeats, p.MaxRewordings, p.MaxRevisits
+	c.sessionLimit, c.highCostLimit = p.SessionLimit, p.HighCostLimit
 	c.maxStreak = orDefault(p.MaxFailureStreak, 6)
 	c.threshold = ratioOr(p.SimilarityThreshold, defaultSimilarityThreshold)
 	if c.similarOn = c.threshold > 0 && c.threshold <= 1; !c.similarOn {
@@ -497,8 +508,7 @@ type toolRule struct {
 }
 
 func (c *config) resolve(tool string) *toolRule {
-	p := &c.policy
-	tp, _ := lookup(p.Tools, tool, func(a, b string) bool { return a < b })
+	tp, _ := lookup(c.tools, tool, func(a, b string) bool { return a < b })
 	r := &toolRule{
 		name:   tool,
 		limit:  max(tp.Limit, 0),
@@ -509,13 +519,13 @@ func (c *config) resolve(tool string) *toolRule {
 	}
 	r.readOnly = tp.ReadOnly || r.search || r.think
 	if !r.exempt {
-		r.maxRepeats = orDefault(cmp.Or(tp.MaxRepeats, p.MaxRepeats), 2)
-		revisits := orDefault(p.MaxRevisits, min(r.maxRepeats, math.MaxInt32/2)*2) // 0: twice MaxRepeats
+		r.maxRepeats = orDefault(cmp.Or(tp.MaxRepeats, c.maxRepeats), 2)
+		revisits := orDefault(c.maxRevisits, min(r.maxRepeats, math.MaxInt32/2)*2) // 0: twice MaxRepeats
 		r.cyclePeriod, r.cycleRepeats = int32(c.cyclePeriod), int32(c.cycleRepeats)
 		r.revisits = int32(revisits)
 	}
 	if r.maxRepeats > 0 && !r.search {
-		r.rewordings, r.threshold = orDefault(p.MaxRewordings, 2), c.threshold
+		r.rewordings, r.threshold = orDefault(c.maxRewordings, 2), c.threshold
 	}
 	c.resolveQuota(r, tp)
 	return r

@@ -30,10 +30,9 @@ func quotaFor(q *Quota, tool string) int {
 // the rule default, over those that are set. It also lists the counters of
 // r shared through the Store.
 func (c *config) resolveQuota(r *toolRule, tp ToolPolicy) {
-	p := &c.policy
-	rule := p.SessionLimit // not set when not positive, as the quotas
-	highCost := tp.HighCost || globs(p.HighCostTools).match(r.name)
-	if hc := orDefault(p.HighCostLimit, 10); hc > 0 && highCost {
+	rule := c.sessionLimit // not set when not positive, as the quotas
+	highCost := tp.HighCost || c.highCost.match(r.name)
+	if hc := orDefault(c.highCostLimit, 10); hc > 0 && highCost {
 		rule = hc
 	}
 	consider := func(n int, from string) {
@@ -41,11 +40,11 @@ func (c *config) resolveQuota(r *toolRule, tp ToolPolicy) {
 			r.quota, r.quotaFrom = n, from
 		}
 	}
-	consider(quotaFor(p.AgentQuota, r.name), "agent")
-	consider(quotaFor(p.PlatformQuota, r.name), "platform")
+	consider(quotaFor(c.agent, r.name), "agent")
+	consider(quotaFor(c.platform, r.name), "platform")
 	consider(rule, "rule")
-	if c.store != nil && p.SessionID != "" && r.quota > 0 {
-		r.counters = append(r.counters, store.Counter{Key: sessionKey(p.SessionID, r.name), Limit: r.quota})
+	if c.store != nil && c.sessionID != "" && r.quota > 0 {
+		r.counters = append(r.counters, store.Counter{Key: sessionKey(c.sessionID, r.name), Limit: r.quota})
 		r.counterOf = append(r.counterOf, r.quotaFrom)
 	}
 	for _, q := range c.shared {
