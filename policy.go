@@ -61,23 +61,19 @@ type Policy struct {
 	// MaxFailures is how many equivalent failures of one tool are allowed;
 	// its next call fires. 0 means 3; negative disables the check.
 	MaxFailures int
-	// MaxFailureStreak is how many calls of a turn in a row, of any tools,
-	// may fail; the next call gets one hint (never an abort) per such run.
-	// 0 means 6; negative disables the check.
+	// MaxFailureStreak is how many calls of a turn in a row, any tools, may
+	// fail; the next gets one hint (never an abort) per run. 0 means 6; negative: off.
 	MaxFailureStreak int
-	// MaxRewordings is how many calls of a tool that is not a search tool
-	// may ask for the same thing in other words and return the same result
-	// in a row; the next fires ReasonDuplicate (docs/patterns.md). 0 means 2;
-	// negative disables the check, as a tool's MaxRepeats of -1 or Exempt do.
+	// MaxRewordings is how many calls in a row of a non-search tool may ask for
+	// the same thing in other words and return the same result; the next fires
+	// ReasonDuplicate. 0 means 2; negative: off, as where the tool's MaxRepeats is off.
 	MaxRewordings int
-	// MaxRevisits is how many calls of a turn in a row may each return what
-	// their key returned before; the next call of a key the turn has seen
-	// fires ReasonCycle (docs/patterns.md). 0 means twice the tool's
-	// MaxRepeats (4 by default, off where that is off); negative disables it.
+	// MaxRevisits is how many calls of a turn in a row may each return what their
+	// key returned before; the next call of a key the turn has seen fires
+	// ReasonCycle. 0 means twice the tool's MaxRepeats (4 by default); negative: off.
 	MaxRevisits int
-	// SimilarityThreshold is the score at which two queries of a search tool
-	// are the same question. 0 or NaN means 0.75; negative or above 1
-	// disables the similar-query check.
+	// SimilarityThreshold is the score at which two queries of a search tool are
+	// the same question. 0 or NaN means 0.75; negative or above 1: check off.
 	SimilarityThreshold float64
 	// SearchTools names the search tools (names or glob patterns). nil means
 	// the built-in list (docs/policy.md); empty non-nil: none.
@@ -86,9 +82,8 @@ type Policy struct {
 	// (names or glob patterns), so read-only. nil means the built-in list
 	// (think, reflect, plan, … in docs/policy.md); empty non-nil: none.
 	ThinkTools []string
-	// SimilarIgnoresResults makes the similar-query check result-blind.
-	// false (the default) fires only after similar queries that brought
-	// nothing new.
+	// SimilarIgnoresResults makes the similar-query check result-blind. false
+	// (the default) fires only after similar queries that brought nothing new.
 	SimilarIgnoresResults bool
 	// Action is what the first firing does: ActionHint (zero) or
 	// ActionAbort. Other values mean ActionHint.
@@ -172,8 +167,7 @@ type Policy struct {
 // ToolPolicy overrides the Policy for one tool or a glob pattern of tools.
 // Its zero value overrides nothing.
 type ToolPolicy struct {
-	// Limit is the number of calls of this tool allowed per turn. 0 means no
-	// per-turn limit.
+	// Limit is the calls of this tool allowed per turn. 0 means no limit.
 	Limit int
 	// MaxRepeats overrides Policy.MaxRepeats for this tool. 0 means inherit;
 	// negative disables the check for this tool.
