@@ -46,12 +46,10 @@ var (
 // each field; docs/policy.md says where each comes from. Values that make no
 // sense fall back to a documented behaviour; Validate reports them.
 type Policy struct {
-	// MaxCallsPerTurn is the turn budget. 0 means 300, sized for long coding
-	// turns; negative means unlimited. The "turn-budget" preset sets 30.
+	// MaxCallsPerTurn is the turn budget. 0 means 300; negative: unlimited.
 	MaxCallsPerTurn int
 	// NudgeRatio is the share of the budget at which the turn enters
-	// PhaseNudge. 0 or NaN means 0.75; negative or ≥ 1 (infinities too)
-	// disables the nudge: the turn goes from PhaseNormal to PhaseWindDown.
+	// PhaseNudge. 0 or NaN means 0.75; negative, ≥ 1 or infinite: no nudge.
 	NudgeRatio float64
 	// CountRounds makes the turn budget count model responses (a round of
 	// calls uses one unit). false (the default) counts every executed call.
@@ -63,35 +61,29 @@ type Policy struct {
 	// MaxFailures is how many equivalent failures of one tool are allowed;
 	// its next call fires. 0 means 3; negative disables the check.
 	MaxFailures int
-	// MaxFailureStreak is how many calls of a turn in a row, of any tools,
-	// may fail; the next call gets one hint (never an abort) per such run.
-	// 0 means 6; negative disables the check.
+	// MaxFailureStreak is how many calls of a turn in a row, any tools, may
+	// fail; the next gets one hint (never an abort) per run. 0 means 6; negative: off.
 	MaxFailureStreak int
-	// MaxRewordings is how many calls of a tool that is not a search tool
-	// may ask for the same thing in other words and return the same result
-	// in a row; the next fires ReasonDuplicate (docs/patterns.md). 0 means 2;
-	// negative disables the check, as a tool's MaxRepeats of -1 or Exempt do.
+	// MaxRewordings is how many calls in a row of a non-search tool may ask for
+	// the same thing in other words and return the same result; the next fires
+	// ReasonDuplicate. 0 means 2; negative: off, as where the tool's MaxRepeats is off.
 	MaxRewordings int
-	// MaxRevisits is how many calls of a turn in a row may each return what
-	// their key returned before; the next call of a key the turn has seen
-	// fires ReasonCycle (docs/patterns.md). 0 means twice the tool's
-	// MaxRepeats (4 by default, off where that is off); negative disables it.
+	// MaxRevisits is how many calls of a turn in a row may each return what their
+	// key returned before; the next call of a key the turn has seen fires
+	// ReasonCycle. 0 means twice the tool's MaxRepeats (4 by default); negative: off.
 	MaxRevisits int
-	// SimilarityThreshold is the score at which two queries of a search tool
-	// are the same question. 0 or NaN means 0.75; negative or above 1
-	// disables the similar-query check.
+	// SimilarityThreshold is the score at which two queries of a search tool are
+	// the same question. 0 or NaN means 0.75; negative or above 1: check off.
 	SimilarityThreshold float64
 	// SearchTools names the search tools (names or glob patterns). nil means
-	// the built-in list (search, *search*, *_query, grep, … in
-	// docs/policy.md); an empty non-nil slice means none.
+	// the built-in list (docs/policy.md); empty non-nil: none.
 	SearchTools []string
 	// ThinkTools names the tools that only record the model's reasoning
 	// (names or glob patterns), so read-only. nil means the built-in list
 	// (think, reflect, plan, … in docs/policy.md); empty non-nil: none.
 	ThinkTools []string
-	// SimilarIgnoresResults makes the similar-query check result-blind.
-	// false (the default) fires only after similar queries that brought
-	// nothing new.
+	// SimilarIgnoresResults makes the similar-query check result-blind. false
+	// (the default) fires only after similar queries that brought nothing new.
 	SimilarIgnoresResults bool
 	// Action is what the first firing does: ActionHint (zero) or
 	// ActionAbort. Other values mean ActionHint.
@@ -153,15 +145,13 @@ type Policy struct {
 	// ReservationTTL is how long a reservation holds quota without a Record
 	// (a crashed replica). 0 means 5 minutes.
 	ReservationTTL time.Duration
-	// FailOpen chooses what happens when the Store does not answer: false
-	// (fail closed) refuses calls that need a shared quota, with an error
-	// matching store.ErrUnavailable; true counts them locally until the
-	// Store answers, with an EventStore per failure.
+	// FailOpen: when the Store does not answer, false (fail closed) refuses
+	// calls that need a shared quota (store.ErrUnavailable); true counts
+	// them locally until it answers, with an EventStore per failure.
 	FailOpen bool
-	// Breaker stops asking the Store for a moment after it failed
-	// (store.Breaker). nil means one private to this Tracker (cooldown 1s),
-	// or none before a store.ServerBreaker (redisstore); share one among a
-	// process's Trackers; &store.Breaker{Cooldown: -1} turns it off.
+	// Breaker stops asking the Store for a moment after it failed. nil means
+	// one private to this Tracker (cooldown 1s), or none before a
+	// store.ServerBreaker (redisstore); &store.Breaker{Cooldown: -1}: none.
 	Breaker *store.Breaker
 
 	// Now is the clock. nil means time.Now.
@@ -177,8 +167,7 @@ type Policy struct {
 // ToolPolicy overrides the Policy for one tool or a glob pattern of tools.
 // Its zero value overrides nothing.
 type ToolPolicy struct {
-	// Limit is the number of calls of this tool allowed per turn. 0 means no
-	// per-turn limit.
+	// Limit is the calls of this tool allowed per turn. 0 means no limit.
 	Limit int
 	// MaxRepeats overrides Policy.MaxRepeats for this tool. 0 means inherit;
 	// negative disables the check for this tool.
@@ -321,7 +310,6 @@ type config struct {
 	unit         budgetUnit
 	maxFailures  int // 0: off
 	maxStreak    int // 0: off
-	maxRevisits  int // 0: off; -1: twice the tool's MaxRepeats
 	threshold    float64
 	similarOn    bool
 	similarBlind bool
@@ -345,14 +333,14 @@ type config struct {
 	logger       *slog.Logger
 	hooked       bool       // onEvent or logger is set: events are built
 	rules        *ruleCache // a Sessions' resolved tool policies; nil for NewTracker(p)
-	// What only resolve reads.
-	tools                       map[string]ToolPolicy
-	searchTools, thinkTools     globs
-	highCost                    globs
-	agent, platform             *Quota
-	sessionID                   string
-	maxRepeats, maxRewordings   int // 0: off
-	sessionLimit, highCostLimit int // 0: none
+	// What only resolve reads, as the Policy sets it (resolve applies the
+	// defaults), but for the built-in lists in place of nil ones.
+	tools                                  map[string]ToolPolicy
+	searchTools, thinkTools, highCost      globs
+	agent, platform                        *Quota
+	sessionID                              string
+	maxRepeats, maxRewordings, maxRevisits int
+	sessionLimit, highCostLimit            int
 }
 
 func newConfig(p Policy) config {
@@ -380,11 +368,8 @@ func newConfig(p Policy) config {
 	}
 	c.hooked = c.onEvent != nil || c.logger != nil
 	c.store, c.failOpen = p.Store, p.FailOpen
-	for _, q := range p.SharedQuotas {
-		if q.Limit > 0 && q.Name != "" {
-			c.shared = append(c.shared, q)
-		}
-	}
+	c.shared = slices.DeleteFunc(slices.Clone(p.SharedQuotas),
+		func(q store.SharedQuota) bool { return q.Limit <= 0 || q.Name == "" })
 	if c.store == nil && len(c.shared) > 0 {
 		c.store = store.NewMemory(c.now)
 	}
@@ -410,11 +395,10 @@ func (c *config) ruleConfig(p Policy) {
 	if ratio := ratioOr(p.NudgeRatio, 0.75); c.maxCalls > 0 && ratio > 0 && ratio < 1 {
 		c.nudgeAt = int(math.Floor(ratio * float64(c.maxCalls)))
 	}
-	c.maxRepeats = orDefault(p.MaxRepeats, 2)
 	c.maxFailures = orDefault(p.MaxFailures, 3)
+	c.maxRepeats, c.maxRewordings, c.maxRevisits = p.MaxRepeats, p.MaxRewordings, p.MaxRevisits
+	c.sessionLimit, c.highCostLimit = p.SessionLimit, p.HighCostLimit
 	c.maxStreak = orDefault(p.MaxFailureStreak, 6)
-	c.maxRewordings = orDefault(p.MaxRewordings, 2)
-	c.maxRevisits = orDefault(p.MaxRevisits, -1) // -1: twice the tool's MaxRepeats (resolve)
 	c.threshold = ratioOr(p.SimilarityThreshold, defaultSimilarityThreshold)
 	if c.similarOn = c.threshold > 0 && c.threshold <= 1; !c.similarOn {
 		c.threshold = defaultSimilarityThreshold // the window rule still needs "similar"
@@ -425,8 +409,6 @@ func (c *config) ruleConfig(p Policy) {
 	if c.thinkTools = p.ThinkTools; c.thinkTools == nil {
 		c.thinkTools = defaultThinkTools
 	}
-	c.sessionLimit = max(p.SessionLimit, 0)
-	c.highCostLimit = orDefault(p.HighCostLimit, 10)
 	c.cyclePeriod = min(max(orDefault(p.CyclePeriod, 4), 2), maxCyclePeriod)
 	c.cycleRepeats = min(max(orDefault(p.CycleRepeats, 3), 2), maxCycleRepeats)
 	c.window = min(orDefault(p.Window, 10), maxWindow)
@@ -522,29 +504,22 @@ type toolRule struct {
 func (c *config) resolve(tool string) *toolRule {
 	tp, _ := lookup(c.tools, tool, func(a, b string) bool { return a < b })
 	r := &toolRule{
-		name:       tool,
-		limit:      max(tp.Limit, 0),
-		maxRepeats: c.maxRepeats,
-		exempt:     tp.Exempt,
-		search:     tp.Search || !tp.NoSearch && c.searchTools.match(tool),
-		think:      c.thinkTools.match(tool),
-		ignore:     tp.IgnoreArgs,
+		name:   tool,
+		limit:  max(tp.Limit, 0),
+		exempt: tp.Exempt,
+		search: tp.Search || !tp.NoSearch && c.searchTools.match(tool),
+		think:  c.thinkTools.match(tool),
+		ignore: tp.IgnoreArgs,
 	}
 	r.readOnly = tp.ReadOnly || r.search || r.think
-	switch {
-	case r.exempt || tp.MaxRepeats < 0:
-		r.maxRepeats = 0
-	case tp.MaxRepeats > 0:
-		r.maxRepeats = tp.MaxRepeats
+	if !r.exempt {
+		r.maxRepeats = orDefault(cmp.Or(tp.MaxRepeats, c.maxRepeats), 2)
+		revisits := orDefault(c.maxRevisits, min(r.maxRepeats, math.MaxInt32/2)*2) // 0: twice MaxRepeats
+		r.cyclePeriod, r.cycleRepeats = int32(c.cyclePeriod), int32(c.cycleRepeats)
+		r.revisits = int32(revisits)
 	}
 	if r.maxRepeats > 0 && !r.search {
-		r.rewordings, r.threshold = c.maxRewordings, c.threshold
-	}
-	if !r.exempt {
-		r.cyclePeriod, r.cycleRepeats, r.revisits = int32(c.cyclePeriod), int32(c.cycleRepeats), int32(c.maxRevisits)
-		if c.maxRevisits < 0 {
-			r.revisits = int32(min(r.maxRepeats, math.MaxInt32/2) * 2)
-		}
+		r.rewordings, r.threshold = orDefault(c.maxRewordings, 2), c.threshold
 	}
 	c.resolveQuota(r, tp)
 	return r

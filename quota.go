@@ -30,9 +30,10 @@ func quotaFor(q *Quota, tool string) int {
 // the rule default, over those that are set. It also lists the counters of
 // r shared through the Store.
 func (c *config) resolveQuota(r *toolRule, tp ToolPolicy) {
-	rule := c.sessionLimit
-	if c.highCostLimit > 0 && (tp.HighCost || c.highCost.match(r.name)) {
-		rule = c.highCostLimit
+	rule := c.sessionLimit // not set when not positive, as the quotas
+	highCost := tp.HighCost || c.highCost.match(r.name)
+	if hc := orDefault(c.highCostLimit, 10); hc > 0 && highCost {
+		rule = hc
 	}
 	consider := func(n int, from string) {
 		if n > 0 && (r.quota == 0 || n < r.quota) {

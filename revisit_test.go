@@ -151,7 +151,7 @@ func TestRevisitsPresetsOff(t *testing.T) {
 		p, err := Preset(name)
 		assert.NoError(t, err)
 		tr := NewTracker(p)
-		assert.Zero(t, tr.cfg.maxRevisits, name) // off
+		assert.Zero(t, tr.cfg.resolve("bash").revisits, name) // off
 		for i := range 12 {
 			c := seq[(i/2)%len(seq)]
 			d := tr.ShouldSkip(c)
