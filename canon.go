@@ -69,8 +69,7 @@ const canonKeepSize = 1 << 20
 // release clears s and returns it to the pool unless its scan grew large.
 func (s *scratch) release() {
 	s.p, s.out = probe{}, outcome{}
-	if s.scan.Clear() > canonKeepSize {
-		return
+	if s.scan.Clear() <= canonKeepSize {
+		scratchPool.Put(s)
 	}
-	scratchPool.Put(s)
 }
