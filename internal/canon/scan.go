@@ -382,12 +382,8 @@ func (c *Args) rawStr(k int32) []byte {
 // encoding/json decodes them.
 func unescape(dst, raw []byte, exact bool, limit int) []byte {
 	for len(raw) > 0 && len(dst) < limit {
-		k := bytes.IndexByte(raw, '\\')
-		if k < 0 {
-			k = len(raw)
-		}
-		if k > 0 {
-			dst, raw = append(dst, raw[:min(k, limit-len(dst))]...), raw[k:]
+		if run, _, _ := bytes.Cut(raw, []byte(`\`)); len(run) > 0 {
+			dst, raw = append(dst, run[:min(len(run), limit-len(dst))]...), raw[len(run):]
 			continue
 		}
 		r, n := canonDecodeEscape(raw, 0)
