@@ -518,14 +518,18 @@ func canonAppendNumber(dst, num []byte) []byte {
 		dst = append(append(append(dst, d[:n]...), '.'), d[n:]...)
 	case -6 < n && n <= 0:
 		dst = append(append(dst, "0."+"00000"[:-n]...), d...)
-	default: // n-1 exactly, from the exponent's digits, whatever their number
+	default:
 		dst = append(dst, d[0])
 		if len(d) > 1 {
 			dst = append(append(dst, '.'), d[1:]...)
 		}
-		var x big.Int
+		if dst = append(dst, 'e'); -1<<60 < e && e < 1<<60 {
+			dst = strconv.AppendInt(dst, n-1, 10)
+			break
+		}
+		var x big.Int // n-1 exactly, from the exponent's digits
 		x.SetString(string(exp), 10)
-		dst = x.Add(&x, big.NewInt(adj-1)).Append(append(dst, 'e'), 10)
+		dst = x.Add(&x, big.NewInt(adj-1)).Append(dst, 10)
 	}
 	return append(dst[:p0], dst[p1:]...)
 }
