@@ -63,14 +63,11 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
-// canonKeepSize is the size of scratch above which it is not pooled.
-const canonKeepSize = 1 << 20
-
-// release clears s and returns it to the pool unless its scan grew large.
+// release clears s and returns it to the pool unless its scan keeps more
+// than 1 MiB of scratch space.
 func (s *scratch) release() {
 	s.p, s.out = probe{}, outcome{}
-	if s.scan.Clear() > canonKeepSize {
-		return
+	if s.scan.Clear() <= 1<<20 {
+		scratchPool.Put(s)
 	}
-	scratchPool.Put(s)
 }

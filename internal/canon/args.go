@@ -37,16 +37,11 @@ func (c *Args) stringValue(k int32) ([]byte, bool) {
 func (c *Args) StringArg(keys []string, max int) (key, s string, ok bool) {
 	ks := c.topKeys()
 	for _, k := range keys {
-		last := int32(-1)
-		for _, pos := range ks {
-			if pos > last && c.keyIs(pos, k) {
-				last = pos
-			}
-		}
-		if last < 0 {
+		a := slices.IndexFunc(ks, func(pos int32) bool { return c.keyIs(pos, k) })
+		if a < 0 {
 			continue
 		}
-		if raw, ok := c.stringValue(last); ok {
+		if raw, ok := c.stringValue(slices.Max(ks[a:c.keyRun(ks, a)])); ok {
 			return k, decode(raw, max), true
 		}
 	}
@@ -59,27 +54,22 @@ func (c *Args) StringArg(keys []string, max int) (key, s string, ok bool) {
 // and fragment are ignored. ok is false if there is none or the payload is
 // not a valid JSON object.
 func (c *Args) URL() (host, path string, ok bool) {
-	first := int32(-1)
+	first := int32(math.MaxInt32)
 	for _, pos := range c.topKeys() {
-		raw, ok := c.stringValue(pos)
-		if !ok || first >= 0 && pos > first {
+		raw, isStr := c.stringValue(pos)
+		if !isStr || pos > first {
 			continue
 		}
-		var pre [16]byte
+		var pre [16]byte // the scheme, checked before the string is decoded and parsed
 		scheme, _, _ := bytes.Cut(unescape(pre[:0], raw, false, 8), []byte("://"))
 		if !bytes.EqualFold(scheme, []byte("http")) && !bytes.EqualFold(scheme, []byte("https")) {
 			continue
 		}
-		u, err := url.Parse(decode(raw, len(raw)))
-		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-			continue
+		if u, err := url.Parse(decode(raw, len(raw))); err == nil && u.Host != "" {
+			first, host, path = pos, strings.ToLower(u.Host), cmp.Or(u.Path, "/")
 		}
-		first, host, path = pos, strings.ToLower(u.Host), u.Path
 	}
-	if first < 0 {
-		return "", "", false
-	}
-	return host, cmp.Or(path, "/"), true
+	return host, path, host != ""
 }
 
 // Limits of AppendNames.
@@ -227,11 +217,9 @@ func (c *Args) EachScalar(ignore []string, fn func(name, value []byte, str bool)
 			continue
 		}
 		i := c.valueOf(k)
-		if c.in[i] == '{' || c.in[i] == '[' {
-			return false
-		}
 		str := c.in[i] == '"'
-		if !fn(c.rawStr(k), c.in[i+b2i(str):c.scanValue(i, 0)-b2i(str)], str) {
+		if c.in[i] == '{' || c.in[i] == '[' ||
+			!fn(c.rawStr(k), c.in[i+b2i(str):c.scanValue(i, 0)-b2i(str)], str) {
 			return false
 		}
 	}

@@ -382,12 +382,8 @@ func (c *Args) rawStr(k int32) []byte {
 // encoding/json decodes them.
 func unescape(dst, raw []byte, exact bool, limit int) []byte {
 	for len(raw) > 0 && len(dst) < limit {
-		k := bytes.IndexByte(raw, '\\')
-		if k < 0 {
-			k = len(raw)
-		}
-		if k > 0 {
-			dst, raw = append(dst, raw[:min(k, limit-len(dst))]...), raw[k:]
+		if run, _, _ := bytes.Cut(raw, []byte(`\`)); len(run) > 0 {
+			dst, raw = append(dst, run[:min(len(run), limit-len(dst))]...), raw[len(run):]
 			continue
 		}
 		r, n := canonDecodeEscape(raw, 0)
@@ -512,14 +508,10 @@ func canonAppendNumber(dst, num []byte) []byte {
 	}
 	p1 := len(dst)
 	dst = append(dst, num[:b2i(neg)]...)
-	e, err := strconv.ParseInt(string(exp), 10, 64)
+	e, _ := strconv.ParseInt(string(exp), 10, 64) // ±MaxInt64 if out of range
 	adj, k := int64(len(whole)-lead), int64(len(d))
-	switch n := adj + e; {
-	case err != nil || e <= -1<<60 || e >= 1<<60:
-		// An astronomical exponent, far outside the plain forms: n-1 exactly.
-		var x big.Int
-		x.SetString(string(exp), 10)
-		dst = x.Add(&x, big.NewInt(adj-1)).Append(canonAppendMantissa(dst, d), 10)
+	// An astronomical exponent, bounded here, is far outside the plain forms.
+	switch n := adj + min(max(e, -1<<60), 1<<60); {
 	case k <= n && n <= canonNumMax:
 		dst = append(append(dst, d...), "000000000000000000000"[:n-k]...)
 	case 0 < n && n <= canonNumMax:
@@ -527,18 +519,19 @@ func canonAppendNumber(dst, num []byte) []byte {
 	case -6 < n && n <= 0:
 		dst = append(append(dst, "0."+"00000"[:-n]...), d...)
 	default:
-		dst = strconv.AppendInt(canonAppendMantissa(dst, d), n-1, 10)
+		dst = append(dst, d[0])
+		if len(d) > 1 {
+			dst = append(append(dst, '.'), d[1:]...)
+		}
+		if dst = append(dst, 'e'); -1<<60 < e && e < 1<<60 {
+			dst = strconv.AppendInt(dst, n-1, 10)
+			break
+		}
+		var x big.Int // n-1 exactly, from the exponent's digits
+		x.SetString(string(exp), 10)
+		dst = x.Add(&x, big.NewInt(adj-1)).Append(dst, 10)
 	}
 	return append(dst[:p0], dst[p1:]...)
-}
-
-// canonAppendMantissa appends d[0].d[1:] and the 'e' of the exponent form.
-func canonAppendMantissa(dst, d []byte) []byte {
-	dst = append(dst, d[0])
-	if len(d) > 1 {
-		dst = append(append(dst, '.'), d[1:]...)
-	}
-	return append(dst, 'e')
 }
 
 func canonDigitsEnd[T string | []byte](in T, i int) int {
