@@ -277,7 +277,7 @@ type probe struct {
 	args  Hash   // of the arguments
 	query string // normalized; search tools only
 	// purpose is the ledger's purpose when it is not query: query with
-	// its secrets redacted (see redactSecrets).
+	// its secrets redacted (see Redact).
 	purpose string
 	sim     simKey // of query, computed before the lock is taken
 	scope   Hash   // of the arguments other than the query
@@ -316,7 +316,7 @@ func (t *Tracker) inspect(c Call, round uint64) *probe {
 	if p.rule.search {
 		if k, q, ok := s.StringArg(queryKeys, redactMaxBytes); ok {
 			p.query = normalizeQuery(q)
-			if r := redactSecrets(q); r != q {
+			if r := Redact(q); r != q {
 				p.purpose = normalizeQuery(r)
 			}
 			p.sim = simKeyOf(p.query)
@@ -510,7 +510,7 @@ func (t *Tracker) descLocked(p *probe) *callDesc {
 	if d := p.rule.desc.Load(); d != nil && string(names) == d.purpose {
 		return d
 	}
-	d := &callDesc{rule: p.rule, purpose: redactSecrets(string(names))}
+	d := &callDesc{rule: p.rule, purpose: Redact(string(names))}
 	if d.purpose == string(names) {
 		p.rule.desc.Store(d)
 	}

@@ -32,23 +32,15 @@ func maskError(s string) string {
 	return b.String()
 }
 
-// DigestResult returns the digest of maskNoise(s) (under its own domain
-// prefix), computed in a streaming fashion without allocating.
-//
-// Results need change detection, not collision resistance against an
-// adversary, so the digest is a keyed 128-bit non-cryptographic hash (see
-// maskDigest): equal masked texts digest equal, and different ones collide
-// with negligible probability for text not chosen with knowledge of the
-// seeds. The seeds are made once per process, so a digest is only
-// comparable with digests of the same process, which is all the Tracker
-// compares it with; it must never be persisted or shared.
+// DigestResult returns a 128-bit digest of s with its noise masked, computed without
+// allocating. It is keyed per process (docs/concepts.md, "Masking"): comparable only with
+// digests of the same process, never to be persisted or shared.
 func DigestResult(s string) [16]byte {
 	return maskDigest(s, false)
 }
 
-// DigestError returns the digest of maskError(s) (under its own domain
-// prefix), computed in a streaming fashion without allocating. Like
-// DigestResult, it is comparable within one process only.
+// DigestError is DigestResult of maskError(s) (keyed apart), comparable within one process
+// only.
 func DigestError(s string) [16]byte {
 	return maskDigest(s, true)
 }
@@ -62,7 +54,7 @@ var maskSeeds = [2][2]maphash.Seed{
 
 // maskDigest hashes the masked form of s piece by piece: a maphash.Hash
 // depends only on the concatenation of what is written to it.
-func maskDigest(s string, err bool) [16]byte {
+func maskDigest(s string, err bool) (h [16]byte) {
 	var h0, h1 maphash.Hash
 	h0.SetSeed(maskSeeds[b2i(err)][0])
 	h1.SetSeed(maskSeeds[b2i(err)][1])
@@ -70,7 +62,6 @@ func maskDigest(s string, err bool) [16]byte {
 		h0.WriteString(p)
 		h1.WriteString(p)
 	})
-	var h [16]byte
 	binary.LittleEndian.PutUint64(h[:8], h0.Sum64())
 	binary.LittleEndian.PutUint64(h[8:], h1.Sum64())
 	return h
@@ -80,8 +71,7 @@ func maskDigest(s string, err bool) [16]byte {
 // maphash: stable across processes, so that the hook can keep it on disk.
 func ResultSHA(s string) [32]byte { return maskSHA(s, false) }
 
-// FailureSHA is DigestError with SHA-256 in place of the per-process
-// maphash.
+// FailureSHA is DigestError with SHA-256 in place of the per-process maphash.
 func FailureSHA(s string) [32]byte { return maskSHA(s, true) }
 
 func maskSHA(s string, err bool) (sum [32]byte) {
