@@ -16,11 +16,6 @@ const (
 	maskSchemeMax = 32  // bytes of a URL scheme
 )
 
-// The noise rules (DigestResult) mask whole words: timestamps and clock times with seconds
-// (<time>), UUIDs (<uuid>), runs of 16 or more hex digits (<hex>), durations (<dur>). The error
-// rules (maskError) also mask quoted strings (<str>), URLs (<url>), paths (<path>), ids mixing
-// letters and digits (<id>) and numbers (<n>). docs/concepts.md, "Masking", has examples.
-
 // maskError returns the failure text s normalized so that failures that
 // differ only by their particulars mask equal: ASCII letters lower-cased,
 // runs of whitespace collapsed to one space, the ends trimmed, and the
@@ -184,14 +179,14 @@ func (m *masker) lexError(i int) (string, int) {
 
 // rule returns the placeholder and the end of the first rule that matches
 // at i, or "" and i if none does; the URL, path, id and number rules only
-// under the error rules.
+// under the error rules. docs/concepts.md, "Masking", lists the rules.
 func (m *masker) rule(i int) (string, int) {
 	if m.err {
 		if e := m.url(i); e > i {
 			return "<url>", e
 		}
-		if e := m.path(i); e > i {
-			return "<path>", e
+		if e := m.run(i, &m.noPath, maskPath, maskSlash); e > i {
+			return "<path>", i + len(strings.TrimRight(m.s[i:e], ".:"))
 		}
 	}
 	// A text matching one of the noise rules matches no other, but for a
@@ -214,7 +209,7 @@ func (m *masker) rule(i int) (string, int) {
 	if !m.err {
 		return "", i
 	}
-	if e := m.id(i); e > i {
+	if e := m.run(i, &m.noID, maskID, maskLetter|maskDigit); e > i && maskIs(m.s[i], maskWord) {
 		return "<id>", e
 	}
 	if e := m.number(i); e > i {
@@ -380,32 +375,19 @@ func (m *masker) url(i int) int {
 	return len(m.s)
 }
 
-// path matches a path token at i; if there is none, no path token starts
-// before the end of this run of path bytes.
-func (m *masker) path(i int) int {
-	if i < m.noPath {
+// run returns the end of the run of bytes in class at i if it holds bytes of
+// every class in need (a path token a '/' or '\', an id a letter and a
+// digit), else -1; then no such token starts before the run's end (*no).
+func (m *masker) run(i int, no *int, class, need uint16) int {
+	if i < *no {
 		return -1
 	}
-	e, seen := maskSpan(m.s, i, maskPath)
-	if seen&maskSlash == 0 {
-		m.noPath = e
+	e, seen := maskSpan(m.s, i, class)
+	if seen&need != need {
+		*no = e
 		return -1
 	}
-	return i + len(strings.TrimRight(m.s[i:e], ".:"))
-}
-
-// id matches a token of letters, digits, '_' and '-' that mixes letters and
-// digits at i; if there is none, no id starts before the end of the run.
-func (m *masker) id(i int) int {
-	if i < m.noID || !maskIs(m.s[i], maskWord) {
-		return -1
-	}
-	e, seen := maskSpan(m.s, i, maskID)
-	if seen&maskLetter != 0 && seen&maskDigit != 0 {
-		return e
-	}
-	m.noID = e
-	return -1
+	return e
 }
 
 // maskCollapsedLen returns the length of s with whitespace runs collapsed to
