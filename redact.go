@@ -82,6 +82,9 @@ func replaceParts(s, seps string, f func(string) string) string {
 			end = len(s)
 		}
 		if red := f(s[start:end]); red != s[start:end] {
+			if last == 0 {
+				b.Grow(len(s))
+			}
 			b.WriteString(s[last:start])
 			b.WriteString(red)
 			last = end
@@ -152,13 +155,15 @@ func redactParts(core string) string {
 // redactPart redacts one part of a word: a secret, or the value of a
 // secret's name ("Password=…", ":_authToken=…", "key=…").
 func redactPart(p string) string {
-	name, value, eq := strings.Cut(p, "=")
-	if !eq {
-		name, value, _ = strings.Cut(p, ":")
+	k, eq := strings.IndexByte(p, '='), true
+	if k < 0 {
+		k, eq = strings.IndexByte(p, ':'), false
 	}
-	value = strings.TrimLeft(value, "=:")
-	if value != "" && (isSecretName(name, eq) || isSecretToken(value)) {
-		return p[:len(p)-len(value)] + redacted
+	if k >= 0 {
+		name, value := p[:k], strings.TrimLeft(p[k+1:], "=:")
+		if value != "" && (isSecretName(name, eq) || isSecretToken(value)) {
+			return p[:len(p)-len(value)] + redacted
+		}
 	}
 	if isSecretToken(p) {
 		return redacted

@@ -49,7 +49,7 @@ var maskSeeds = [2][2]maphash.Seed{
 
 // maskDigest hashes the masked form of s piece by piece: a maphash.Hash
 // depends only on the concatenation of what is written to it.
-func maskDigest(s string, err bool) (h [16]byte) {
+func maskDigest(s string, err bool) [16]byte {
 	var h0, h1 maphash.Hash
 	h0.SetSeed(maskSeeds[b2i(err)][0])
 	h1.SetSeed(maskSeeds[b2i(err)][1])
@@ -57,6 +57,7 @@ func maskDigest(s string, err bool) (h [16]byte) {
 		h0.WriteString(p)
 		h1.WriteString(p)
 	})
+	var h [16]byte
 	binary.LittleEndian.PutUint64(h[:8], h0.Sum64())
 	binary.LittleEndian.PutUint64(h[8:], h1.Sum64())
 	return h
@@ -185,8 +186,8 @@ func (m *masker) rule(i int) (string, int) {
 		if e := m.url(i); e > i {
 			return "<url>", e
 		}
-		if e := m.run(i, &m.noPath, maskPath, maskSlash); e > i {
-			return "<path>", i + len(strings.TrimRight(m.s[i:e], ".:"))
+		if e := m.path(i); e > i {
+			return "<path>", e
 		}
 	}
 	// A text matching one of the noise rules matches no other, but for a
@@ -209,7 +210,7 @@ func (m *masker) rule(i int) (string, int) {
 	if !m.err {
 		return "", i
 	}
-	if e := m.run(i, &m.noID, maskID, maskLetter|maskDigit); e > i && maskIs(m.s[i], maskWord) {
+	if e := m.id(i); e > i {
 		return "<id>", e
 	}
 	if e := m.number(i); e > i {
@@ -375,19 +376,32 @@ func (m *masker) url(i int) int {
 	return len(m.s)
 }
 
-// run returns the end of the run of bytes in class at i if it holds bytes of
-// every class in need (a path token a '/' or '\', an id a letter and a
-// digit), else -1; then no such token starts before the run's end (*no).
-func (m *masker) run(i int, no *int, class, need uint16) int {
-	if i < *no {
+// path matches a path token at i; if there is none, no path token starts
+// before the end of this run of path bytes.
+func (m *masker) path(i int) int {
+	if i < m.noPath {
 		return -1
 	}
-	e, seen := maskSpan(m.s, i, class)
-	if seen&need != need {
-		*no = e
+	e, seen := maskSpan(m.s, i, maskPath)
+	if seen&maskSlash == 0 {
+		m.noPath = e
 		return -1
 	}
-	return e
+	return i + len(strings.TrimRight(m.s[i:e], ".:"))
+}
+
+// id matches a token of letters, digits, '_' and '-' that mixes letters and
+// digits at i; if there is none, no id starts before the end of the run.
+func (m *masker) id(i int) int {
+	if i < m.noID || !maskIs(m.s[i], maskWord) {
+		return -1
+	}
+	e, seen := maskSpan(m.s, i, maskID)
+	if seen&maskLetter != 0 && seen&maskDigit != 0 {
+		return e
+	}
+	m.noID = e
+	return -1
 }
 
 // maskCollapsedLen returns the length of s with whitespace runs collapsed to
