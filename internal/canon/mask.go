@@ -16,10 +16,8 @@ const (
 	maskSchemeMax = 32  // bytes of a URL scheme
 )
 
-// maskError returns the failure text s normalized so that failures that
-// differ only by their particulars mask equal: ASCII letters lower-cased,
-// runs of whitespace collapsed to one space, the ends trimmed, and the
-// error rules applied.
+// maskError returns the failure text s masked by the error rules (mask), so
+// that failures that differ only by their particulars mask equal.
 func maskError(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) + 8)
