@@ -103,8 +103,7 @@ func (d *failures) allowed(p *probe) {
 // recorded books the outcome r of the call p. A success ends the tool's
 // chain and forgets the call across turns. A diagnosis — a read-only call
 // (not a think tool's) that made progress of its own — moves the counting
-// chains of the other tools to their attempt, as a hint would; if the
-// attempt fails the same way, the next retry gets the hint, not an abort
+// chains of the other tools to their attempt, as a hint would
 // (failState.diagnosed; docs/patterns.md, "Same failing command retried").
 func (d *failures) recorded(p *probe, r *outcome) {
 	if p.rule.exempt {

@@ -10,7 +10,7 @@ import (
 // reads "redacted".
 const redacted = "[REDACTED]"
 
-// redactMaxBytes is the prefix of a text that redactSecrets reads: more
+// redactMaxBytes is the prefix of a text that Redact reads: more
 // than normalizeQuery keeps (queryMaxBytes), so that a secret which crosses
 // that cut is still seen whole. The rest is dropped.
 const redactMaxBytes = queryMaxBytes + 256
@@ -53,11 +53,14 @@ const (
 	nextScheme      // after "bearer": redacted if it looks like a credential
 )
 
-// redactSecrets is Redact: it redacts s word by word, a word being a run
-// of bytes other than white space and commas (redactWord), by the rules
-// that docs/concepts.md lists under "Redaction". It returns s itself when
+// Redact returns s with the secrets it may hold replaced by [REDACTED], by
+// the rules the ledger applies to Entry.Purpose (docs/concepts.md,
+// "Redaction"). It reads at most the first 1,280 bytes of s and drops the
+// rest. Reports that show a call's arguments or result (the audit command)
+// pass them through it. It redacts word by word, a word being a run of bytes
+// other than white space and commas (redactWord), and returns s itself when
 // it finds nothing.
-func redactSecrets(s string) string {
+func Redact(s string) string {
 	if len(s) > redactMaxBytes {
 		s = s[:redactMaxBytes]
 	}
@@ -225,10 +228,3 @@ func randomLooking(w string) bool {
 	}
 	return entropy >= 3.5
 }
-
-// Redact returns s with the secrets it may hold replaced by [REDACTED], by
-// the rules the ledger applies to Entry.Purpose (docs/concepts.md,
-// "Redaction"). It reads at most the first 1,280 bytes of s and drops the
-// rest. Reports that show a call's arguments or result (the audit command)
-// pass them through it.
-func Redact(s string) string { return redactSecrets(s) }

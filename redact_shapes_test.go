@@ -84,6 +84,6 @@ func TestRedactKeepsPlainText(t *testing.T) {
 		"passage=1 of the book",
 		"https://pkg.go.dev/golang.org/x/time/rate#Limiter",
 	} {
-		assert.Equal(t, s, redactSecrets(s))
+		assert.Equal(t, s, Redact(s))
 	}
 }

@@ -26,10 +26,10 @@ func TestRedactSecrets(t *testing.T) {
 		{"the token refresh flow", "the token refresh flow"},
 		{"release v1.2.3 notes", "release v1.2.3 notes"},
 	} {
-		assert.Equal(t, tc.want, redactSecrets(tc.in), tc.in)
+		assert.Equal(t, tc.want, Redact(tc.in), tc.in)
 	}
 	long := strings.Repeat("word ", 1000)
-	assert.Equal(t, long[:redactMaxBytes], redactSecrets(long), "reads a bounded prefix")
+	assert.Equal(t, long[:redactMaxBytes], Redact(long), "reads a bounded prefix")
 }
 
 // TestLedgerPurposeHasNoSecrets pins issue 16 item 5: a key pasted into a
@@ -65,8 +65,5 @@ func TestRedact(t *testing.T) {
 		if strings.Contains(got, secret) {
 			t.Errorf("Redact(%q) = %q: %s left", in, got, secret)
 		}
-	}
-	if got != redactSecrets(in) {
-		t.Errorf("Redact and redactSecrets differ")
 	}
 }

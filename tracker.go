@@ -309,7 +309,7 @@ func (t *Tracker) inspect(c Call, round uint64) *probe {
 	if p.rule.search {
 		if k, q, ok := s.StringArg(queryKeys, redactMaxBytes); ok {
 			p.query = normalizeQuery(q)
-			if r := redactSecrets(q); r != q {
+			if r := Redact(q); r != q {
 				p.purpose = normalizeQuery(r)
 			}
 			p.sim = simKeyOf(p.query)
@@ -499,7 +499,7 @@ func (t *Tracker) descLocked(p *probe) *callDesc {
 	if d := p.rule.desc.Load(); d != nil && string(names) == d.purpose {
 		return d
 	}
-	d := &callDesc{rule: p.rule, purpose: redactSecrets(string(names))}
+	d := &callDesc{rule: p.rule, purpose: Redact(string(names))}
 	if d.purpose == string(names) {
 		p.rule.desc.Store(d)
 	}

@@ -16,15 +16,8 @@ const (
 	maskSchemeMax = 32  // bytes of a URL scheme
 )
 
-// The noise rules (DigestResult) mask whole words: timestamps and clock times with seconds
-// (<time>), UUIDs (<uuid>), runs of 16 or more hex digits (<hex>), durations (<dur>). The error
-// rules (maskError) also mask quoted strings (<str>), URLs (<url>), paths (<path>), ids mixing
-// letters and digits (<id>) and numbers (<n>). docs/concepts.md, "Masking", has examples.
-
-// maskError returns the failure text s normalized so that failures that
-// differ only by their particulars mask equal: ASCII letters lower-cased,
-// runs of whitespace collapsed to one space, the ends trimmed, and the
-// error rules applied.
+// maskError returns the failure text s masked by the error rules (mask), so
+// that failures that differ only by their particulars mask equal.
 func maskError(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) + 8)
@@ -32,23 +25,15 @@ func maskError(s string) string {
 	return b.String()
 }
 
-// DigestResult returns the digest of maskNoise(s) (under its own domain
-// prefix), computed in a streaming fashion without allocating.
-//
-// Results need change detection, not collision resistance against an
-// adversary, so the digest is a keyed 128-bit non-cryptographic hash (see
-// maskDigest): equal masked texts digest equal, and different ones collide
-// with negligible probability for text not chosen with knowledge of the
-// seeds. The seeds are made once per process, so a digest is only
-// comparable with digests of the same process, which is all the Tracker
-// compares it with; it must never be persisted or shared.
+// DigestResult returns a 128-bit digest of s with its noise masked, computed without
+// allocating. It is keyed per process (docs/concepts.md, "Masking"): comparable only with
+// digests of the same process, never to be persisted or shared.
 func DigestResult(s string) [16]byte {
 	return maskDigest(s, false)
 }
 
-// DigestError returns the digest of maskError(s) (under its own domain
-// prefix), computed in a streaming fashion without allocating. Like
-// DigestResult, it is comparable within one process only.
+// DigestError is DigestResult of maskError(s) (keyed apart), comparable within one process
+// only.
 func DigestError(s string) [16]byte {
 	return maskDigest(s, true)
 }
@@ -80,8 +65,7 @@ func maskDigest(s string, err bool) [16]byte {
 // maphash: stable across processes, so that the hook can keep it on disk.
 func ResultSHA(s string) [32]byte { return maskSHA(s, false) }
 
-// FailureSHA is DigestError with SHA-256 in place of the per-process
-// maphash.
+// FailureSHA is DigestError with SHA-256 in place of the per-process maphash.
 func FailureSHA(s string) [32]byte { return maskSHA(s, true) }
 
 func maskSHA(s string, err bool) (sum [32]byte) {
@@ -194,7 +178,7 @@ func (m *masker) lexError(i int) (string, int) {
 
 // rule returns the placeholder and the end of the first rule that matches
 // at i, or "" and i if none does; the URL, path, id and number rules only
-// under the error rules.
+// under the error rules. docs/concepts.md, "Masking", lists the rules.
 func (m *masker) rule(i int) (string, int) {
 	if m.err {
 		if e := m.url(i); e > i {
