@@ -4,10 +4,11 @@ import "slices"
 
 // churn is the rule of the rolling window (Policy.Window, WindowLimit;
 // docs/patterns.md, "Broad search churn" and "External fetch loop"). Its
-// state is the window of the turn's most recent searches and fetches.
+// state is the window of the turn's most recent searches (with a query) and
+// fetches (with a URL), oldest first.
 type churn struct {
 	cfg    *config
-	window window
+	window []windowItem
 }
 
 // check counts the calls in the window the call repeats: calls of the same
@@ -19,7 +20,7 @@ func (c *churn) check(p *probe) (firing, bool) {
 		return firing{}, false
 	}
 	n := 0
-	for _, it := range c.window.items {
+	for _, it := range c.window {
 		if it.key.tool != p.rule.name || it.key == p.key || it.round == p.round || it.newFact {
 			continue
 		}
@@ -43,20 +44,20 @@ func (c *churn) allowed(p *probe) {
 	if size == 0 || p.rule.exempt || p.query == "" && p.url == "" {
 		return
 	}
-	if len(w.items) == size {
-		w.items = slices.Delete(w.items, 0, 1)
-	} else if len(w.items) == cap(w.items) { // grown as the turn goes on, up to size
-		w.items = append(make([]windowItem, 0, min(max(2*len(w.items), 2), size)), w.items...)
+	if len(*w) == size {
+		*w = slices.Delete(*w, 0, 1)
+	} else if len(*w) == cap(*w) { // grown as the turn goes on (most see few), up to size
+		*w = append(make([]windowItem, 0, min(max(2*len(*w), 2), size)), *w...)
 	}
-	w.items = append(w.items, windowItem{key: p.key, seq: p.seq, round: p.round, url: p.url,
+	*w = append(*w, windowItem{key: p.key, seq: p.seq, round: p.round, url: p.url,
 		sim: heldKey(p.held, &p.sim)})
 }
 
 // recorded books the outcome of the call and whether it was a new fact.
 func (c *churn) recorded(p *probe, r *outcome) {
 	earlier, same := 0, false
-	for i := range c.window.items {
-		it := &c.window.items[i]
+	for i := range c.window {
+		it := &c.window[i]
 		if it.seq == r.seq {
 			it.ok, it.digest = !r.failed, r.digest
 			it.newFact = !r.failed && earlier > 0 && !same
@@ -69,13 +70,7 @@ func (c *churn) recorded(p *probe, r *outcome) {
 	}
 }
 
-func (c *churn) endTurn(int) { c.window.items = nil }
-
-// window holds the turn's most recent searches (with a query) and fetches
-// (with a URL), oldest first.
-type window struct {
-	items []windowItem // grown as the turn goes on: most turns see few
-}
+func (c *churn) endTurn(int) { c.window = nil }
 
 type windowItem struct {
 	key     callKey

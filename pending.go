@@ -119,7 +119,7 @@ func (t *Tracker) cancel(ctx context.Context, c Call) Phase {
 		pc.ks.pending = max(pc.ks.pending-1, 0)
 		pc.ks.count = max(pc.ks.count-1, 0)
 		w := &t.churn.window // the call brought nothing, not even nothing new
-		w.items = slices.DeleteFunc(w.items, func(it windowItem) bool { return it.seq == pc.seq })
+		*w = slices.DeleteFunc(*w, func(it windowItem) bool { return it.seq == pc.seq })
 	}
 	phase := t.turn.phase
 	t.mu.Unlock()

@@ -382,7 +382,7 @@ func newConfig(p Policy) config {
 			c.breaker.Cooldown = -1 // the Store breaks per server itself
 		}
 	}
-	c.storeTimeout = cmp.Or(max(p.StoreTimeout, 0), defaultStoreTimeout)
+	c.storeTimeout = cmp.Or(max(p.StoreTimeout, 0), 250*time.Millisecond)
 	c.ttl = cmp.Or(max(p.ReservationTTL, 0), store.DefaultTTL)
 	c.ruleConfig(p)
 	return c
@@ -514,9 +514,8 @@ func (c *config) resolve(tool string) *toolRule {
 	r.readOnly = tp.ReadOnly || r.search || r.think
 	if !r.exempt {
 		r.maxRepeats = orDefault(cmp.Or(tp.MaxRepeats, c.maxRepeats), 2)
-		revisits := orDefault(c.maxRevisits, min(r.maxRepeats, math.MaxInt32/2)*2) // 0: twice MaxRepeats
 		r.cyclePeriod, r.cycleRepeats = int32(c.cyclePeriod), int32(c.cycleRepeats)
-		r.revisits = int32(revisits)
+		r.revisits = int32(orDefault(c.maxRevisits, min(r.maxRepeats, math.MaxInt32/2)*2))
 	}
 	if r.maxRepeats > 0 && !r.search {
 		r.rewordings, r.threshold = orDefault(c.maxRewordings, 2), c.threshold

@@ -31,8 +31,7 @@ func quotaFor(q *Quota, tool string) int {
 // r shared through the Store.
 func (c *config) resolveQuota(r *toolRule, tp ToolPolicy) {
 	rule := c.sessionLimit // not set when not positive, as the quotas
-	highCost := tp.HighCost || c.highCost.match(r.name)
-	if hc := orDefault(c.highCostLimit, 10); hc > 0 && highCost {
+	if hc := orDefault(c.highCostLimit, 10); hc > 0 && (tp.HighCost || c.highCost.match(r.name)) {
 		rule = hc
 	}
 	consider := func(n int, from string) {

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/toolguard/toolguard/store"
 )
@@ -25,8 +24,6 @@ func sessionKey(sessionID, tool string) string {
 func storeError(op string, err error) error {
 	return fmt.Errorf("%w: %s: %w", store.ErrUnavailable, op, err)
 }
-
-const defaultStoreTimeout = 250 * time.Millisecond
 
 // grant is the outcome of a Store reservation for one call.
 type grant struct {

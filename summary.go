@@ -78,17 +78,17 @@ func (t *Tracker) summary(session bool) Summary {
 	s := Summary{
 		Session:    session,
 		Turn:       t.turnNo,
-		Failed:     ts.failed,
-		NewResults: ts.newResults,
-		Skipped:    ts.skipped,
-		StoppedBy:  ts.stop.reason,
+		Failed:     int(ts.stats.failed),
+		NewResults: int(ts.stats.newResults),
+		Skipped:    int(ts.stats.skipped),
+		StoppedBy:  ts.stopBy,
 		Budget:     BudgetState{Unit: t.cfg.unit.String(), Used: ts.used, Limit: t.cfg.maxCalls, Left: -1, Phase: ts.phase},
 	}
 	if t.cfg.maxCalls > 0 {
 		s.Budget.Left = max(t.cfg.maxCalls-ts.used, 0)
 	}
-	if ts.stop.tool != nil { // set with the stop's reason
-		s.StoppedTool = ts.stop.tool.name
+	if ts.stopTool != nil { // set with stopBy
+		s.StoppedTool = ts.stopTool.name
 	}
 	if s.StoppedBy == ReasonNone && ts.phase >= PhaseWindDown {
 		s.StoppedBy = ReasonBudget

@@ -395,10 +395,10 @@ func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
 	t.mu.Lock()
 	d.Phase = t.turn.phase
 	seq := t.appendLocked(c, Hash{}, nil, round, now, d)
-	t.turn.skipped++
+	t.turn.stats.skipped++
 	t.invalidCalls++
-	if t.turn.stop.reason == ReasonNone {
-		t.turn.stop = stop{reason: ReasonInvalidCall}
+	if t.turn.stopBy == ReasonNone {
+		t.turn.stopBy = ReasonInvalidCall
 	}
 	evs.add(Event{Kind: EventDecision, Seq: seq, Turn: t.turnNo, CallID: c.ID, Decision: d, Phase: d.Phase})
 	t.mu.Unlock()
@@ -434,8 +434,8 @@ func (t *Tracker) decide(c Call, p *probe, g *grant, b *batch) (d Decision, ask 
 	if d.Reason != ReasonBudget {
 		d.Phase = ts.phase // a refusal by the budget is PhaseExhausted
 	}
-	if d.Verdict == Abort && ts.stop.reason == ReasonNone {
-		ts.stop = stop{reason: d.Reason, tool: p.rule}
+	if d.Verdict == Abort && ts.stopBy == ReasonNone {
+		ts.stopBy, ts.stopTool = d.Reason, p.rule
 	}
 	t.bookLocked(c, p, d, g, b)
 	b.evs.add(Event{Kind: EventDecision, Seq: p.seq, Turn: t.turnNo, CallID: c.ID, Tool: c.Tool, Decision: d, Phase: d.Phase})
@@ -460,7 +460,7 @@ func (t *Tracker) bookLocked(c Call, p *probe, d Decision, g *grant, b *batch) {
 	p.seq = t.appendLocked(c, p.args, t.descLocked(p), p.round, b.now, d)
 	p.ks.used = true
 	if d.Verdict != Allow {
-		ts.skipped++
+		ts.stats.skipped++
 		p.tool.skip(d.Reason)
 		return
 	}
@@ -632,11 +632,7 @@ func (t *Tracker) recordLocked(c Call, raw string, key callKey, sc *scratch, b *
 		}
 		p.turn.stats.finish(out.failed, out.progress)
 		pc.tool.session.finish(out.failed, out.progress)
-		if out.failed {
-			ts.failed++
-		} else if out.progress {
-			ts.newResults++
-		}
+		ts.stats.finish(out.failed, out.progress)
 		t.spendLocked(pc.round)
 	}
 	turn := t.ledger.finish(pc.seq, out.failed, out.progress, b.now.Sub(pc.at), raw, t.cfg.keepRaw)
@@ -679,7 +675,7 @@ func (t *Tracker) Reset() {
 		b.drop(t.stale[:n])
 		t.stale = append(t.stale[:0], t.stale[n:]...)
 	}
-	if t.turn.stop.reason != ReasonNone || t.turn.phase >= PhaseWindDown {
+	if t.turn.stopBy != ReasonNone || t.turn.phase >= PhaseWindDown {
 		t.stoppedTurns++
 	}
 	for _, r := range t.rules() {

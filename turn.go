@@ -63,23 +63,16 @@ type turnState struct {
 	// changes is the turn's change counter (docs/concepts.md, "How the core
 	// decides"); only equality with what keys and failures remember of it
 	// matters: it may wrap.
-	changes    uint32
-	reserved   int // budget units held by allowed calls
-	used       int // budget units used by recorded calls
-	skipped    int
-	failed     int
-	newResults int
-	keys       table[callKey, *keyState] // at most maxKeys (see addKey)
-	rounds     *roundBook                // unitRounds only
-	pending    []pendingCall
-	stop       stop // the first Abort of the turn, or the wind-down
-	esc        escalation
-}
-
-// stop is what stopped a turn: the rule and the tool of its first Abort.
-type stop struct {
-	reason Reason    // ReasonNone: the turn was not stopped
-	tool   *toolRule // nil for a call without a tool name
+	changes  uint32
+	reserved int                       // budget units held by allowed calls
+	used     int                       // budget units used by recorded calls
+	stats    toolStats                 // of all calls (invalid ones too); reserved unused
+	keys     table[callKey, *keyState] // at most maxKeys (see addKey)
+	rounds   *roundBook                // unitRounds only
+	pending  []pendingCall
+	stopBy   Reason    // the rule of the turn's first Abort; ReasonNone: none
+	stopTool *toolRule // its tool; nil for a call without a tool name
+	esc      escalation
 }
 
 // reset starts a turn with nothing booked.

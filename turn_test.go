@@ -21,20 +21,20 @@ func TestWindowGrows(t *testing.T) {
 				p.seq = uint64(i + 1)
 				c.allowed(p)
 				n := min(i+1, size)
-				assert.Equal(t, n, len(w.items), "size %d after %d", size, i+1)
-				assert.LessOrEqual(t, cap(w.items), size)
+				assert.Equal(t, n, len(*w), "size %d after %d", size, i+1)
+				assert.LessOrEqual(t, cap(*w), size)
 				for k := range n {
-					assert.Equal(t, uint64(i+2-n+k), w.items[k].seq, "size %d after %d, item %d", size, i+1, k)
+					assert.Equal(t, uint64(i+2-n+k), (*w)[k].seq, "size %d after %d, item %d", size, i+1, k)
 				}
 			}
 			c.endTurn(round + 1)
-			assert.Empty(t, w.items, "round %d", round)
+			assert.Empty(t, *w, "round %d", round)
 		}
 	}
 	d := newDetTest(Policy{WindowLimit: -1}) // the window is off
 	off := churn{cfg: d.cfg}
 	off.allowed(d.probe("fetch", `{"url":"https://docs.example.com/a"}`, 1, 0))
-	assert.Nil(t, off.window.items)
+	assert.Nil(t, off.window)
 }
 
 // TestLedgerCycle checks the cycle rule's reading of the ledger: the
