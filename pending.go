@@ -20,27 +20,29 @@ type pendingCall struct {
 	args  []byte // the caller's slice, not a copy: see keyLocked
 }
 
-// findPending returns the pending calls of ps that a Record of (id, key)
-// of tool may complete: byID, the one with that id (of those, when a
-// harness reused the id, the one with that key first), and byKey, the
-// oldest with that key and no other id; -1 if none.
-func findPending(ps []pendingCall, id, tool string, key callKey) (byID, byKey int) {
-	byID, byKey = -1, -1
+// findPending returns the index in ps of the pending call that a Record of
+// c with key completes, or -1: with byID, the one with c's id (of those,
+// when a harness reused the id, the one with key first); without, the
+// oldest with key and no other id.
+func findPending(ps []pendingCall, c Call, key callKey, byID bool) int {
+	found := -1
 	for i := range ps {
 		pc := &ps[i]
 		switch {
-		case id != "" && pc.id == id && pc.tool.rule.name == tool:
+		case !byID:
+			if pc.key == key && (c.ID == "" || pc.id == "") {
+				return i
+			}
+		case c.ID != "" && pc.id == c.ID && pc.tool.rule.name == c.Tool:
 			if pc.key == key {
-				return i, byKey
+				return i
 			}
-			if byID < 0 {
-				byID = i
+			if found < 0 {
+				found = i
 			}
-		case byKey < 0 && pc.key == key && (id == "" || pc.id == ""):
-			byKey = i
 		}
 	}
-	return byID, byKey
+	return found
 }
 
 // keyLocked returns the key of c: that of a pending call of the tool (with
@@ -62,20 +64,16 @@ func (t *Tracker) keyLocked(c Call, sc *scratch, scanned bool) callKey {
 }
 
 // takeLocked takes the pending call that a Record (or cancel) of c with
-// key completes, in the order docs/concepts.md gives ("The two-step API");
-// stale says it was allowed in an earlier turn.
+// key completes, in the order docs/concepts.md gives ("The two-step API"):
+// by id, then by key, each in this turn first; stale says it was allowed
+// in an earlier turn.
 func (t *Tracker) takeLocked(c Call, key callKey) (pc pendingCall, stale, ok bool) {
-	byID, byKey := findPending(t.turn.pending, c.ID, c.Tool, key)
-	staleID, staleKey := findPending(t.stale, c.ID, c.Tool, key)
-	switch {
-	case byID >= 0:
-		return takeAt(&t.turn.pending, byID), false, true
-	case staleID >= 0:
-		return takeAt(&t.stale, staleID), true, true
-	case byKey >= 0:
-		return takeAt(&t.turn.pending, byKey), false, true
-	case staleKey >= 0:
-		return takeAt(&t.stale, staleKey), true, true
+	for _, byID := range [2]bool{true, false} {
+		for _, ps := range [2]*[]pendingCall{&t.turn.pending, &t.stale} {
+			if i := findPending(*ps, c, key, byID); i >= 0 {
+				return takeAt(ps, i), ps == &t.stale, true
+			}
+		}
 	}
 	return pendingCall{}, false, false
 }

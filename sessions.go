@@ -37,13 +37,12 @@ func NewSessions(p Policy) *Sessions {
 func (s *Sessions) NewTracker() *Tracker { return newTracker(s.cfg) }
 
 // Release ends a session opened by NewTracker and drops its state. The
-// Tracker must not be used after it: its
-// ShouldSkip then aborts every call with an error matching
-// ErrInvalidCall, its Record books nothing and returns PhaseExhausted,
-// and its Ledger and summaries are those of an empty session. A call
-// allowed and not recorded yet counts against its Store quotas, as after
-// Reset. Releasing a Tracker twice, or one that another Sessions opened,
-// does nothing.
+// Tracker must not be used after it: its ShouldSkip then aborts every call
+// with an error matching ErrInvalidCall, its Record books nothing and
+// returns PhaseExhausted, and its Ledger and summaries are those of an empty
+// session. A call allowed and not recorded yet counts against its Store
+// quotas, as after Reset. Releasing a Tracker twice, or one that another
+// Sessions opened, does nothing.
 func (s *Sessions) Release(t *Tracker) {
 	if t == nil || t.cfg != s.cfg {
 		return

@@ -94,7 +94,7 @@ func (t *Tracker) summary(session bool) Summary {
 		s.StoppedBy = ReasonBudget
 	}
 	s.Stopped = s.StoppedBy != ReasonNone
-	in := func(e *toolEntry) bool { return e.inTurn(t.turnNo) }
+	in := func(e *toolEntry) bool { return e.turn.turn == int32(t.turnNo) }
 	if session {
 		s.Failed, s.NewResults, s.Skipped = 0, 0, t.invalidCalls // calls without a tool
 		s.StoppedTurns = t.stoppedTurns
@@ -103,22 +103,28 @@ func (t *Tracker) summary(session bool) Summary {
 		}
 		in = func(e *toolEntry) bool { return e.session != (toolStats{}) }
 	}
-	for _, e := range t.toolsWhere(in) {
-		ss := t.toolSummary(e, session)
+	t.toolMu.Lock()
+	t.tools.each(func(e *toolEntry) {
+		if in(e) {
+			s.Tools = append(s.Tools, toolSummary(e, session))
+		}
+	})
+	t.toolMu.Unlock()
+	slices.SortFunc(s.Tools, func(a, b ToolSummary) int { return strings.Compare(a.Tool, b.Tool) })
+	for _, ss := range s.Tools {
 		s.Calls += ss.Calls
 		if session {
 			s.Failed += ss.Failed
 			s.NewResults += ss.NewResults
 			s.Skipped += ss.Skipped
 		}
-		s.Tools = append(s.Tools, ss)
 	}
 	s.Next = nextAction(s)
 	return s
 }
 
 // toolSummary returns one tool's summary, for the turn or the session.
-func (t *Tracker) toolSummary(e *toolEntry, session bool) ToolSummary {
+func toolSummary(e *toolEntry, session bool) ToolSummary {
 	stats := &e.turn.stats
 	if session {
 		stats = &e.session
@@ -133,7 +139,7 @@ func (t *Tracker) toolSummary(e *toolEntry, session bool) ToolSummary {
 		SessionLimit: e.rule.quota,
 		QuotaFrom:    e.rule.quotaFrom,
 	}
-	if f := e.turn.fail; e.inTurn(t.turnNo) && f != nil && f.count > 1 {
+	if f := e.turn.fail; f != nil && f.count > 1 { // Reset clears it
 		ss.SameFailure = f.count
 	}
 	if ss.Skipped > 0 { // then e.skips counts them by reason

@@ -118,7 +118,6 @@ func (t *Tracker) clearState() {
 	t.toolMu.Unlock()
 	t.ledger = ledger{}
 	t.stale = nil
-	t.turn = turnState{}
 	t.turn.reset(cfg)
 	t.limits = limits{cfg: cfg}
 	t.repeats = repeats{}
@@ -143,7 +142,7 @@ type toolEntry struct {
 	rule    *toolRule  // with the tool's name
 	skips   *toolSkips // allocated at the tool's first skip
 	session toolStats  // over the session
-	turn    toolState  // over the turn turn.turn; stale in other turns
+	turn    toolState  // over the turn; Reset clears it (turn.turn: set when called in it)
 }
 
 // skip counts a skip of the tool, whose turn state is the current turn's.
@@ -164,9 +163,6 @@ func (e *toolEntry) clearTurn() {
 		e.skips.turn = [numReasons]int32{}
 	}
 }
-
-// inTurn reports whether the tool's turn state is that of the turn n.
-func (e *toolEntry) inTurn(n int) bool { return e.turn.turn == int32(n) }
 
 // tool returns the entry of a tool, resolving its policy the first time.
 // Past maxTools tools, a new name gets a fresh entry each time, checked
@@ -190,20 +186,6 @@ func (t *Tracker) tool(name string) *toolEntry {
 func (t *Tracker) turnTool(e *toolEntry) *toolState {
 	e.turn.turn = int32(t.turnNo)
 	return &e.turn
-}
-
-// toolsWhere returns the tools for which keep is true, sorted by name.
-func (t *Tracker) toolsWhere(keep func(*toolEntry) bool) []*toolEntry {
-	var es []*toolEntry
-	t.toolMu.Lock()
-	t.tools.each(func(e *toolEntry) {
-		if keep(e) {
-			es = append(es, e)
-		}
-	})
-	t.toolMu.Unlock()
-	slices.SortFunc(es, func(a, b *toolEntry) int { return cmp.Compare(a.rule.name, b.rule.name) })
-	return es
 }
 
 // ShouldSkip checks a call before it runs. On Allow the call holds a budget
@@ -601,10 +583,7 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 }
 
 // recordLocked books the outcome sc.out of the call c, whose key is key
-// and whose raw result is raw, for the rules, the counters, the budget and
-// the ledger, and returns its pending call. A call never checked is booked
-// first; a call allowed in an earlier turn has only its ledger entry
-// updated.
+// and whose raw result is raw, as Record says, and returns its pending call.
 func (t *Tracker) recordLocked(c Call, raw string, key callKey, sc *scratch, b *batch) (Phase, pendingCall) {
 	ts, p, out := &t.turn, &sc.p, &sc.out
 	from := ts.phase
@@ -756,14 +735,13 @@ func (t *Tracker) Run(ctx context.Context, c Call, exec func(context.Context, Ca
 	return t.run(ctx, c, t.ShouldSkipContext(ctx, c), exec)
 }
 
-// RunRound runs the calls that one model response asked for together, as
-// one round (see WithRound): it checks them all first, in order, then runs
-// the allowed ones with exec one after another and records each. The
-// results are in the order of calls. Allowed calls run
-// even when another call of the round was aborted, since the Tracker
-// counted them; stop the turn after the round if any result's Decision is
-// an Abort. To run a round's calls in parallel, pass one context from
-// WithRound to Run from each goroutine.
+// RunRound runs the calls that one model response asked for together, as one
+// round (see WithRound): it checks them all first, in order, then runs the
+// allowed ones with exec one after another and records each. The results are
+// in the order of calls. Allowed calls run even when another call of the
+// round was aborted, since the Tracker counted them; stop the turn after the
+// round if any result's Decision is an Abort. To run a round's calls in
+// parallel, pass one context from WithRound to Run from each goroutine.
 func (t *Tracker) RunRound(ctx context.Context, calls []Call, exec func(context.Context, Call) (string, error)) []Result {
 	ctx = t.WithRound(ctx)
 	ds := t.ShouldSkipRoundContext(ctx, calls)
