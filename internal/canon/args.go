@@ -209,9 +209,6 @@ func decode(raw []byte, max int) string {
 // is an object or an array.
 func (c *Args) EachScalar(ignore []string, fn func(name, value []byte, str bool) bool) bool {
 	keys := c.topKeys()
-	if len(keys) == 0 {
-		return false
-	}
 	for _, k := range keys {
 		if c.ignored(k, ignore) {
 			continue
@@ -223,7 +220,7 @@ func (c *Args) EachScalar(ignore []string, fn func(name, value []byte, str bool)
 			return false
 		}
 	}
-	return true
+	return len(keys) > 0
 }
 
 // Decode appends the decoded raw JSON string content raw to dst (a lone

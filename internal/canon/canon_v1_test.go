@@ -744,7 +744,8 @@ func canonNextByte(b []byte, j int) (byte, int) {
 	if b[j+1] == 'u' {
 		return byte(canonHex4(b[j+2:])), j + 6
 	}
-	return canonSimpleEscape(b[j+1]), j + 2
+	r, k := canonDecodeEscape(b, j) // a one-letter escape
+	return byte(r), k
 }
 
 // canonCmpEscaped compares two canonical string contents by decoded bytes.

@@ -261,10 +261,7 @@ func (m *masker) bound(e int) int {
 // stands for a decimal digit and 'x' for a hex digit; other bytes stand for
 // themselves (see at).
 func (m *masker) match(i int, p string) int {
-	if len(m.s)-i < len(p) {
-		return -1
-	}
-	for j := range len(p) {
+	for j := range len(p) { // beyond the end, at's 0 matches nothing
 		if c := m.at(i + j); !(c == p[j] && p[j] != 'x' || p[j] == '0' && maskIs(c, maskDigit) ||
 			p[j] == 'x' && maskIs(c, maskHex)) {
 			return -1

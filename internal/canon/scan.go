@@ -120,10 +120,8 @@ func (c *Args) scanValue(i, depth int) int {
 		return ScanString(c.in, i)
 	case 't', 'f', 'n':
 		return canonScanLiteral(c.in, i)
-	case 0:
-		return -1 // the end of the payload, or a byte no value starts with
 	}
-	return canonScanNumber(c.in, i)
+	return canonScanNumber(c.in, i) // -1 at the end too, or at a byte no value starts with
 }
 
 // scanContainer is scanValue of the array or object at in[i], the
@@ -435,7 +433,7 @@ func canonAppendRune(dst []byte, r rune) []byte {
 // one rune; lone surrogates are returned as they are.
 func canonDecodeEscape(raw []byte, j int) (rune, int) {
 	if raw[j+1] != 'u' {
-		return rune(canonSimpleEscape(raw[j+1])), j + 2
+		return rune(canonEscaped[strings.IndexByte(canonEscapes, raw[j+1])]), j + 2
 	}
 	r := canonHex4(raw[j+2:])
 	if j+12 <= len(raw) && raw[j+6] == '\\' && raw[j+7] == 'u' {
@@ -445,9 +443,6 @@ func canonDecodeEscape(raw []byte, j int) (rune, int) {
 	}
 	return r, j + 6
 }
-
-// canonSimpleEscape returns the byte the valid escape \c stands for.
-func canonSimpleEscape(c byte) byte { return canonEscaped[strings.IndexByte(canonEscapes, c)] }
 
 // canonHex4 decodes four validated hexadecimal digits.
 func canonHex4(b []byte) rune {
