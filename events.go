@@ -55,25 +55,24 @@ type Event struct {
 	Breaker   store.BreakerState // EventBreaker: the state after
 }
 
-// events collects the (at most five) events of one operation, so they can
-// be delivered after the lock is released without allocating.
+// events collects the events of one operation (a round has one or two per
+// call), so they can be delivered after the lock is released. Nothing is
+// collected when no hook or logger is set.
 type events struct {
-	on  bool // there is a hook or a logger to deliver to
-	buf [5]Event
-	n   int
+	on   bool // there is a hook or a logger to deliver to
+	list []Event
 }
 
 func (e *events) add(ev Event) {
-	if e.on && e.n < len(e.buf) {
-		e.buf[e.n] = ev
-		e.n++
+	if e.on {
+		e.list = append(e.list, ev)
 	}
 }
 
 // emit delivers events to the hook and the logger. It must be called
 // without the lock held.
 func (t *Tracker) emit(ctx context.Context, evs *events) {
-	for _, ev := range evs.buf[:evs.n] {
+	for _, ev := range evs.list {
 		ev.Context = ctx
 		if t.cfg.onEvent != nil {
 			t.cfg.onEvent(ev)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -172,4 +173,25 @@ func (s ctxStore) Commit(ctx context.Context, rs []store.Reservation) error {
 		return err
 	}
 	return s.Memory.Commit(ctx, rs)
+}
+
+// TestRoundDeliversEveryEvent: a round collects its events under one lock
+// and delivers them after it, however many calls it has (a round of eight
+// parallel calls once delivered five decisions of eight).
+func TestRoundDeliversEveryEvent(t *testing.T) {
+	var got []Event
+	tr := NewTracker(Policy{MaxCallsPerTurn: 8, OnEvent: func(e Event) { got = append(got, e) }})
+	calls := make([]Call, 12)
+	for i := range calls {
+		calls[i] = Call{ID: fmt.Sprintf("call_%d", i), Tool: "read", Args: json.RawMessage(fmt.Sprintf(`{"p":%d}`, i))}
+	}
+	ds := tr.ShouldSkipRound(calls)
+	require.Len(t, got, len(calls), "one decision event per call")
+	for i, e := range got {
+		assert.Equal(t, EventDecision, e.Kind)
+		assert.Equal(t, calls[i].ID, e.CallID)
+		assert.Equal(t, ds[i], e.Decision)
+	}
+	assert.Equal(t, Allow, ds[7].Verdict)
+	assert.NotEqual(t, Allow, ds[8].Verdict, "past the budget")
 }
