@@ -149,14 +149,12 @@ func (l *ledger) snapshot(size int) []Entry {
 	return out
 }
 
-// is reports whether the entry is a call of key.
-func (e *ledgerEntry) is(key callKey) bool {
-	return e.desc != nil && callKey{e.desc.rule.name, e.argsHash} == key
-}
-
-// same reports whether e and f are calls of one key.
-func (e *ledgerEntry) same(f *ledgerEntry) bool {
-	return f.desc != nil && e.is(callKey{f.desc.rule.name, f.argsHash})
+// key returns the entry's call key (zero for a call without a tool name).
+func (e *ledgerEntry) key() callKey {
+	if e.desc == nil {
+		return callKey{}
+	}
+	return callKey{e.desc.rule.name, e.argsHash}
 }
 
 // recent returns the i-th most recent entry (0: the newest).
@@ -174,7 +172,7 @@ func (l *ledger) continues(key callKey, turn, maxPeriod, repeats int) (int, bool
 			return 0, false // fewer than n calls of turn
 		}
 		// The call that continues the cycle equals the one p back.
-		if l.recent(p-1).is(key) && l.isCycle(p, n) {
+		if l.recent(p-1).key() == key && l.isCycle(p, n) {
 			return p, true
 		}
 	}
@@ -188,14 +186,14 @@ func (l *ledger) isCycle(p, n int) bool {
 		if e.desc == nil || e.desc.rule.exempt {
 			return false
 		}
-		if i+p < n && (!e.same(l.recent(i+p)) || e.newResult) {
+		if i+p < n && (e.key() != l.recent(i+p).key() || e.newResult) {
 			return false
 		}
 	}
 	// The calls of one period are distinct.
 	for i := 0; i < p; i++ {
 		for j := i + 1; j < p; j++ {
-			if l.recent(i).same(l.recent(j)) {
+			if l.recent(i).key() == l.recent(j).key() {
 				return false
 			}
 		}

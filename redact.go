@@ -61,9 +61,7 @@ const (
 // other than white space and commas (redactWord), and returns s itself when
 // it finds nothing.
 func Redact(s string) string {
-	if len(s) > redactMaxBytes {
-		s = s[:redactMaxBytes]
-	}
+	s = s[:min(len(s), redactMaxBytes)]
 	state := nextPlain
 	return replaceParts(s, " ,\t\n\r\f\v", func(word string) (red string) {
 		red, state = redactWord(word, state)

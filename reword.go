@@ -187,11 +187,7 @@ func fnv64(b []byte) uint64 {
 // trailing punctuation; nothing that reads as a path, a flag or code.
 func isProse(v []byte) bool {
 	words := 0
-	for i := 0; ; {
-		var w []byte
-		if w, i = nextField(v, i); len(w) == 0 {
-			break
-		}
+	for w, i := nextField(v, 0); len(w) > 0; w, i = nextField(v, i) {
 		w = bytes.TrimRight(w, ".,;:!?")
 		if len(w) == 0 || w[0] == '-' || w[len(w)-1] == '-' || bytes.ContainsFunc(w, notProse) {
 			return false
@@ -213,11 +209,7 @@ func normalizeArg(dst, v []byte) (_ []byte, ok bool) {
 	var long [32][]byte
 	var short [128]bool // the short flags given, by letter
 	nlong := 0
-	for i := 0; ; {
-		var w []byte
-		if w, i = nextField(v, i); len(w) == 0 {
-			break
-		}
+	for w, i := nextField(v, 0); len(w) > 0; w, i = nextField(v, i) {
 		w = bytes.Trim(w, "'\"`")
 		switch {
 		case len(w) == 0:

@@ -399,13 +399,10 @@ func (x *queryIndex) find(q string, scope Hash) (*queryEntry, queryID) {
 		q = normalizeQuery(q)
 	}
 	id := queryID{scope, q}
-	if x.byQuery != nil {
-		if i, ok := x.byQuery[id]; ok {
-			return &x.entries[i], id
-		}
-		return nil, id
+	if i, ok := x.byQuery[id]; ok {
+		return &x.entries[i], id
 	}
-	for i := range x.entries {
+	for i := 0; x.byQuery == nil && i < len(x.entries); i++ { // without the map, a scan
 		if x.entries[i].queryID == id {
 			return &x.entries[i], id
 		}
