@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -305,11 +306,21 @@ func TestRemoteServerOAuthClients(t *testing.T) {
 }
 
 // freePort returns a loopback port that was free a moment ago.
+// freePort returns a loopback port that is free now, for a test of a
+// fixed port. It is taken below Linux's ephemeral range (32768 and up), so
+// the listeners that other tests open on port 0 meanwhile cannot take it
+// before the proxy binds it.
 func freePort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+	for range 100 {
+		port := 20000 + rand.IntN(12000)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			ln.Close()
+			return fmt.Sprint(port)
+		}
+	}
+	t.Fatal("no free loopback port between 20000 and 32000 in 100 tries")
+	return ""
 }
 
 // A remote server that asks for authorization: the proxy runs MCP's OAuth
