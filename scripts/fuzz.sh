@@ -12,9 +12,19 @@
 #   bash scripts/fuzz.sh          # 30s per target
 #   bash scripts/fuzz.sh 2m       # longer
 #   bash scripts/fuzz.sh -list    # only list the targets (each package built)
+#
+# The fuzzing runs with the release toolchain (scripts/release.sh), not the
+# machine's Go: go1.26's fuzz coordinator can fail a target with a bare
+# "context deadline exceeded" when -fuzztime ends while a worker is busy
+# (go.dev/issue/75804; no input is written, a rerun passes), and go1.27
+# has the fix. GOTOOLCHAIN fetches it through the module proxy once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 time=${1:-30s}
+GOTOOLCHAIN=$(sed -n 's/^release_toolchain=//p' scripts/release.sh)
+export GOTOOLCHAIN
+[ -n "$GOTOOLCHAIN" ] || { echo "fuzz.sh: no release_toolchain in scripts/release.sh"; exit 1; }
+echo "fuzz toolchain: $(go version)"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
