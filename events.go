@@ -94,7 +94,7 @@ func logEvent(l *slog.Logger, ev Event) {
 	if !l.Enabled(ev.Context, level) {
 		return
 	}
-	msg := "toolguard: " + logMessages[ev.Kind]
+	msg := "toolguard: quota store failed" // EventStore
 	attrs := []slog.Attr{
 		slog.String("gen_ai.tool.name", ev.Tool),
 		slog.String("gen_ai.tool.call.id", ev.CallID),
@@ -104,6 +104,7 @@ func logEvent(l *slog.Logger, ev Event) {
 	}
 	switch ev.Kind {
 	case EventDecision:
+		msg = "toolguard: decision"
 		if skipped {
 			msg = "toolguard: call skipped"
 		}
@@ -111,23 +112,20 @@ func logEvent(l *slog.Logger, ev Event) {
 			slog.String("toolguard.verdict", ev.Decision.Verdict.String()),
 			slog.String("toolguard.reason", ev.Decision.Reason.String()))
 	case EventRecord:
+		msg = "toolguard: record"
 		attrs = append(attrs,
 			slog.String("toolguard.status", Entry{Done: true, Failed: ev.Failed}.Status()),
 			slog.Bool("toolguard.new_result", ev.NewResult),
 			slog.Duration("toolguard.duration", ev.Duration))
 	case EventPhase:
+		msg = "toolguard: phase change"
 		attrs = append(attrs, slog.String("toolguard.from", ev.From.String()))
 	case EventBreaker:
-		msg += ev.Breaker.String()
+		msg = "toolguard: quota store breaker " + ev.Breaker.String()
 		attrs = append(attrs, slog.String("toolguard.breaker", ev.Breaker.String()))
 	}
 	if ev.Err != nil { // EventStore, EventBreaker
 		attrs = append(attrs, slog.String("error", ev.Err.Error()))
 	}
 	l.LogAttrs(ev.Context, level, msg, attrs...)
-}
-
-// logMessages are the log messages of the event kinds, after "toolguard: ".
-var logMessages = [...]string{
-	"decision", "record", "phase change", "quota store failed", "quota store breaker ",
 }
