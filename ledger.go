@@ -85,9 +85,7 @@ func (l *ledger) add(e ledgerEntry, turn int, round uint64, at time.Time, raw ra
 	// Amortized O(1) per add (len-size ≥ size: 2*size may overflow).
 	if size > 0 && len(l.entries)-size >= size {
 		l.entries = slices.Delete(l.entries, 0, len(l.entries)-size)
-		if l.raw != nil {
-			l.raw = slices.Delete(l.raw, 0, len(l.raw)-size)
-		}
+		l.raw = slices.Delete(l.raw, 0, max(len(l.raw)-size, 0)) // none without KeepRaw
 		l.dropped += uint64(size)
 	}
 	e.at, e.round, e.turn = at.Round(0), round, turn
