@@ -29,9 +29,6 @@ type failingCall struct {
 	sig uint64
 }
 
-// maxChains bounds the failure chains of a turn the diagnosis looks at.
-const maxChains = 16
-
 // failStage walks a tool through MaxFailures: count equivalent failures,
 // hint, let one evidence-backed attempt run, abort if it fails the same way.
 type failStage uint8
@@ -183,5 +180,7 @@ type acrossCall struct {
 	turn  int
 }
 
-// maxAcross bounds the calls remembered across turns, and the turn's failing.
-const maxAcross = 256
+const (
+	maxAcross = 256 // the calls remembered across turns, and the turn's failing
+	maxChains = 16  // the failure chains of a turn the diagnosis looks at
+)

@@ -178,22 +178,18 @@ func (l *ledger) continues(key callKey, turn, maxPeriod, repeats int) (int, bool
 }
 
 func (l *ledger) isCycle(p, n int) bool {
-	// i counts back from the last call; the oldest is n-1.
-	for i := 0; i < n; i++ {
-		e := l.recent(i)
+	calls := l.entries[len(l.entries)-n:] // oldest first
+	for i := range calls {
+		e := &calls[i]
 		if e.desc == nil || e.desc.rule.exempt {
 			return false
 		}
-		if i+p < n && (e.key() != l.recent(i+p).key() || e.newResult) {
-			return false
+		same := func(o ledgerEntry) bool { return o.key() == e.key() }
+		if i < p && slices.ContainsFunc(calls[:i], same) {
+			return false // the calls of one period are distinct
 		}
-	}
-	// The calls of one period are distinct.
-	for i := 0; i < p; i++ {
-		for j := i + 1; j < p; j++ {
-			if l.recent(i).key() == l.recent(j).key() {
-				return false
-			}
+		if i >= p && (e.key() != calls[i-p].key() || e.newResult) {
+			return false
 		}
 	}
 	return true
