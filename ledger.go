@@ -155,9 +155,6 @@ func (e *ledgerEntry) key() callKey {
 	return callKey{e.desc.rule.name, e.argsHash}
 }
 
-// recent returns the i-th most recent entry (0: the newest).
-func (l *ledger) recent(i int) *ledgerEntry { return &l.entries[len(l.entries)-1-i] }
-
 // continues reports whether a call of key would continue a cycle in the
 // calls of turn, skipped calls included: the last period·repeats calls are
 // repeats repetitions of period distinct calls, none of a tool exempt from
@@ -166,11 +163,11 @@ func (l *ledger) recent(i int) *ledgerEntry { return &l.entries[len(l.entries)-1
 func (l *ledger) continues(key callKey, turn, maxPeriod, repeats int) (int, bool) {
 	for p := 2; p <= maxPeriod; p++ {
 		n := p * repeats
-		if n > len(l.entries) || l.recent(n-1).turn != turn {
+		if n > len(l.entries) || l.entries[len(l.entries)-n].turn != turn {
 			return 0, false // fewer than n calls of turn
 		}
 		// The call that continues the cycle equals the one p back.
-		if l.recent(p-1).key() == key && l.isCycle(p, n) {
+		if l.entries[len(l.entries)-p].key() == key && l.isCycle(p, n) {
 			return p, true
 		}
 	}
