@@ -29,9 +29,6 @@ type failingCall struct {
 	sig uint64
 }
 
-// maxChains bounds the failure chains of a turn the diagnosis looks at.
-const maxChains = 16
-
 // failStage walks a tool through MaxFailures: count equivalent failures,
 // hint, let one evidence-backed attempt run, abort if it fails the same way.
 type failStage uint8
@@ -109,17 +106,14 @@ func (d *failures) recorded(p *probe, r *outcome) {
 	if p.rule.exempt {
 		return
 	}
-	i := slices.IndexFunc(d.failing, func(f failingCall) bool { return f.key == p.key })
 	if r.failed {
-		d.failed(p, r, i)
+		d.failed(p, r)
 		return
 	}
 	if p.turn.fail != nil {
 		p.turn.fail.restart(0)
 	}
-	if i >= 0 {
-		d.failing = slices.Delete(d.failing, i, i+1)
-	}
+	d.failing = slices.DeleteFunc(d.failing, func(f failingCall) bool { return f.key == p.key })
 	delete(d.across, p.key)
 	if p.rule.readOnly && !p.rule.think && r.progress {
 		for _, f := range d.chains {
@@ -130,22 +124,21 @@ func (d *failures) recorded(p *probe, r *outcome) {
 	}
 }
 
-// failed books the failure r of the call p, the turn's failing call i (or
-// -1), in the tool's chain, which it allocates and the diagnosis watches.
+// failed books the failure r of the call p in the turn's failing calls and
+// in the tool's chain, which it allocates and the diagnosis watches.
 // Failures are equivalent, with nothing changed in between, when they
 // repeat the same call, or when tweaked arguments (canon.Tweaked) or the
 // attempt after the hint fail with the same masked error text.
-func (d *failures) failed(p *probe, r *outcome, i int) {
-	if i >= 0 {
+func (d *failures) failed(p *probe, r *outcome) {
+	if i := slices.IndexFunc(d.failing, func(f failingCall) bool { return f.key == p.key }); i >= 0 {
 		d.failing[i].sig = r.sig.short()
 	} else if len(d.failing) < maxAcross {
 		d.failing = append(d.failing, failingCall{p.key, r.sig.short()})
 	}
-	f := p.turn.fail
-	if f == nil {
-		f = &failState{}
-		p.turn.fail = f
+	if p.turn.fail == nil {
+		p.turn.fail = &failState{}
 	}
+	f := p.turn.fail
 	if !slices.Contains(d.chains, f) && len(d.chains) < maxChains {
 		d.chains = append(d.chains, f)
 	}
@@ -187,5 +180,7 @@ type acrossCall struct {
 	turn  int
 }
 
-// maxAcross bounds the calls remembered across turns, and the turn's failing.
-const maxAcross = 256
+const (
+	maxAcross = 256 // the calls remembered across turns, and the turn's failing
+	maxChains = 16  // the failure chains of a turn the diagnosis looks at
+)

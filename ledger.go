@@ -85,9 +85,7 @@ func (l *ledger) add(e ledgerEntry, turn int, round uint64, at time.Time, raw ra
 	// Amortized O(1) per add (len-size ≥ size: 2*size may overflow).
 	if size > 0 && len(l.entries)-size >= size {
 		l.entries = slices.Delete(l.entries, 0, len(l.entries)-size)
-		if l.raw != nil {
-			l.raw = slices.Delete(l.raw, 0, len(l.raw)-size)
-		}
+		l.raw = slices.Delete(l.raw, 0, max(len(l.raw)-size, 0)) // none without KeepRaw
 		l.dropped += uint64(size)
 	}
 	e.at, e.round, e.turn = at.Round(0), round, turn
@@ -157,9 +155,6 @@ func (e *ledgerEntry) key() callKey {
 	return callKey{e.desc.rule.name, e.argsHash}
 }
 
-// recent returns the i-th most recent entry (0: the newest).
-func (l *ledger) recent(i int) *ledgerEntry { return &l.entries[len(l.entries)-1-i] }
-
 // continues reports whether a call of key would continue a cycle in the
 // calls of turn, skipped calls included: the last period·repeats calls are
 // repeats repetitions of period distinct calls, none of a tool exempt from
@@ -168,11 +163,11 @@ func (l *ledger) recent(i int) *ledgerEntry { return &l.entries[len(l.entries)-1
 func (l *ledger) continues(key callKey, turn, maxPeriod, repeats int) (int, bool) {
 	for p := 2; p <= maxPeriod; p++ {
 		n := p * repeats
-		if n > len(l.entries) || l.recent(n-1).turn != turn {
+		if n > len(l.entries) || l.entries[len(l.entries)-n].turn != turn {
 			return 0, false // fewer than n calls of turn
 		}
 		// The call that continues the cycle equals the one p back.
-		if l.recent(p-1).key() == key && l.isCycle(p, n) {
+		if l.entries[len(l.entries)-p].key() == key && l.isCycle(p, n) {
 			return p, true
 		}
 	}
@@ -180,22 +175,18 @@ func (l *ledger) continues(key callKey, turn, maxPeriod, repeats int) (int, bool
 }
 
 func (l *ledger) isCycle(p, n int) bool {
-	// i counts back from the last call; the oldest is n-1.
-	for i := 0; i < n; i++ {
-		e := l.recent(i)
+	calls := l.entries[len(l.entries)-n:] // oldest first
+	for i := range calls {
+		e := &calls[i]
 		if e.desc == nil || e.desc.rule.exempt {
 			return false
 		}
-		if i+p < n && (e.key() != l.recent(i+p).key() || e.newResult) {
-			return false
+		same := func(o ledgerEntry) bool { return o.key() == e.key() }
+		if i < p && slices.ContainsFunc(calls[:i], same) {
+			return false // the calls of one period are distinct
 		}
-	}
-	// The calls of one period are distinct.
-	for i := 0; i < p; i++ {
-		for j := i + 1; j < p; j++ {
-			if l.recent(i).key() == l.recent(j).key() {
-				return false
-			}
+		if i >= p && (e.key() != calls[i-p].key() || e.newResult) {
+			return false
 		}
 	}
 	return true

@@ -100,12 +100,12 @@ func (ts *turnState) addKey(k callKey) *keyState {
 	return ks
 }
 
-// table maps keys to values: a slice scanned while it holds at most
-// tableScan entries, a map past that (a Go map costs a few hundred bytes
-// even for one entry; most sessions call a few tools with a few arguments).
+// table maps keys to values: its first tableScan entries in a slice
+// scanned, the rest in a map (a Go map costs a few hundred bytes even for
+// one entry; most sessions call a few tools with a few arguments).
 type table[K comparable, V any] struct {
 	small []tableEntry[K, V]
-	big   map[K]V // all the entries once there are more than tableScan; nil before
+	big   map[K]V // nil until small is full
 }
 
 type tableEntry[K comparable, V any] struct {
@@ -116,32 +116,25 @@ type tableEntry[K comparable, V any] struct {
 const tableScan = 16
 
 // get returns the value of k, or the zero V.
-func (t *table[K, V]) get(k K) (v V) {
-	if t.big != nil {
-		return t.big[k]
-	}
+func (t *table[K, V]) get(k K) V {
 	for _, e := range t.small {
 		if e.k == k {
 			return e.v
 		}
 	}
-	return v
+	return t.big[k]
 }
 
 // put adds k, which t does not hold, with the value v.
 func (t *table[K, V]) put(k K, v V) {
-	switch {
-	case t.big != nil:
-		t.big[k] = v
-	case len(t.small) < tableScan:
+	if len(t.small) < tableScan {
 		t.small = append(t.small, tableEntry[K, V]{k, v})
-	default:
-		t.big = map[K]V{k: v}
-		for _, e := range t.small {
-			t.big[e.k] = e.v
-		}
-		t.small = nil
+		return
 	}
+	if t.big == nil {
+		t.big = make(map[K]V)
+	}
+	t.big[k] = v
 }
 
 func (t *table[K, V]) len() int { return len(t.small) + len(t.big) }

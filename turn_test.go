@@ -89,7 +89,7 @@ func TestLedgerCycle(t *testing.T) {
 
 	// A result new for its key breaks the cycle.
 	l = cycle(1, 0, a, b, a, b, a, b)
-	l.recent(2).newResult = true
+	l.entries[len(l.entries)-3].newResult = true // the third most recent
 	_, ok = l.continues(key(a), 1, 4, 3)
 	assert.False(t, ok)
 
