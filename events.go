@@ -74,11 +74,11 @@ func (e *events) add(ev Event) {
 func (t *Tracker) emit(ctx context.Context, evs *events) {
 	for _, ev := range evs.list {
 		ev.Context = ctx
-		if t.cfg.onEvent != nil {
-			t.cfg.onEvent(ev)
+		if t.cfg.policy.OnEvent != nil {
+			t.cfg.policy.OnEvent(ev)
 		}
-		if t.cfg.logger != nil {
-			logEvent(t.cfg.logger, ev)
+		if t.cfg.policy.Logger != nil {
+			logEvent(t.cfg.policy.Logger, ev)
 		}
 	}
 }
