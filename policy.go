@@ -408,13 +408,10 @@ func (c *config) ruleConfig(p Policy) {
 
 // orDefault maps 0 to def and a negative value to 0 ("off").
 func orDefault(v, def int) int {
-	switch {
-	case v == 0:
+	if v == 0 {
 		return def
-	case v < 0:
-		return 0
 	}
-	return v
+	return max(v, 0)
 }
 
 // ratioOr maps 0 and NaN to def.
