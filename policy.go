@@ -328,8 +328,8 @@ type config struct {
 	now          func() time.Time
 	hooked       bool       // OnEvent or Logger is set: events are built
 	rules        *ruleCache // a Sessions' resolved tool policies; nil for NewTracker(p)
-	// policy is the Policy as written, but for the built-in lists in place of
-	// nil ones; the fields above are what needs a default or a bound.
+	// policy is the Policy as written, the built-in lists in place of nil
+	// ones; the fields above are those that need a default, bound or fallback.
 	policy Policy
 }
 
