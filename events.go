@@ -74,24 +74,22 @@ func (e *events) add(ev Event) {
 func (t *Tracker) emit(ctx context.Context, evs *events) {
 	for _, ev := range evs.list {
 		ev.Context = ctx
-		if t.cfg.onEvent != nil {
-			t.cfg.onEvent(ev)
+		if t.cfg.policy.OnEvent != nil {
+			t.cfg.policy.OnEvent(ev)
 		}
-		if t.cfg.logger != nil {
-			logEvent(t.cfg.logger, ev)
-		}
+		logEvent(t.cfg.policy.Logger, ev)
 	}
 }
 
-// logEvent writes an event with the GenAI attribute names for the tool and
-// the call id. Firings are warnings; everything else is debug.
+// logEvent writes an event, if l is set, with the GenAI attribute names for
+// the tool and the call id. Firings are warnings; everything else is debug.
 func logEvent(l *slog.Logger, ev Event) {
 	skipped := ev.Kind == EventDecision && ev.Decision.Verdict != Allow
 	level := slog.LevelDebug
 	if skipped || ev.Kind == EventStore || ev.Kind == EventBreaker && ev.Breaker == store.BreakerOpen {
 		level = slog.LevelWarn
 	}
-	if !l.Enabled(ev.Context, level) {
+	if l == nil || !l.Enabled(ev.Context, level) {
 		return
 	}
 	msg := "toolguard: quota store failed" // EventStore

@@ -312,7 +312,6 @@ type config struct {
 	maxStreak    int // 0: off
 	threshold    float64
 	similarOn    bool
-	similarBlind bool
 	action       Action
 	cyclePeriod  int // 0: off
 	cycleRepeats int
@@ -320,42 +319,26 @@ type config struct {
 	windowLimit  int
 	ledgerSize   int // 0: unbounded
 	ledgerKeep   int // the entries the ledger keeps: ledgerSize, at least what a cycle spans
-	keepRaw      bool
 	store        store.Store
 	shared       []store.SharedQuota
 	storeTimeout time.Duration
 	ttl          time.Duration
-	failOpen     bool
 	fallback     *store.Memory // counts locally while the store is down (FailOpen)
 	breaker      *store.Breaker
 	now          func() time.Time
-	onEvent      func(Event)
-	logger       *slog.Logger
-	hooked       bool       // onEvent or logger is set: events are built
+	hooked       bool       // OnEvent or Logger is set: events are built
 	rules        *ruleCache // a Sessions' resolved tool policies; nil for NewTracker(p)
-	// What only resolve reads, as the Policy sets it (resolve applies the
-	// defaults), but for the built-in lists in place of nil ones.
-	tools                                  map[string]ToolPolicy
-	searchTools, thinkTools, highCost      globs
-	agent, platform                        *Quota
-	sessionID                              string
-	maxRepeats, maxRewordings, maxRevisits int
-	sessionLimit, highCostLimit            int
+	// policy is the Policy as written, the built-in lists in place of nil
+	// ones; the fields above are those that need a default, bound or fallback.
+	policy Policy
 }
 
 func newConfig(p Policy) config {
 	c := config{
-		tools:        p.Tools,
-		highCost:     p.HighCostTools,
-		agent:        p.AgentQuota,
-		platform:     p.PlatformQuota,
-		sessionID:    p.SessionID,
-		action:       p.Action,
-		similarBlind: p.SimilarIgnoresResults,
-		keepRaw:      p.KeepRaw,
-		now:          p.Now,
-		onEvent:      p.OnEvent,
-		logger:       p.Logger,
+		policy: p,
+		action: p.Action,
+		now:    p.Now,
+		hooked: p.OnEvent != nil || p.Logger != nil,
 	}
 	if c.action != ActionAbort {
 		c.action = ActionHint
@@ -366,14 +349,13 @@ func newConfig(p Policy) config {
 	if c.now == nil {
 		c.now = time.Now
 	}
-	c.hooked = c.onEvent != nil || c.logger != nil
-	c.store, c.failOpen = p.Store, p.FailOpen
+	c.store = p.Store
 	c.shared = slices.DeleteFunc(slices.Clone(p.SharedQuotas),
 		func(q store.SharedQuota) bool { return q.Limit <= 0 || q.Name == "" })
 	if c.store == nil && len(c.shared) > 0 {
 		c.store = store.NewMemory(c.now)
 	}
-	if c.store != nil && c.failOpen {
+	if c.store != nil && p.FailOpen {
 		c.fallback = store.NewMemory(c.now)
 	}
 	if c.breaker = p.Breaker; c.breaker == nil && c.store != nil {
@@ -396,18 +378,16 @@ func (c *config) ruleConfig(p Policy) {
 		c.nudgeAt = int(math.Floor(ratio * float64(c.maxCalls)))
 	}
 	c.maxFailures = orDefault(p.MaxFailures, 3)
-	c.maxRepeats, c.maxRewordings, c.maxRevisits = p.MaxRepeats, p.MaxRewordings, p.MaxRevisits
-	c.sessionLimit, c.highCostLimit = p.SessionLimit, p.HighCostLimit
 	c.maxStreak = orDefault(p.MaxFailureStreak, 6)
 	c.threshold = ratioOr(p.SimilarityThreshold, defaultSimilarityThreshold)
 	if c.similarOn = c.threshold > 0 && c.threshold <= 1; !c.similarOn {
 		c.threshold = defaultSimilarityThreshold // the window rule still needs "similar"
 	}
-	if c.searchTools = p.SearchTools; c.searchTools == nil {
-		c.searchTools = defaultSearchTools
+	if p.SearchTools == nil {
+		c.policy.SearchTools = defaultSearchTools
 	}
-	if c.thinkTools = p.ThinkTools; c.thinkTools == nil {
-		c.thinkTools = defaultThinkTools
+	if p.ThinkTools == nil {
+		c.policy.ThinkTools = defaultThinkTools
 	}
 	c.cyclePeriod = min(max(orDefault(p.CyclePeriod, 4), 2), maxCyclePeriod)
 	c.cycleRepeats = min(max(orDefault(p.CycleRepeats, 3), 2), maxCycleRepeats)
@@ -428,13 +408,10 @@ func (c *config) ruleConfig(p Policy) {
 
 // orDefault maps 0 to def and a negative value to 0 ("off").
 func orDefault(v, def int) int {
-	switch {
-	case v == 0:
+	if v == 0 {
 		return def
-	case v < 0:
-		return 0
 	}
-	return v
+	return max(v, 0)
 }
 
 // ratioOr maps 0 and NaN to def.
@@ -467,13 +444,10 @@ func lookup[V any](m map[string]V, name string, less func(a, b string) bool) (v 
 	return v, ok
 }
 
-// globs is a list of tool names and path.Match patterns.
-type globs []string
-
-// match reports whether name is one of the names or matches one of the
-// patterns. Malformed patterns match nothing.
-func (gs globs) match(name string) bool {
-	return slices.ContainsFunc(gs, func(p string) bool { return p == name || match(p, name) })
+// matchAny reports whether name is one of the tool names and path.Match
+// patterns of list. Malformed patterns match nothing.
+func matchAny(list []string, name string) bool {
+	return slices.ContainsFunc(list, func(p string) bool { return p == name || match(p, name) })
 }
 
 // toolRule is everything the Tracker needs to know about one tool name,
@@ -502,23 +476,23 @@ type toolRule struct {
 }
 
 func (c *config) resolve(tool string) *toolRule {
-	tp, _ := lookup(c.tools, tool, func(a, b string) bool { return a < b })
+	tp, _ := lookup(c.policy.Tools, tool, func(a, b string) bool { return a < b })
 	r := &toolRule{
 		name:   tool,
 		limit:  max(tp.Limit, 0),
 		exempt: tp.Exempt,
-		search: tp.Search || !tp.NoSearch && c.searchTools.match(tool),
-		think:  c.thinkTools.match(tool),
+		search: tp.Search || !tp.NoSearch && matchAny(c.policy.SearchTools, tool),
+		think:  matchAny(c.policy.ThinkTools, tool),
 		ignore: tp.IgnoreArgs,
 	}
 	r.readOnly = tp.ReadOnly || r.search || r.think
 	if !r.exempt {
-		r.maxRepeats = orDefault(cmp.Or(tp.MaxRepeats, c.maxRepeats), 2)
+		r.maxRepeats = orDefault(cmp.Or(tp.MaxRepeats, c.policy.MaxRepeats), 2)
 		r.cyclePeriod, r.cycleRepeats = int32(c.cyclePeriod), int32(c.cycleRepeats)
-		r.revisits = int32(orDefault(c.maxRevisits, min(r.maxRepeats, math.MaxInt32/2)*2))
+		r.revisits = int32(orDefault(c.policy.MaxRevisits, min(r.maxRepeats, math.MaxInt32/2)*2))
 	}
 	if r.maxRepeats > 0 && !r.search {
-		r.rewordings, r.threshold = orDefault(c.maxRewordings, 2), c.threshold
+		r.rewordings, r.threshold = orDefault(c.policy.MaxRewordings, 2), c.threshold
 	}
 	c.resolveQuota(r, tp)
 	return r

@@ -30,8 +30,9 @@ func quotaFor(q *Quota, tool string) int {
 // the rule default, over those that are set. It also lists the counters of
 // r shared through the Store.
 func (c *config) resolveQuota(r *toolRule, tp ToolPolicy) {
-	rule := c.sessionLimit // not set when not positive, as the quotas
-	if hc := orDefault(c.highCostLimit, 10); hc > 0 && (tp.HighCost || c.highCost.match(r.name)) {
+	rule := c.policy.SessionLimit // not set when not positive, as the quotas
+	highCost := tp.HighCost || matchAny(c.policy.HighCostTools, r.name)
+	if hc := orDefault(c.policy.HighCostLimit, 10); hc > 0 && highCost {
 		rule = hc
 	}
 	consider := func(n int, from string) {
@@ -39,15 +40,15 @@ func (c *config) resolveQuota(r *toolRule, tp ToolPolicy) {
 			r.quota, r.quotaFrom = n, from
 		}
 	}
-	consider(quotaFor(c.agent, r.name), "agent")
-	consider(quotaFor(c.platform, r.name), "platform")
+	consider(quotaFor(c.policy.AgentQuota, r.name), "agent")
+	consider(quotaFor(c.policy.PlatformQuota, r.name), "platform")
 	consider(rule, "rule")
-	if c.store != nil && c.sessionID != "" && r.quota > 0 {
-		r.counters = append(r.counters, store.Counter{Key: sessionKey(c.sessionID, r.name), Limit: r.quota})
+	if id := c.policy.SessionID; c.store != nil && id != "" && r.quota > 0 {
+		r.counters = append(r.counters, store.Counter{Key: sessionKey(id, r.name), Limit: r.quota})
 		r.counterOf = append(r.counterOf, r.quotaFrom)
 	}
 	for _, q := range c.shared {
-		if q.Tools == nil || globs(q.Tools).match(r.name) {
+		if q.Tools == nil || matchAny(q.Tools, r.name) {
 			r.counters = append(r.counters, store.Counter{Key: q.Key(r.name), Limit: q.Limit, Window: q.Window})
 			r.counterOf = append(r.counterOf, "shared "+q.Name)
 		}

@@ -18,7 +18,7 @@ type similar struct {
 func (s *similar) check(p *probe) (firing, bool) {
 	x := p.turn.queries
 	if !s.cfg.similarOn || p.query == "" || p.ks.seen || p.ks.countAt(p.changes) != 0 || x == nil ||
-		!x.similarKey(p.query, &p.sim, p.scope, p.round, s.cfg.threshold, s.cfg.similarBlind) {
+		!x.similarKey(p.query, &p.sim, p.scope, p.round, s.cfg.threshold, s.cfg.policy.SimilarIgnoresResults) {
 		return firing{}, false
 	}
 	return firing{reason: ReasonSimilarQuery, scope: hintScope{rule: ruleSimilar, tool: p.tool}, count: 1, limit: 1,

@@ -66,12 +66,12 @@ func (t *Tracker) reserve(ctx context.Context, c Call, ps []*probe, evs *events)
 	}
 	t.breakerEvent(c, bt, err, evs)
 	out := make([]*grant, len(rs))
-	if err != nil && t.cfg.failOpen {
+	if err != nil && t.cfg.policy.FailOpen {
 		gs, _ = t.cfg.fallback.Reserve(context.Background(), rs) // counted locally while the store is down
 	}
 	for i := range out {
 		out[i] = &grant{err: err}
-		if err == nil || t.cfg.failOpen {
+		if err == nil || t.cfg.policy.FailOpen {
 			*out[i] = grant{g: gs[i], held: held{local: err != nil}}
 		}
 		if out[i].g.OK {

@@ -614,7 +614,7 @@ func (t *Tracker) recordLocked(c Call, raw string, key callKey, sc *scratch, b *
 		ts.stats.finish(out.failed, out.progress)
 		t.spendLocked(pc.round)
 	}
-	turn := t.ledger.finish(pc.seq, out.failed, out.progress, b.now.Sub(pc.at), raw, t.cfg.keepRaw)
+	turn := t.ledger.finish(pc.seq, out.failed, out.progress, b.now.Sub(pc.at), raw, t.cfg.policy.KeepRaw)
 	if !stale {
 		turn = t.turnNo
 	}
@@ -636,10 +636,10 @@ func (t *Tracker) appendLocked(c Call, args Hash, desc *callDesc, round uint64, 
 	e := ledgerEntry{callID: c.ID, desc: desc, argsHash: args,
 		verdict: uint8(d.Verdict), reason: uint8(d.Reason), phase: uint8(d.Phase)}
 	var raw rawEntry
-	if t.cfg.keepRaw && len(c.Args) > 0 {
+	if t.cfg.policy.KeepRaw && len(c.Args) > 0 {
 		raw.args = append(json.RawMessage(nil), c.Args...)
 	}
-	return t.ledger.add(e, t.turnNo, round, now, raw, t.cfg.ledgerKeep, t.cfg.keepRaw)
+	return t.ledger.add(e, t.turnNo, round, now, raw, t.cfg.ledgerKeep, t.cfg.policy.KeepRaw)
 }
 
 // Reset starts a new turn (new user input): per-turn counters, the budget,
