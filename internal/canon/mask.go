@@ -1,10 +1,8 @@
 package canon
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
 	"hash/maphash"
-	"io"
 	"strings"
 	"unicode/utf8"
 )
@@ -21,7 +19,7 @@ const (
 func maskError(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) + 8)
-	mask(s, true, func(p string) { b.WriteString(p) })
+	Mask(s, true, func(p string) { b.WriteString(p) })
 	return b.String()
 }
 
@@ -51,7 +49,7 @@ func maskDigest(s string, err bool) [16]byte {
 	var h0, h1 maphash.Hash
 	h0.SetSeed(maskSeeds[b2i(err)][0])
 	h1.SetSeed(maskSeeds[b2i(err)][1])
-	mask(s, err, func(p string) {
+	Mask(s, err, func(p string) {
 		h0.WriteString(p)
 		h1.WriteString(p)
 	})
@@ -59,20 +57,6 @@ func maskDigest(s string, err bool) [16]byte {
 	binary.LittleEndian.PutUint64(h[:8], h0.Sum64())
 	binary.LittleEndian.PutUint64(h[8:], h1.Sum64())
 	return h
-}
-
-// ResultSHA is DigestResult with SHA-256 in place of the per-process
-// maphash: stable across processes, so that the hook can keep it on disk.
-func ResultSHA(s string) [32]byte { return maskSHA(s, false) }
-
-// FailureSHA is DigestError with SHA-256 in place of the per-process maphash.
-func FailureSHA(s string) [32]byte { return maskSHA(s, true) }
-
-func maskSHA(s string, err bool) (sum [32]byte) {
-	h := sha256.New()
-	mask(s, err, func(p string) { io.WriteString(h, p) })
-	h.Sum(sum[:0])
-	return sum
 }
 
 // masker is the state of the lexer over one text.
@@ -84,14 +68,16 @@ type masker struct {
 	noQ    [3]bool // error rules: no closing quote of this kind (maskQuote) follows
 }
 
-// mask writes the masked form of s to out, in order and in non-empty pieces, under the noise
-// rules, or the error rules if err is set. It lexes left to right: at each lexeme start it tries
-// the rules in order (rule); a match is replaced by its placeholder, else a word (a run of
-// letters, digits, '_' and non-ASCII bytes; the error rules stop it before a digit) or a single
-// other byte is kept. The noise rules must also end before a non-word byte. Lexing never looks
-// back, and no rule except a URL consumes '<' or '>', so a placeholder neither matches again nor
-// changes how the text around it lexes: masking is idempotent (FuzzMask checks this).
-func mask(s string, err bool, out func(string)) {
+// Mask writes the masked form of s to out, in order and in non-empty pieces, under the noise
+// rules (what DigestResult hashes), or the error rules if err is set (DigestError, maskError).
+// The form is the same in every process: cmd/toolguard's hook keeps its SHA-256 on disk. Mask
+// lexes left to right: at each lexeme start it tries the rules in order (rule); a match is
+// replaced by its placeholder, else a word (a run of letters, digits, '_' and non-ASCII bytes;
+// the error rules stop it before a digit) or a single other byte is kept. The noise rules must
+// also end before a non-word byte. Lexing never looks back, and no rule except a URL consumes
+// '<' or '>', so a placeholder neither matches again nor changes how the text around it lexes:
+// masking is idempotent (FuzzMask checks this).
+func Mask(s string, err bool, out func(string)) {
 	if err {
 		// Lower-case ASCII letters, collapse runs of whitespace to one space
 		// and trim the ends: the placeholders pass unchanged.
