@@ -90,24 +90,19 @@ func (c *Args) Hash(ignore []string) [16]byte {
 		c.h = sha256.New()
 	}
 	c.h.Reset()
-	if c.buf, c.ignore = c.buf[:0], ignore; c.ok {
-		c.write([]byte(canonPrefixJSON))
-		c.form()
-	} else {
+	c.buf, c.ignore = c.buf[:0], ignore
+	switch i := SkipWS(c.in, 0); {
+	case !c.ok:
 		c.write([]byte(canonPrefixRaw))
 		c.write(c.in)
+	case i == len(c.in) || c.in[i] == 'n':
+		c.write([]byte(canonPrefixJSON + "{}")) // no arguments: nothing or null
+	default:
+		c.write([]byte(canonPrefixJSON))
+		c.value(i)
 	}
 	c.h.Write(c.buf)
 	return [16]byte(c.h.Sum(c.sum[:0]))
-}
-
-// form writes the canonical form of the payload Scan accepted.
-func (c *Args) form() {
-	if i := SkipWS(c.in, 0); i == len(c.in) || c.in[i] == 'n' {
-		c.write([]byte("{}")) // no arguments: nothing or null
-	} else {
-		c.value(i)
-	}
 }
 
 // scanValue validates the value at in[i:] (after white space) inside
