@@ -169,8 +169,8 @@ func (m *masker) rule(i int) (string, int) {
 		if e := m.url(i); e > i {
 			return "<url>", e
 		}
-		if e := m.path(i); e > i {
-			return "<path>", e
+		if e := m.run(i, &m.noPath, maskPath, maskSlash); e > i { // a path token
+			return "<path>", i + len(strings.TrimRight(m.s[i:e], ".:"))
 		}
 	}
 	// A text matching one of the noise rules matches no other, but for a
@@ -190,10 +190,10 @@ func (m *masker) rule(i int) (string, int) {
 			return "<dur>", e
 		}
 	}
-	if !m.err {
+	if !m.err || !maskIs(m.s[i], maskWord) {
 		return "", i
 	}
-	if e := m.id(i); e > i {
+	if e := m.run(i, &m.noID, maskID, maskLetter|maskDigit); e > i { // an id token
 		return "<id>", e
 	}
 	if e := m.number(i); e > i {
@@ -334,7 +334,7 @@ func (m *masker) duration(i int) int {
 // or i if there are none.
 func (m *masker) number(i int) int {
 	e := canonDigitsEnd(m.s, i)
-	if e > i && m.at(e) == '.' && m.match(e, ".0") > 0 {
+	if e > i && m.match(e, ".0") > 0 {
 		e = canonDigitsEnd(m.s, e+1)
 	}
 	return e
@@ -352,32 +352,18 @@ func (m *masker) url(i int) int {
 	return len(m.s)
 }
 
-// path matches a path token at i; if there is none, no path token starts
-// before the end of this run of path bytes.
-func (m *masker) path(i int) int {
-	if i < m.noPath {
+// run returns the end of the run of bytes in the classes at i if the run has
+// bytes of every class in want, else -1, and then no such run starts before
+// its end: *no moves there.
+func (m *masker) run(i int, no *int, classes, want uint16) int {
+	if i < *no {
 		return -1
 	}
-	e, seen := maskSpan(m.s, i, maskPath)
-	if seen&maskSlash == 0 {
-		m.noPath = e
-		return -1
+	e, seen := maskSpan(m.s, i, classes)
+	if seen&want != want {
+		*no, e = e, -1
 	}
-	return i + len(strings.TrimRight(m.s[i:e], ".:"))
-}
-
-// id matches a token of letters, digits, '_' and '-' that mixes letters and
-// digits at i; if there is none, no id starts before the end of the run.
-func (m *masker) id(i int) int {
-	if i < m.noID || !maskIs(m.s[i], maskWord) {
-		return -1
-	}
-	e, seen := maskSpan(m.s, i, maskID)
-	if seen&maskLetter != 0 && seen&maskDigit != 0 {
-		return e
-	}
-	m.noID = e
-	return -1
+	return e
 }
 
 // maskCollapsedLen returns the length of s with whitespace runs collapsed to
