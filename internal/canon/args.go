@@ -186,7 +186,10 @@ func (c *Args) shape(i int) int {
 // appendDecoded appends the decoded raw JSON string content raw as
 // encoding/json decodes it: invalid UTF-8 and lone surrogates become U+FFFD.
 func appendDecoded(dst, raw []byte) []byte {
-	return append(dst, string([]rune(string(Decode(nil, raw))))...)
+	for _, r := range string(unescape(nil, raw, false, math.MaxInt)) {
+		dst = utf8.AppendRune(dst, r)
+	}
+	return dst
 }
 
 // decode returns the decoded raw JSON string content raw, lone surrogates

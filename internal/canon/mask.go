@@ -18,6 +18,7 @@ const (
 // that failures that differ only by their particulars mask equal.
 func maskError(s string) string {
 	var b strings.Builder
+	b.Grow(len(s) + 8)
 	Mask(s, true, func(p string) { b.WriteString(p) })
 	return b.String()
 }
@@ -256,9 +257,13 @@ func (m *masker) match(i int, p string) int {
 }
 
 // first returns the end of the first of the patterns matched at i (bounded
-// if bounded is set), or -1.
+// if bounded is set), or -1. The patterns' first bytes stand for themselves.
 func (m *masker) first(i int, pats []string, bounded bool) int {
+	c := m.at(i)
 	for _, p := range pats {
+		if p != "" && p[0] != c {
+			continue
+		}
 		if e := m.match(i, p); e > 0 && (!bounded || m.bound(e) > 0) {
 			return e
 		}
@@ -334,7 +339,7 @@ func (m *masker) duration(i int) int {
 // or i if there are none.
 func (m *masker) number(i int) int {
 	e := canonDigitsEnd(m.s, i)
-	if e > i && m.match(e, ".0") > 0 {
+	if e > i && m.at(e) == '.' && m.match(e, ".0") > 0 {
 		e = canonDigitsEnd(m.s, e+1)
 	}
 	return e
