@@ -147,12 +147,24 @@ func (m *masker) lexError(i int) (string, int) {
 	case maskQuote(c) >= 0:
 		return m.quoted(i)
 	}
+	if e := m.url(i); e > i {
+		return "<url>", e
+	}
+	if e := m.run(i, &m.noPath, maskPath, maskSlash); e > i { // a path token
+		return "<path>", i + len(strings.TrimRight(s[i:e], ".:"))
+	}
 	if ph, e := m.rule(i); ph != "" || !maskIs(c, maskWord) {
 		return ph, max(e, i+1)
 	}
+	if e := m.run(i, &m.noID, maskID, maskLetter|maskDigit); e > i { // an id token
+		return "<id>", e
+	}
+	if e := m.number(i); e > i {
+		return "<n>", e
+	}
 	// A word without digits: apostrophes between letters belong to it.
 	for i++; i < len(s); i++ {
-		if s[i] == '\'' && i+1 < len(s) && maskIs(s[i+1], maskLetter) {
+		if s[i] == '\'' && maskIs(m.at(i+1), maskLetter) {
 			continue
 		}
 		if !maskIs(s[i], maskWord) || maskIs(s[i], maskDigit) {
@@ -162,18 +174,10 @@ func (m *masker) lexError(i int) (string, int) {
 	return "", i
 }
 
-// rule returns the placeholder and the end of the first rule that matches
-// at i, or "" and i if none does; the URL, path, id and number rules only
-// under the error rules. docs/concepts.md, "Masking", lists the rules.
+// rule returns the placeholder and the end of the first of the noise rules
+// that matches at i, or "" and i if none does; the error rules try theirs
+// around them (lexError). docs/concepts.md, "Masking", lists the rules.
 func (m *masker) rule(i int) (string, int) {
-	if m.err {
-		if e := m.url(i); e > i {
-			return "<url>", e
-		}
-		if e := m.run(i, &m.noPath, maskPath, maskSlash); e > i { // a path token
-			return "<path>", i + len(strings.TrimRight(m.s[i:e], ".:"))
-		}
-	}
 	// A text matching one of the noise rules matches no other, but for a
 	// hex run and a duration (the hex run wins); only a UUID and a hex run
 	// may start with a letter.
@@ -190,15 +194,6 @@ func (m *masker) rule(i int) (string, int) {
 		if e := m.duration(i); e > i {
 			return "<dur>", e
 		}
-	}
-	if !m.err || !maskIs(m.s[i], maskWord) {
-		return "", i
-	}
-	if e := m.run(i, &m.noID, maskID, maskLetter|maskDigit); e > i { // an id token
-		return "<id>", e
-	}
-	if e := m.number(i); e > i {
-		return "<n>", e
 	}
 	return "", i
 }
@@ -412,9 +407,7 @@ var maskClass = func() (t [256]uint16) {
 			c == '/' || c == '\\',
 			c < utf8.RuneSelf && (word && c != '_' || strings.IndexByte("+.-", c) >= 0),
 		} {
-			if in {
-				t[i] |= 1 << bit
-			}
+			t[i] |= uint16(b2i(in)) << bit
 		}
 	}
 	return t
