@@ -181,10 +181,10 @@ func (m *masker) rule(i int) (string, int) {
 	// A text matching one of the noise rules matches no other, but for a
 	// hex run and a duration (the hex run wins); only a UUID and a hex run
 	// may start with a letter.
-	if e := m.bound(m.match(i, "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx")); e > i {
+	if e := m.match(i, "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"); e > i && m.bound(e) {
 		return "<uuid>", e
 	}
-	if e, _ := maskSpan(m.s, i, maskHex); e-i >= maskHexMin && m.bound(e) > i {
+	if e, _ := maskSpan(m.s, i, maskHex); e-i >= maskHexMin && m.bound(e) {
 		return "<hex>", e
 	}
 	if maskIs(m.s[i], maskDigit) {
@@ -229,13 +229,10 @@ func (m *masker) at(i int) byte {
 	return m.s[i] + 'a' - 'A'
 }
 
-// bound returns e if a match may end there, at the end of the text or
-// before a non-word byte, else -1.
-func (m *masker) bound(e int) int {
-	if e < 0 || e < len(m.s) && maskIs(m.s[e], maskWord) {
-		return -1
-	}
-	return e
+// bound reports whether a match may end at e (<= len(s)): at the end of the
+// text or before a non-word byte.
+func (m *masker) bound(e int) bool {
+	return e == len(m.s) || !maskIs(m.s[e], maskWord)
 }
 
 // match returns the end of the pattern p matched at i, or -1. In p, '0'
@@ -259,7 +256,7 @@ func (m *masker) first(i int, pats []string, bounded bool) int {
 		if p != "" && p[0] != c {
 			continue
 		}
-		if e := m.match(i, p); e > 0 && (!bounded || m.bound(e) > 0) {
+		if e := m.match(i, p); e > 0 && (!bounded || m.bound(e)) {
 			return e
 		}
 	}
@@ -316,7 +313,7 @@ func (m *masker) duration(i int) int {
 				i = e // a compound duration continues
 				continue
 			}
-			if m.bound(e) > 0 {
+			if m.bound(e) {
 				return e
 			}
 		}
