@@ -230,10 +230,3 @@ func Decode(dst, raw []byte) []byte { return unescape(dst, raw, false, math.MaxI
 // InspectMax is the size above which arguments are hashed but not read for
 // their shape (nor, in the root package, for their names and URL).
 const InspectMax = 64 << 10
-
-// ShapeOf returns the shape of args (Args.Shape).
-func ShapeOf(args []byte) string {
-	var c Args
-	c.Scan(args)
-	return c.Shape()
-}

@@ -701,7 +701,7 @@ func (c *v1Canon) emitString(raw []byte) (lo, hi int32, esc bool) {
 		case r >= utf8.RuneSelf:
 			w += len(canonAppendRune(out[w:w], r))
 		case r < 0x20 || r == '"' || r == '\\':
-			w += len(canonAppendByte(out[w:w], byte(r)))
+			w += len(canonAppendEscaped(out[w:w], r))
 			esc = true
 		default:
 			out[w] = byte(r)

@@ -1,10 +1,8 @@
 package canon
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
 	"hash/maphash"
-	"io"
 	"strings"
 	"unicode/utf8"
 )
@@ -16,12 +14,12 @@ const (
 	maskSchemeMax = 32  // bytes of a URL scheme
 )
 
-// maskError returns the failure text s masked by the error rules (mask), so
+// maskError returns the failure text s masked by the error rules (Mask), so
 // that failures that differ only by their particulars mask equal.
 func maskError(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) + 8)
-	mask(s, true, func(p string) { b.WriteString(p) })
+	Mask(s, true, func(p string) { b.WriteString(p) })
 	return b.String()
 }
 
@@ -51,7 +49,7 @@ func maskDigest(s string, err bool) [16]byte {
 	var h0, h1 maphash.Hash
 	h0.SetSeed(maskSeeds[b2i(err)][0])
 	h1.SetSeed(maskSeeds[b2i(err)][1])
-	mask(s, err, func(p string) {
+	Mask(s, err, func(p string) {
 		h0.WriteString(p)
 		h1.WriteString(p)
 	})
@@ -59,20 +57,6 @@ func maskDigest(s string, err bool) [16]byte {
 	binary.LittleEndian.PutUint64(h[:8], h0.Sum64())
 	binary.LittleEndian.PutUint64(h[8:], h1.Sum64())
 	return h
-}
-
-// ResultSHA is DigestResult with SHA-256 in place of the per-process
-// maphash: stable across processes, so that the hook can keep it on disk.
-func ResultSHA(s string) [32]byte { return maskSHA(s, false) }
-
-// FailureSHA is DigestError with SHA-256 in place of the per-process maphash.
-func FailureSHA(s string) [32]byte { return maskSHA(s, true) }
-
-func maskSHA(s string, err bool) (sum [32]byte) {
-	h := sha256.New()
-	mask(s, err, func(p string) { io.WriteString(h, p) })
-	h.Sum(sum[:0])
-	return sum
 }
 
 // masker is the state of the lexer over one text.
@@ -84,14 +68,16 @@ type masker struct {
 	noQ    [3]bool // error rules: no closing quote of this kind (maskQuote) follows
 }
 
-// mask writes the masked form of s to out, in order and in non-empty pieces, under the noise
-// rules, or the error rules if err is set. It lexes left to right: at each lexeme start it tries
-// the rules in order (rule); a match is replaced by its placeholder, else a word (a run of
-// letters, digits, '_' and non-ASCII bytes; the error rules stop it before a digit) or a single
-// other byte is kept. The noise rules must also end before a non-word byte. Lexing never looks
-// back, and no rule except a URL consumes '<' or '>', so a placeholder neither matches again nor
-// changes how the text around it lexes: masking is idempotent (FuzzMask checks this).
-func mask(s string, err bool, out func(string)) {
+// Mask writes the masked form of s to out, in order and in non-empty pieces, under the noise
+// rules (what DigestResult hashes), or the error rules if err is set (DigestError, maskError).
+// The form is the same in every process: cmd/toolguard's hook keeps its SHA-256 on disk. Mask
+// lexes left to right: at each lexeme start it tries the rules in order (rule, lexError); a
+// match is replaced by its placeholder, else a word (a run of letters, digits, '_' and
+// non-ASCII bytes; the error rules stop it before a digit) or a single other byte is kept. The
+// noise rules must also end before a non-word byte. Lexing never looks back, and no rule except
+// a URL consumes '<' or '>', so a placeholder neither matches again nor changes how the text
+// around it lexes: masking is idempotent (FuzzMask checks this).
+func Mask(s string, err bool, out func(string)) {
 	if err {
 		// Lower-case ASCII letters, collapse runs of whitespace to one space
 		// and trim the ends: the placeholders pass unchanged.
@@ -161,12 +147,24 @@ func (m *masker) lexError(i int) (string, int) {
 	case maskQuote(c) >= 0:
 		return m.quoted(i)
 	}
+	if e := m.url(i); e > i {
+		return "<url>", e
+	}
+	if e := m.run(i, &m.noPath, maskPath, maskSlash); e > i { // a path token
+		return "<path>", i + len(strings.TrimRight(s[i:e], ".:"))
+	}
 	if ph, e := m.rule(i); ph != "" || !maskIs(c, maskWord) {
 		return ph, max(e, i+1)
 	}
+	if e := m.run(i, &m.noID, maskID, maskLetter|maskDigit); e > i { // an id token
+		return "<id>", e
+	}
+	if e := m.number(i); e > i {
+		return "<n>", e
+	}
 	// A word without digits: apostrophes between letters belong to it.
 	for i++; i < len(s); i++ {
-		if s[i] == '\'' && i+1 < len(s) && maskIs(s[i+1], maskLetter) {
+		if s[i] == '\'' && maskIs(m.at(i+1), maskLetter) {
 			continue
 		}
 		if !maskIs(s[i], maskWord) || maskIs(s[i], maskDigit) {
@@ -176,25 +174,17 @@ func (m *masker) lexError(i int) (string, int) {
 	return "", i
 }
 
-// rule returns the placeholder and the end of the first rule that matches
-// at i, or "" and i if none does; the URL, path, id and number rules only
-// under the error rules. docs/concepts.md, "Masking", lists the rules.
+// rule returns the placeholder and the end of the first of the noise rules
+// that matches at i, or "" and i if none does; the error rules try theirs
+// around them (lexError). docs/concepts.md, "Masking", lists the rules.
 func (m *masker) rule(i int) (string, int) {
-	if m.err {
-		if e := m.url(i); e > i {
-			return "<url>", e
-		}
-		if e := m.path(i); e > i {
-			return "<path>", e
-		}
-	}
 	// A text matching one of the noise rules matches no other, but for a
 	// hex run and a duration (the hex run wins); only a UUID and a hex run
 	// may start with a letter.
-	if e := m.bound(m.match(i, "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx")); e > i {
+	if e := m.match(i, "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"); e > i && m.bound(e) {
 		return "<uuid>", e
 	}
-	if e, _ := maskSpan(m.s, i, maskHex); e-i >= maskHexMin && m.bound(e) > i {
+	if e, _ := maskSpan(m.s, i, maskHex); e-i >= maskHexMin && m.bound(e) {
 		return "<hex>", e
 	}
 	if maskIs(m.s[i], maskDigit) {
@@ -204,15 +194,6 @@ func (m *masker) rule(i int) (string, int) {
 		if e := m.duration(i); e > i {
 			return "<dur>", e
 		}
-	}
-	if !m.err {
-		return "", i
-	}
-	if e := m.id(i); e > i {
-		return "<id>", e
-	}
-	if e := m.number(i); e > i {
-		return "<n>", e
 	}
 	return "", i
 }
@@ -248,13 +229,10 @@ func (m *masker) at(i int) byte {
 	return m.s[i] + 'a' - 'A'
 }
 
-// bound returns e if a match may end there, at the end of the text or
-// before a non-word byte, else -1.
-func (m *masker) bound(e int) int {
-	if e < 0 || e < len(m.s) && maskIs(m.s[e], maskWord) {
-		return -1
-	}
-	return e
+// bound reports whether a match may end at e (<= len(s)): at the end of the
+// text or before a non-word byte.
+func (m *masker) bound(e int) bool {
+	return e == len(m.s) || !maskIs(m.s[e], maskWord)
 }
 
 // match returns the end of the pattern p matched at i, or -1. In p, '0'
@@ -278,7 +256,7 @@ func (m *masker) first(i int, pats []string, bounded bool) int {
 		if p != "" && p[0] != c {
 			continue
 		}
-		if e := m.match(i, p); e > 0 && (!bounded || m.bound(e) > 0) {
+		if e := m.match(i, p); e > 0 && (!bounded || m.bound(e)) {
 			return e
 		}
 	}
@@ -335,7 +313,7 @@ func (m *masker) duration(i int) int {
 				i = e // a compound duration continues
 				continue
 			}
-			if m.bound(e) > 0 {
+			if m.bound(e) {
 				return e
 			}
 		}
@@ -371,32 +349,18 @@ func (m *masker) url(i int) int {
 	return len(m.s)
 }
 
-// path matches a path token at i; if there is none, no path token starts
-// before the end of this run of path bytes.
-func (m *masker) path(i int) int {
-	if i < m.noPath {
+// run returns the end of the run of bytes in the classes at i if the run has
+// bytes of every class in want, else -1, and then no such run starts before
+// its end: *no moves there.
+func (m *masker) run(i int, no *int, classes, want uint16) int {
+	if i < *no {
 		return -1
 	}
-	e, seen := maskSpan(m.s, i, maskPath)
-	if seen&maskSlash == 0 {
-		m.noPath = e
-		return -1
+	e, seen := maskSpan(m.s, i, classes)
+	if seen&want != want {
+		*no, e = e, -1
 	}
-	return i + len(strings.TrimRight(m.s[i:e], ".:"))
-}
-
-// id matches a token of letters, digits, '_' and '-' that mixes letters and
-// digits at i; if there is none, no id starts before the end of the run.
-func (m *masker) id(i int) int {
-	if i < m.noID || !maskIs(m.s[i], maskWord) {
-		return -1
-	}
-	e, seen := maskSpan(m.s, i, maskID)
-	if seen&maskLetter != 0 && seen&maskDigit != 0 {
-		return e
-	}
-	m.noID = e
-	return -1
+	return e
 }
 
 // maskCollapsedLen returns the length of s with whitespace runs collapsed to
@@ -440,9 +404,7 @@ var maskClass = func() (t [256]uint16) {
 			c == '/' || c == '\\',
 			c < utf8.RuneSelf && (word && c != '_' || strings.IndexByte("+.-", c) >= 0),
 		} {
-			if in {
-				t[i] |= 1 << bit
-			}
+			t[i] |= uint16(b2i(in)) << bit
 		}
 	}
 	return t

@@ -290,7 +290,7 @@ func TestMaskClass(t *testing.T) {
 func maskNoise(s string) string {
 	var b strings.Builder
 	one := "" // the first piece, until there is a second one
-	mask(s, false, func(p string) {
+	Mask(s, false, func(p string) {
 		if one == "" && b.Len() == 0 {
 			one = p
 			return

@@ -90,24 +90,19 @@ func (c *Args) Hash(ignore []string) [16]byte {
 		c.h = sha256.New()
 	}
 	c.h.Reset()
-	if c.buf, c.ignore = c.buf[:0], ignore; c.ok {
-		c.write([]byte(canonPrefixJSON))
-		c.form()
-	} else {
+	c.buf, c.ignore = c.buf[:0], ignore
+	switch i := SkipWS(c.in, 0); {
+	case !c.ok:
 		c.write([]byte(canonPrefixRaw))
 		c.write(c.in)
+	case i == len(c.in) || c.in[i] == 'n':
+		c.write([]byte(canonPrefixJSON + "{}")) // no arguments: nothing or null
+	default:
+		c.write([]byte(canonPrefixJSON))
+		c.value(i)
 	}
 	c.h.Write(c.buf)
 	return [16]byte(c.h.Sum(c.sum[:0]))
-}
-
-// form writes the canonical form of the payload Scan accepted.
-func (c *Args) form() {
-	if i := SkipWS(c.in, 0); i == len(c.in) || c.in[i] == 'n' {
-		c.write([]byte("{}")) // no arguments: nothing or null
-	} else {
-		c.value(i)
-	}
 }
 
 // scanValue validates the value at in[i:] (after white space) inside
@@ -295,7 +290,7 @@ func (c *Args) run(ks []int32) int {
 }
 
 // str is value for the valid string at in[i]: escapes decoded, then
-// written as canonAppendRune and canonAppendByte write them.
+// written as canonAppendEscaped writes them.
 func (c *Args) str(i int) int {
 	in := c.in
 	c.byte('"')
@@ -312,11 +307,7 @@ func (c *Args) str(i int) int {
 		var r rune
 		r, j = canonDecodeEscape(in, k)
 		var tmp [8]byte
-		if r >= utf8.RuneSelf {
-			c.write(canonAppendRune(tmp[:0], r))
-		} else {
-			c.write(canonAppendByte(tmp[:0], byte(r)))
-		}
+		c.write(canonAppendEscaped(tmp[:0], r))
 	}
 }
 
@@ -406,20 +397,20 @@ const (
 	canonEscaped = "\"\\\b\f\n\r\t/"
 )
 
-// canonAppendByte appends the canonical string encoding of the byte b: the
-// short escapes but \/, \u00XX for other control bytes.
-func canonAppendByte(dst []byte, b byte) []byte {
-	if k := strings.IndexByte(canonEscaped[:7], b); k >= 0 {
+// canonAppendEscaped appends the canonical string encoding of r: the short
+// escapes but \/, \u00XX for other control bytes, else as canonAppendRune.
+func canonAppendEscaped(dst []byte, r rune) []byte {
+	if k := strings.IndexRune(canonEscaped[:7], r); k >= 0 {
 		return append(dst, '\\', canonEscapes[k])
 	}
-	if b < 0x20 {
+	if r < 0x20 {
 		const hexDigits = "0123456789abcdef"
-		return append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
+		return append(dst, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&0xf])
 	}
-	return append(dst, b)
+	return canonAppendRune(dst, r)
 }
 
-// canonAppendRune appends r (>= 0x80) as UTF-8, surrogates as generalized
+// canonAppendRune appends r as UTF-8, surrogates as generalized
 // UTF-8 so that lone surrogate escapes stay distinct from U+FFFD.
 func canonAppendRune(dst []byte, r rune) []byte {
 	if utf16.IsSurrogate(r) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"io"
 	"net/url"
 	"strings"
 	"unicode"
@@ -53,7 +54,7 @@ func standIn(args json.RawMessage) json.RawMessage {
 			return nil
 		}
 		// Not an object: keep only its hash and shape.
-		return marshalPlain(map[string]string{"_h": "h0" + letters(sha(string(args)), 20), "_s": canon.ShapeOf(args)})
+		return marshalPlain(map[string]string{"_h": "h0" + letters(sha(string(args)), 20), "_s": argsShape(args)})
 	}
 	out := map[string]any{}
 	shapeOf := args
@@ -73,7 +74,7 @@ func standIn(args json.RawMessage) json.RawMessage {
 	if shapeOf == nil {
 		shapeOf = rest
 	}
-	out["_s"] = canon.ShapeOf(shapeOf)
+	out["_s"] = argsShape(shapeOf)
 	return marshalPlain(out)
 }
 
@@ -152,13 +153,13 @@ func resultToken(s string) string {
 	if s == "" {
 		return ""
 	}
-	return "r" + letters(canon.ResultSHA(s), 24)
+	return "r" + letters(maskedSHA(s, false), 24)
 }
 
 // errorToken is the stand-in of a failure's text: the digest of its text
 // masked as the Tracker's failure signature masks it, in letters.
 func errorToken(s string) string {
-	return "e" + letters(canon.FailureSHA(s), 24)
+	return "e" + letters(maskedSHA(s, true), 24)
 }
 
 // encodeLine is json.Marshal followed by a newline, without escaping '<',
@@ -182,6 +183,25 @@ func marshalPlain(v any) []byte {
 }
 
 func sha(s string) [32]byte { return sha256.Sum256([]byte(s)) }
+
+// maskedSHA returns the SHA-256 of s masked by the core's own masking
+// (canon.Mask): its volatile noise masked as in the Tracker's result digests,
+// or, if err is set, as the Tracker's failure signature masks it. Unlike
+// those per-process digests, it is stable across processes, so that it can
+// be kept on disk.
+func maskedSHA(s string, err bool) (sum [32]byte) {
+	h := sha256.New()
+	canon.Mask(s, err, func(p string) { io.WriteString(h, p) })
+	h.Sum(sum[:0])
+	return sum
+}
+
+// argsShape returns the core's shape of the arguments args (canon.Args.Shape).
+func argsShape(args []byte) string {
+	var c canon.Args
+	c.Scan(args)
+	return c.Shape()
+}
 
 // letters spells the first n*5 bits of h in the letters a..z (32 of them
 // would need digits, which the Tracker's masking reads as ids).

@@ -1,6 +1,8 @@
 package hook
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -27,13 +29,13 @@ func TestStandInShape(t *testing.T) {
 	} {
 		si := standIn(json.RawMessage(args))
 		assert.NotContains(t, string(si), "testbed", "no particulars kept")
-		read := canon.ShapeOf(si)
+		read := argsShape(si)
 		_, rest, ok := strings.Cut(read, " _s: ")
 		require.True(t, ok, read)
-		assert.Equal(t, canon.ShapeOf([]byte(args)), rest, args)
+		assert.Equal(t, argsShape([]byte(args)), rest, args)
 	}
-	a := canon.ShapeOf(standIn(json.RawMessage(`{"command": "cp /testbed/dir1/foobar/* /tmp/"}`)))
-	b := canon.ShapeOf(standIn(json.RawMessage(`{"command": "cp /testbed/dir1/foobar/*/* /tmp/"}`)))
+	a := argsShape(standIn(json.RawMessage(`{"command": "cp /testbed/dir1/foobar/* /tmp/"}`)))
+	b := argsShape(standIn(json.RawMessage(`{"command": "cp /testbed/dir1/foobar/*/* /tmp/"}`)))
 	assert.NotEqual(t, a, b)
 }
 
@@ -50,8 +52,35 @@ func TestStandInTokens(t *testing.T) {
 	assert.Empty(t, resultToken(""))
 	for _, tok := range []string{same, r, errorToken("")} {
 		assert.Regexp(t, `^[a-z]+$`, tok)
-		assert.Equal(t, tok, canon.ShapeOf([]byte(tok)), "masking leaves a token as it is")
+		assert.Equal(t, tok, argsShape([]byte(tok)), "masking leaves a token as it is")
 	}
+}
+
+// The SHA-256 sums the hook keeps hash exactly the text the core's masking
+// writes, in one piece or across pieces, and stay the sums earlier versions
+// stored (their first 8 bytes pinned: noise masked, then failure masked).
+func TestSHASums(t *testing.T) {
+	long := strings.Repeat("cp: cannot stat '/testbed/dir1/*foobar/*': No such file or directory at 2024-05-20T10:00:00Z ", 200)
+	for _, c := range []struct{ s, noise, failure string }{
+		{"", "e3b0c44298fc1c14", "e3b0c44298fc1c14"},
+		{"ok", "2689367b205c16ce", "2689367b205c16ce"},
+		{"Error: open /tmp/a.txt (line 12)", "7f57237516039e06", "4f7037d61ef8ac58"},
+		{"took 5 seconds, id 0123456789abcdef0123", "7324cd9ba6d70a84", "7324cd9ba6d70a84"},
+		{long, "643276af66f26d57", "a89776af58d31a61"},
+	} {
+		for _, err := range []bool{false, true} {
+			var b strings.Builder
+			canon.Mask(c.s, err, func(p string) { b.WriteString(p) })
+			sum := maskedSHA(c.s, err)
+			assert.Equal(t, sha256.Sum256([]byte(b.String())), sum, c.s)
+			assert.Equal(t, map[bool]string{false: c.noise, true: c.failure}[err], hex.EncodeToString(sum[:8]), c.s)
+		}
+	}
+	args := []byte(`{"command":"grep -n 'x' ./a.py","n":12}`)
+	var c canon.Args
+	c.Scan(args)
+	assert.Equal(t, c.Shape(), argsShape(args))
+	assert.Equal(t, argsShape([]byte(`{"command":"grep -n 'y' ./b.py","n":3}`)), argsShape(args))
 }
 
 // A model may reuse a call id (the tau-bench airline trace does): the
