@@ -8,11 +8,9 @@ func (t *Tracker) budgetLocked(round uint64) (Decision, bool) {
 	ts, limit := &t.turn, t.cfg.maxCalls
 	used := ts.reserved
 	switch {
-	case limit <= 0:
-		return Decision{}, false
-	case ts.phase >= PhaseWindDown:
+	case ts.phase >= PhaseWindDown: // never without a budget (spendLocked)
 		ts.phase, used = PhaseExhausted, ts.used
-	case ts.reserved < limit || ts.rounds != nil && ts.rounds.open[round] != nil:
+	case limit <= 0 || ts.reserved < limit || ts.rounds != nil && ts.rounds.open[round] != nil:
 		return Decision{}, false
 	}
 	return Decision{Verdict: Abort, Reason: ReasonBudget, Message: budgetMessage(limit, t.cfg.unit),
@@ -77,8 +75,7 @@ func (t *Tracker) spendLocked(round uint64) {
 	}
 	ts.used++
 	switch limit := t.cfg.maxCalls; {
-	case limit <= 0:
-	case ts.used >= limit:
+	case limit > 0 && ts.used >= limit:
 		ts.phase = max(ts.phase, PhaseWindDown)
 	case t.cfg.nudgeAt > 0 && ts.used >= t.cfg.nudgeAt:
 		ts.phase = max(ts.phase, PhaseNudge)

@@ -329,20 +329,18 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds
 		switch {
 		case t.released.Load():
 			ds[i] = releasedDecision()
-			continue
 		case c.Tool == "":
 			ds[i] = t.invalid(ctx, c, round)
-			continue
+		default:
+			p := t.inspect(c, round)
+			var ask bool
+			if ds[i], ask = t.decide(c, p, nil, &b); ask {
+				wait = append(wait, i)
+				probes = append(probes, p)
+			} else {
+				p.s.release()
+			}
 		}
-		p := t.inspect(c, round)
-		d, ask := t.decide(c, p, nil, &b)
-		if ask {
-			wait = append(wait, i)
-			probes = append(probes, p)
-		} else {
-			p.s.release()
-		}
-		ds[i] = d
 	}
 	if len(wait) > 0 {
 		first := calls[wait[0]]
@@ -372,19 +370,18 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds
 func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
 	d := Decision{Verdict: Abort, Reason: ReasonInvalidCall, Message: invalidMessage,
 		Err: invalidCallError("the call has no tool name")}
-	now := t.cfg.now()
-	evs := events{on: t.cfg.hooked}
+	b := batch{now: t.cfg.now(), evs: events{on: t.cfg.hooked}}
 	t.mu.Lock()
 	d.Phase = t.turn.phase
-	seq := t.appendLocked(c, Hash{}, nil, round, now, d)
+	seq := t.appendLocked(c, Hash{}, nil, round, b.now, d)
 	t.turn.stats.skipped++
 	t.invalidCalls++
 	if t.turn.stopBy == ReasonNone {
 		t.turn.stopBy = ReasonInvalidCall
 	}
-	evs.add(Event{Kind: EventDecision, Seq: seq, Turn: t.turnNo, CallID: c.ID, Decision: d, Phase: d.Phase})
+	b.evs.add(Event{Kind: EventDecision, Seq: seq, Turn: t.turnNo, CallID: c.ID, Decision: d, Phase: d.Phase})
 	t.mu.Unlock()
-	t.emit(ctx, &evs)
+	t.flush(ctx, &b)
 	return d
 }
 
@@ -546,7 +543,7 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	if o.Cancelled {
 		return t.cancel(ctx, c)
 	}
-	sc := getScratch() // a failure's arguments are scanned once for their shape and key
+	sc := getScratch()
 	defer sc.release()
 	out := &sc.out
 	out.failed = o.Err != nil
@@ -557,8 +554,7 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	res := cmp.Or(raw, o.Result)
 	// A search tool's query echoed back is no news (echo.go).
 	search := t.tool(c.Tool).rule.search
-	scanned := out.failed || search
-	if scanned {
+	if out.failed || search {
 		sc.scan.Scan(c.Args)
 	}
 	if search {
@@ -573,7 +569,7 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	}
 	b := batch{now: t.cfg.now(), evs: events{on: t.cfg.hooked}}
 	t.mu.Lock()
-	phase, pc := t.recordLocked(c, raw, t.keyLocked(c, sc, scanned), sc, &b)
+	phase, pc := t.recordLocked(c, raw, t.keyLocked(c, sc), sc, &b)
 	t.mu.Unlock()
 	if pc.res.r.ID != "" {
 		t.settle(ctx, c, []held{pc.res}, true, &b.evs)
