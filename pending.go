@@ -111,11 +111,9 @@ func (t *Tracker) cancel(ctx context.Context, c Call) Phase {
 	}
 	phase := t.turn.phase
 	t.mu.Unlock()
-	if pc.res.r.ID != "" { // none when !ok
-		evs := events{on: t.cfg.hooked}
-		t.settle(ctx, c, []held{pc.res}, false, &evs)
-		t.emit(ctx, &evs)
-	}
+	evs := events{on: t.cfg.hooked}
+	t.settle(ctx, c, []held{pc.res}, false, &evs) // none held when !ok
+	t.emit(ctx, &evs)
 	return phase
 }
 
@@ -146,8 +144,6 @@ func (b *batch) drop(pcs []pendingCall) {
 // (they were allowed, and an allowed call counts against its quotas whether
 // or not it is ever recorded), then delivers the events.
 func (t *Tracker) flush(ctx context.Context, b *batch) {
-	if len(b.orphans) > 0 {
-		t.settle(ctx, b.of, b.orphans, true, &b.evs)
-	}
+	t.settle(ctx, b.of, b.orphans, true, &b.evs)
 	t.emit(ctx, &b.evs)
 }

@@ -571,9 +571,7 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	t.mu.Lock()
 	phase, pc := t.recordLocked(c, raw, t.keyLocked(c, sc), sc, &b)
 	t.mu.Unlock()
-	if pc.res.r.ID != "" {
-		t.settle(ctx, c, []held{pc.res}, true, &b.evs)
-	}
+	t.settle(ctx, c, []held{pc.res}, true, &b.evs)
 	t.flush(ctx, &b)
 	return phase
 }
