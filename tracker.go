@@ -304,11 +304,9 @@ func (t *Tracker) inspect(c Call, round uint64) *probe {
 	case p.query != "":
 	case len(c.Args) > canon.InspectMax: // hashed, not read for a URL or names
 		sc.names = fmt.Appendf(sc.names, "arguments of %d bytes", len(c.Args))
-	default:
-		if t.cfg.window > 0 && !p.rule.exempt {
-			if host, path, ok := s.URL(); ok {
-				p.url = host + path
-			}
+	default: // the URL: the window rule's, which keeps no exempt tool
+		if host, path, ok := s.URL(); ok {
+			p.url = host + path
 		}
 		sc.names = s.AppendNames(sc.names)
 	}
