@@ -20,17 +20,14 @@ func (t *Tracker) budgetLocked(round uint64) (Decision, bool) {
 // hold books the budget unit an allowed call of round holds until its
 // Record (CountRounds: the round's, taken by its first call).
 func (ts *turnState) hold(round uint64) {
-	if ts.rounds == nil {
-		ts.reserved++
+	if ts.rounds != nil && ts.rounds.open[round] != nil {
+		ts.rounds.open[round].pending++
 		return
 	}
-	rs := ts.rounds.open[round]
-	if rs == nil {
-		rs = &roundState{}
-		ts.rounds.open[round] = rs
-		ts.reserved++
+	ts.reserved++
+	if ts.rounds != nil {
+		ts.rounds.open[round] = &roundState{pending: 1}
 	}
-	rs.pending++
 }
 
 // unhold gives back what hold took for a call of round that was cancelled.

@@ -70,8 +70,11 @@ type Tracker struct {
 	turn         turnState
 	ledger       ledger
 	stale        []pendingCall // calls allowed in earlier turns, not yet recorded
+	loopRules
+}
 
-	// The loop rules (see rules for their order).
+// loopRules is the state of the loop rules (Tracker.rules gives their order).
+type loopRules struct {
 	limits   limits
 	repeats  repeats
 	similar  similar
@@ -119,15 +122,8 @@ func (t *Tracker) clearState() {
 	t.ledger = ledger{}
 	t.stale = nil
 	t.turn.reset(cfg)
-	t.limits = limits{cfg: cfg}
-	t.repeats = repeats{}
-	t.similar = similar{cfg: cfg}
-	t.failures = failures{cfg: cfg}
-	t.cycles = cycles{ledger: &t.ledger}
-	t.churn = churn{cfg: cfg}
-	t.streak = streak{cfg: cfg}
-	t.reworded = reworded{}
-	t.revisits = revisits{}
+	t.loopRules = loopRules{limits: limits{cfg: cfg}, similar: similar{cfg: cfg}, churn: churn{cfg: cfg},
+		failures: failures{cfg: cfg}, streak: streak{cfg: cfg}, cycles: cycles{ledger: &t.ledger}}
 }
 
 // rules returns the loop rules in the order they run.
