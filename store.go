@@ -57,8 +57,7 @@ func (t *Tracker) reserve(ctx context.Context, c Call, ps []*probe, evs *events)
 		}
 		cancel()
 		// A context the caller cancelled says nothing of the store.
-		cancelled := err != nil && ctx.Err() != nil
-		bt = t.cfg.breaker.End(t.cfg.now(), bt.Probe, err != nil && !cancelled, err == nil)
+		bt = t.cfg.breaker.End(t.cfg.now(), bt.Probe, err != nil && ctx.Err() == nil, err == nil)
 	}
 	if err != nil {
 		err = storeError("reserve", err)
