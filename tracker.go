@@ -624,7 +624,7 @@ func (t *Tracker) appendLocked(c Call, args Hash, desc *callDesc, round uint64, 
 	e := ledgerEntry{callID: c.ID, desc: desc, argsHash: args,
 		verdict: uint8(d.Verdict), reason: uint8(d.Reason), phase: uint8(d.Phase)}
 	var raw rawEntry
-	if t.cfg.keepRaw && len(c.Args) > 0 {
+	if t.cfg.keepRaw { // no arguments: nil
 		raw.args = append(json.RawMessage(nil), c.Args...)
 	}
 	return t.ledger.add(e, t.turnNo, round, now, raw, t.cfg.ledgerKeep, t.cfg.keepRaw)
