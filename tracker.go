@@ -278,7 +278,6 @@ func (t *Tracker) inspect(c Call, round uint64) *probe {
 	sc := getScratch()
 	p := &sc.p
 	*p = probe{round: round, tool: t.tool(c.Tool), s: sc}
-	sc.names = sc.names[:0]
 	p.rule = p.tool.rule
 	s := &sc.scan
 	s.Scan(c.Args)
@@ -299,12 +298,12 @@ func (t *Tracker) inspect(c Call, round uint64) *probe {
 	switch {
 	case p.query != "":
 	case len(c.Args) > canon.InspectMax: // hashed, not read for a URL or names
-		sc.names = fmt.Appendf(sc.names, "arguments of %d bytes", len(c.Args))
+		sc.names = fmt.Appendf(sc.names[:0], "arguments of %d bytes", len(c.Args))
 	default: // the URL: the window rule's, which keeps no exempt tool
 		if host, path, ok := s.URL(); ok {
 			p.url = host + path
 		}
-		sc.names = s.AppendNames(sc.names)
+		sc.names = s.AppendNames(sc.names[:0])
 	}
 	return p
 }
