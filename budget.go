@@ -8,7 +8,7 @@ func (t *Tracker) budgetLocked(round uint64) (Decision, bool) {
 	ts, limit := &t.turn, t.cfg.maxCalls
 	used := ts.reserved
 	switch {
-	case ts.phase >= PhaseWindDown: // never without a budget (spendLocked)
+	case ts.phase >= PhaseWindDown: // only with a budget (see spendLocked)
 		ts.phase, used = PhaseExhausted, ts.used
 	case limit <= 0 || ts.reserved < limit || ts.rounds != nil && ts.rounds.open[round] != nil:
 		return Decision{}, false

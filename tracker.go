@@ -299,7 +299,7 @@ func (t *Tracker) inspect(c Call, round uint64) *probe {
 	case p.query != "":
 	case len(c.Args) > canon.InspectMax: // hashed, not read for a URL or names
 		sc.names = fmt.Appendf(sc.names[:0], "arguments of %d bytes", len(c.Args))
-	default: // the URL: the window rule's, which keeps no exempt tool
+	default: // its URL (for the window rule) and argument names
 		if host, path, ok := s.URL(); ok {
 			p.url = host + path
 		}
