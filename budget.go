@@ -8,11 +8,9 @@ func (t *Tracker) budgetLocked(round uint64) (Decision, bool) {
 	ts, limit := &t.turn, t.cfg.maxCalls
 	used := ts.reserved
 	switch {
-	case limit <= 0:
-		return Decision{}, false
-	case ts.phase >= PhaseWindDown:
+	case ts.phase >= PhaseWindDown: // only with a budget (see spendLocked)
 		ts.phase, used = PhaseExhausted, ts.used
-	case ts.reserved < limit || ts.rounds != nil && ts.rounds.open[round] != nil:
+	case limit <= 0 || ts.reserved < limit || ts.rounds != nil && ts.rounds.open[round] != nil:
 		return Decision{}, false
 	}
 	return Decision{Verdict: Abort, Reason: ReasonBudget, Message: budgetMessage(limit, t.cfg.unit),
@@ -22,17 +20,14 @@ func (t *Tracker) budgetLocked(round uint64) (Decision, bool) {
 // hold books the budget unit an allowed call of round holds until its
 // Record (CountRounds: the round's, taken by its first call).
 func (ts *turnState) hold(round uint64) {
-	if ts.rounds == nil {
-		ts.reserved++
+	if ts.rounds != nil && ts.rounds.open[round] != nil {
+		ts.rounds.open[round].pending++
 		return
 	}
-	rs := ts.rounds.open[round]
-	if rs == nil {
-		rs = &roundState{}
-		ts.rounds.open[round] = rs
-		ts.reserved++
+	ts.reserved++
+	if ts.rounds != nil {
+		ts.rounds.open[round] = &roundState{pending: 1}
 	}
-	rs.pending++
 }
 
 // unhold gives back what hold took for a call of round that was cancelled.
@@ -77,8 +72,7 @@ func (t *Tracker) spendLocked(round uint64) {
 	}
 	ts.used++
 	switch limit := t.cfg.maxCalls; {
-	case limit <= 0:
-	case ts.used >= limit:
+	case limit > 0 && ts.used >= limit:
 		ts.phase = max(ts.phase, PhaseWindDown)
 	case t.cfg.nudgeAt > 0 && ts.used >= t.cfg.nudgeAt:
 		ts.phase = max(ts.phase, PhaseNudge)

@@ -25,30 +25,22 @@ type pendingCall struct {
 // when a harness reused the id, the one with key first); without, the
 // oldest with key and no other id.
 func findPending(ps []pendingCall, c Call, key callKey, byID bool) int {
-	found := -1
-	for i := range ps {
-		pc := &ps[i]
-		switch {
-		case !byID:
-			if pc.key == key && (c.ID == "" || pc.id == "") {
-				return i
-			}
-		case c.ID != "" && pc.id == c.ID && pc.tool.rule.name == c.Tool:
-			if pc.key == key {
-				return i
-			}
-			if found < 0 {
-				found = i
-			}
-		}
+	if !byID {
+		return slices.IndexFunc(ps, func(pc pendingCall) bool {
+			return pc.key == key && (c.ID == "" || pc.id == "")
+		})
 	}
-	return found
+	ofID := func(pc pendingCall) bool { return c.ID != "" && pc.id == c.ID && pc.key.tool == c.Tool }
+	if i := slices.IndexFunc(ps, func(pc pendingCall) bool { return ofID(pc) && pc.key == key }); i >= 0 {
+		return i
+	}
+	return slices.IndexFunc(ps, ofID)
 }
 
 // keyLocked returns the key of c: that of a pending call of the tool (with
 // c's id, if it has one) with the same arguments, or else their hash
-// (scanned into sc first unless scanned), with t.mu released meanwhile.
-func (t *Tracker) keyLocked(c Call, sc *scratch, scanned bool) callKey {
+// (scanned into sc), with t.mu released meanwhile.
+func (t *Tracker) keyLocked(c Call, sc *scratch) callKey {
 	for _, pc := range slices.Backward(t.turn.pending) {
 		if pc.tool.rule.name == c.Tool && (c.ID == "" || pc.id == c.ID) && bytes.Equal(pc.args, c.Args) {
 			return pc.key
@@ -57,9 +49,7 @@ func (t *Tracker) keyLocked(c Call, sc *scratch, scanned bool) callKey {
 	t.mu.Unlock()
 	defer t.mu.Lock()
 	r := t.tool(c.Tool).rule
-	if !scanned {
-		sc.scan.Scan(c.Args)
-	}
+	sc.scan.Scan(c.Args)
 	return callKey{r.name, Hash(sc.scan.Hash(r.ignore))}
 }
 
@@ -105,7 +95,7 @@ func (t *Tracker) cancel(ctx context.Context, c Call) Phase {
 	sc := getScratch()
 	defer sc.release()
 	t.mu.Lock()
-	pc, stale, ok := t.takeLocked(c, t.keyLocked(c, sc, false))
+	pc, stale, ok := t.takeLocked(c, t.keyLocked(c, sc))
 	if ok {
 		// A call of an earlier turn holds only its session count.
 		pc.tool.session.reserved = max(pc.tool.session.reserved-1, 0)
@@ -121,11 +111,9 @@ func (t *Tracker) cancel(ctx context.Context, c Call) Phase {
 	}
 	phase := t.turn.phase
 	t.mu.Unlock()
-	if pc.res.r.ID != "" { // none when !ok
-		evs := events{on: t.cfg.hooked}
-		t.settle(ctx, c, []held{pc.res}, false, &evs)
-		t.emit(ctx, &evs)
-	}
+	evs := events{on: t.cfg.hooked}
+	t.settle(ctx, c, []held{pc.res}, false, &evs) // none held when !ok
+	t.emit(ctx, &evs)
 	return phase
 }
 
@@ -156,8 +144,6 @@ func (b *batch) drop(pcs []pendingCall) {
 // (they were allowed, and an allowed call counts against its quotas whether
 // or not it is ever recorded), then delivers the events.
 func (t *Tracker) flush(ctx context.Context, b *batch) {
-	if len(b.orphans) > 0 {
-		t.settle(ctx, b.of, b.orphans, true, &b.evs)
-	}
+	t.settle(ctx, b.of, b.orphans, true, &b.evs)
 	t.emit(ctx, &b.evs)
 }

@@ -57,8 +57,7 @@ func (t *Tracker) reserve(ctx context.Context, c Call, ps []*probe, evs *events)
 		}
 		cancel()
 		// A context the caller cancelled says nothing of the store.
-		cancelled := err != nil && ctx.Err() != nil
-		bt = t.cfg.breaker.End(t.cfg.now(), bt.Probe, err != nil && !cancelled, err == nil)
+		bt = t.cfg.breaker.End(t.cfg.now(), bt.Probe, err != nil && ctx.Err() == nil, err == nil)
 	}
 	if err != nil {
 		err = storeError("reserve", err)
@@ -93,19 +92,21 @@ func (t *Tracker) breakerEvent(c Call, bt store.BreakerStep, err error, evs *eve
 	}
 }
 
-// settle commits or releases reservations, outside the lock: those of
-// the local fallback at once, the others in one Store operation, reported
-// for c. It runs even when ctx is already cancelled (the call ran, or its
-// reservation must be returned): only ctx's values are kept. The breaker
-// neither holds a settle back nor counts it; a failure is an EventStore
-// (why, and what a lost one costs: docs/distributed.md, "Faults").
+// settle commits or releases the reservations hs hold (an empty r.ID holds
+// none), outside the lock: those of the local fallback at once, the others
+// in one Store operation, reported for c. It runs even when ctx is already
+// cancelled (the call ran, or its reservation must be returned): only ctx's
+// values are kept. The breaker neither holds a settle back nor counts it; a
+// failure is an EventStore (why, and what a lost one costs:
+// docs/distributed.md, "Faults").
 func (t *Tracker) settle(ctx context.Context, c Call, hs []held, commit bool, evs *events) {
-	ctx = context.WithoutCancel(ctx)
 	var local, remote []store.Reservation
 	for _, h := range hs {
-		if h.local {
+		switch {
+		case h.r.ID == "":
+		case h.local:
 			local = append(local, h.r)
-		} else {
+		default:
 			remote = append(remote, h.r)
 		}
 	}
@@ -114,12 +115,12 @@ func (t *Tracker) settle(ctx context.Context, c Call, hs []held, commit bool, ev
 		op, settle = "commit", store.Store.Commit
 	}
 	if len(local) > 0 {
-		_ = settle(t.cfg.fallback, ctx, local) // a store.Memory does not fail
+		_ = settle(t.cfg.fallback, ctx, local) // a store.Memory does not fail, nor read ctx
 	}
 	if len(remote) == 0 {
 		return
 	}
-	opCtx, cancel := context.WithTimeout(ctx, t.cfg.storeTimeout)
+	opCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.cfg.storeTimeout)
 	err := settle(t.cfg.store, opCtx, remote)
 	cancel()
 	if err != nil {

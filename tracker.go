@@ -70,8 +70,11 @@ type Tracker struct {
 	turn         turnState
 	ledger       ledger
 	stale        []pendingCall // calls allowed in earlier turns, not yet recorded
+	loopRules
+}
 
-	// The loop rules (see rules for their order).
+// loopRules is the state of the loop rules (Tracker.rules gives their order).
+type loopRules struct {
 	limits   limits
 	repeats  repeats
 	similar  similar
@@ -119,15 +122,8 @@ func (t *Tracker) clearState() {
 	t.ledger = ledger{}
 	t.stale = nil
 	t.turn.reset(cfg)
-	t.limits = limits{cfg: cfg}
-	t.repeats = repeats{}
-	t.similar = similar{cfg: cfg}
-	t.failures = failures{cfg: cfg}
-	t.cycles = cycles{ledger: &t.ledger}
-	t.churn = churn{cfg: cfg}
-	t.streak = streak{cfg: cfg}
-	t.reworded = reworded{}
-	t.revisits = revisits{}
+	t.loopRules = loopRules{limits: limits{cfg: cfg}, similar: similar{cfg: cfg}, churn: churn{cfg: cfg},
+		failures: failures{cfg: cfg}, streak: streak{cfg: cfg}, cycles: cycles{ledger: &t.ledger}}
 }
 
 // rules returns the loop rules in the order they run.
@@ -282,7 +278,6 @@ func (t *Tracker) inspect(c Call, round uint64) *probe {
 	sc := getScratch()
 	p := &sc.p
 	*p = probe{round: round, tool: t.tool(c.Tool), s: sc}
-	sc.names = sc.names[:0]
 	p.rule = p.tool.rule
 	s := &sc.scan
 	s.Scan(c.Args)
@@ -303,14 +298,12 @@ func (t *Tracker) inspect(c Call, round uint64) *probe {
 	switch {
 	case p.query != "":
 	case len(c.Args) > canon.InspectMax: // hashed, not read for a URL or names
-		sc.names = fmt.Appendf(sc.names, "arguments of %d bytes", len(c.Args))
-	default:
-		if t.cfg.window > 0 && !p.rule.exempt {
-			if host, path, ok := s.URL(); ok {
-				p.url = host + path
-			}
+		sc.names = fmt.Appendf(sc.names[:0], "arguments of %d bytes", len(c.Args))
+	default: // its URL (for the window rule) and argument names
+		if host, path, ok := s.URL(); ok {
+			p.url = host + path
 		}
-		sc.names = s.AppendNames(sc.names)
+		sc.names = s.AppendNames(sc.names[:0])
 	}
 	return p
 }
@@ -329,20 +322,18 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds
 		switch {
 		case t.released.Load():
 			ds[i] = releasedDecision()
-			continue
 		case c.Tool == "":
 			ds[i] = t.invalid(ctx, c, round)
-			continue
+		default:
+			p := t.inspect(c, round)
+			var ask bool
+			if ds[i], ask = t.decide(c, p, nil, &b); ask {
+				wait = append(wait, i)
+				probes = append(probes, p)
+			} else {
+				p.s.release()
+			}
 		}
-		p := t.inspect(c, round)
-		d, ask := t.decide(c, p, nil, &b)
-		if ask {
-			wait = append(wait, i)
-			probes = append(probes, p)
-		} else {
-			p.s.release()
-		}
-		ds[i] = d
 	}
 	if len(wait) > 0 {
 		first := calls[wait[0]]
@@ -372,19 +363,18 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds
 func (t *Tracker) invalid(ctx context.Context, c Call, round uint64) Decision {
 	d := Decision{Verdict: Abort, Reason: ReasonInvalidCall, Message: invalidMessage,
 		Err: invalidCallError("the call has no tool name")}
-	now := t.cfg.now()
-	evs := events{on: t.cfg.hooked}
+	b := batch{now: t.cfg.now(), evs: events{on: t.cfg.hooked}}
 	t.mu.Lock()
 	d.Phase = t.turn.phase
-	seq := t.appendLocked(c, Hash{}, nil, round, now, d)
+	seq := t.appendLocked(c, Hash{}, nil, round, b.now, d)
 	t.turn.stats.skipped++
 	t.invalidCalls++
 	if t.turn.stopBy == ReasonNone {
 		t.turn.stopBy = ReasonInvalidCall
 	}
-	evs.add(Event{Kind: EventDecision, Seq: seq, Turn: t.turnNo, CallID: c.ID, Decision: d, Phase: d.Phase})
+	b.evs.add(Event{Kind: EventDecision, Seq: seq, Turn: t.turnNo, CallID: c.ID, Decision: d, Phase: d.Phase})
 	t.mu.Unlock()
-	t.emit(ctx, &evs)
+	t.flush(ctx, &b)
 	return d
 }
 
@@ -546,7 +536,7 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	if o.Cancelled {
 		return t.cancel(ctx, c)
 	}
-	sc := getScratch() // a failure's arguments are scanned once for their shape and key
+	sc := getScratch()
 	defer sc.release()
 	out := &sc.out
 	out.failed = o.Err != nil
@@ -557,8 +547,7 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	res := cmp.Or(raw, o.Result)
 	// A search tool's query echoed back is no news (echo.go).
 	search := t.tool(c.Tool).rule.search
-	scanned := out.failed || search
-	if scanned {
+	if out.failed || search {
 		sc.scan.Scan(c.Args)
 	}
 	if search {
@@ -573,11 +562,9 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 	}
 	b := batch{now: t.cfg.now(), evs: events{on: t.cfg.hooked}}
 	t.mu.Lock()
-	phase, pc := t.recordLocked(c, raw, t.keyLocked(c, sc, scanned), sc, &b)
+	phase, pc := t.recordLocked(c, raw, t.keyLocked(c, sc), sc, &b)
 	t.mu.Unlock()
-	if pc.res.r.ID != "" {
-		t.settle(ctx, c, []held{pc.res}, true, &b.evs)
-	}
+	t.settle(ctx, c, []held{pc.res}, true, &b.evs)
 	t.flush(ctx, &b)
 	return phase
 }
@@ -636,7 +623,7 @@ func (t *Tracker) appendLocked(c Call, args Hash, desc *callDesc, round uint64, 
 	e := ledgerEntry{callID: c.ID, desc: desc, argsHash: args,
 		verdict: uint8(d.Verdict), reason: uint8(d.Reason), phase: uint8(d.Phase)}
 	var raw rawEntry
-	if t.cfg.policy.KeepRaw && len(c.Args) > 0 {
+	if t.cfg.policy.KeepRaw { // no arguments: nil
 		raw.args = append(json.RawMessage(nil), c.Args...)
 	}
 	return t.ledger.add(e, t.turnNo, round, now, raw, t.cfg.ledgerKeep, t.cfg.policy.KeepRaw)
