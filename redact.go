@@ -80,9 +80,6 @@ func replaceParts(s, seps string, f func(string) string) string {
 			end = len(s)
 		}
 		if red := f(s[start:end]); red != s[start:end] {
-			if last == 0 {
-				b.Grow(len(s))
-			}
 			b.WriteString(s[last:start])
 			b.WriteString(red)
 			last = end
@@ -153,15 +150,13 @@ func redactParts(core string) string {
 // redactPart redacts one part of a word: a secret, or the value of a
 // secret's name ("Password=…", ":_authToken=…", "key=…").
 func redactPart(p string) string {
-	k, eq := strings.IndexByte(p, '='), true
-	if k < 0 {
-		k, eq = strings.IndexByte(p, ':'), false
+	name, value, eq := strings.Cut(p, "=")
+	if !eq {
+		name, value, _ = strings.Cut(p, ":")
 	}
-	if k >= 0 {
-		name, value := p[:k], strings.TrimLeft(p[k+1:], "=:")
-		if value != "" && (isSecretName(name, eq) || isSecretToken(value)) {
-			return p[:len(p)-len(value)] + redacted
-		}
+	value = strings.TrimLeft(value, "=:")
+	if value != "" && (isSecretName(name, eq) || isSecretToken(value)) {
+		return p[:len(p)-len(value)] + redacted
 	}
 	if isSecretToken(p) {
 		return redacted
@@ -190,12 +185,9 @@ func isSecretName(name string, param bool) bool {
 
 // isSecretToken reports whether a word looks like a key or a token.
 func isSecretToken(w string) bool {
-	for _, p := range secretPrefixes {
-		if len(w) >= len(p)+8 && strings.HasPrefix(w, p) {
-			return true
-		}
-	}
-	return len(w) >= 24 && randomLooking(w)
+	return slices.ContainsFunc(secretPrefixes, func(p string) bool {
+		return len(w) >= len(p)+8 && strings.HasPrefix(w, p)
+	}) || len(w) >= 24 && randomLooking(w)
 }
 
 // randomLooking reports whether w, of letters, digits and +/=_-. only,

@@ -2,6 +2,7 @@ package toolguard
 
 import (
 	"bytes"
+	"hash/fnv"
 	"math"
 	"slices"
 	"strings"
@@ -40,16 +41,12 @@ const (
 // keeps at most queryMaxRunes runes, cut between words unless the first
 // word alone is longer. The result is valid UTF-8 and normalized.
 func normalizeQuery(s string) string {
-	n := min(len(s), queryMaxBytes) // the prefix read ends at a rune start, if within 3 bytes
-	for i := 0; i < utf8.UTFMax-1 && n < len(s) && !utf8.RuneStart(s[n]); i++ {
-		n--
-	}
 	var buf [queryMaxBytes]byte
 	out := buf[:0]
 	runes := 0
 	space := false // white space seen since the last word rune
 	word := 0      // where the last word starts in out, with its space
-	for _, r := range s[:n] {
+	for _, r := range s[:min(len(s), queryMaxBytes)] {
 		r = unicode.ToLower(r)
 		if unicode.IsSpace(r) {
 			space = true
@@ -168,7 +165,9 @@ func simWords(buf []byte, spans [][2]int, s string, dropStop bool) ([]byte, [][2
 // simWordBits returns two bits for w, one of 64 each, from its FNV-1a hash
 // mixed by the MurmurHash3 finalizer: a Bloom filter of words.
 func simWordBits(w []byte) (uint64, uint64) {
-	h := fnv64(w)
+	f := fnv.New64a()
+	f.Write(w)
+	h := f.Sum64()
 	h ^= h >> 33
 	h *= 0xff51afd7ed558ccd
 	h ^= h >> 33
@@ -289,12 +288,8 @@ func simClose(x, y string) bool {
 			return true
 		}
 	}
-	nx, ny := utf8.RuneCountInString(x), utf8.RuneCountInString(y)
-	longer := max(nx, ny)
-	if longer < 5 || 4*max(nx-ny, ny-nx) > longer {
-		return false
-	}
-	return 4*levenshtein.ComputeDistance(x, y) <= longer
+	longer := max(utf8.RuneCountInString(x), utf8.RuneCountInString(y))
+	return longer >= 5 && 4*levenshtein.ComputeDistance(x, y) <= longer
 }
 
 // simStopWords are the English words a key leaves out: not negations,
@@ -425,13 +420,12 @@ func (x *queryIndex) addKey(q string, k *simKey, scope Hash, round, seq uint64) 
 		return nil
 	}
 	e := queryEntry{queryID: id, key: heldKey(nil, k), round: round, seq: seq}
-	i := x.added % queryIndexCap
 	if len(x.entries) < queryIndexCap {
-		x.entries = append(x.entries, e)
-	} else {
-		delete(x.byQuery, x.entries[i].queryID)
-		x.entries[i] = e
+		x.entries = append(x.entries, queryEntry{})
 	}
+	i := x.added % queryIndexCap // a new entry's place, or the oldest entry's
+	delete(x.byQuery, x.entries[i].queryID)
+	x.entries[i] = e
 	x.added++
 	switch {
 	case x.byQuery != nil:
