@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // redacted replaces a secret in a kept purpose. Normalized as a query it
@@ -168,17 +169,13 @@ func redactPart(p string) string {
 // letters and digits, ends with one of secretNames or, for a parameter
 // ("name=value"), is one of secretParams.
 func isSecretName(name string, param bool) bool {
-	var b [64]byte
-	n := b[:0]
-	for i := 0; i < len(name) && len(n) < len(b); i++ {
-		switch c := name[i]; {
-		case 'A' <= c && c <= 'Z':
-			n = append(n, c+'a'-'A')
-		case 'a' <= c && c <= 'z' || '0' <= c && c <= '9':
-			n = append(n, c)
+	key := strings.Map(func(r rune) rune {
+		if 'A' <= r && r <= 'Z' || 'a' <= r && r <= 'z' || '0' <= r && r <= '9' {
+			return unicode.ToLower(r)
 		}
-	}
-	key := string(n)
+		return -1
+	}, name)
+	key = key[:min(len(key), 64)]
 	return param && slices.Contains(secretParams, key) ||
 		slices.ContainsFunc(secretNames, func(s string) bool { return strings.HasSuffix(key, s) })
 }

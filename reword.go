@@ -161,9 +161,8 @@ func rewordFormOf(s *canon.Args, ignore []string) (f rewordForm, ok bool) {
 			out = append(out, 1, 0) // compared by its key
 			return true
 		}
-		var fits bool
-		out, fits = normalizeArg(out, v)
-		out = append(out, 0)
+		norm, fits := normalizeArg(out, v)
+		out = append(norm, 0)
 		return fits
 	})
 	h := fnv.New64a() // a collision alone never fires: the chain needs the same result too

@@ -12,9 +12,7 @@ import (
 	"github.com/agnivade/levenshtein"
 )
 
-// Similar queries (docs/concepts.md, "Similar queries"): a query is
-// normalized (normalizeQuery), reduced to a key (simKeyOf) and scored
-// against earlier keys (simScore); every rule errs towards "different".
+// Similar queries: normalizeQuery, simKeyOf, simScore (docs/concepts.md).
 
 const (
 	// queryMaxRunes is the most runes normalizeQuery keeps and a key reads:
