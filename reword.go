@@ -206,7 +206,7 @@ func normalizeArg(dst, v []byte) (_ []byte, ok bool) {
 			for _, c := range w[1:] {
 				short[c] = true
 			}
-		case len(w) > 2 && w[0] == '-' && w[1] == '-':
+		case len(w) > 2 && bytes.HasPrefix(w, []byte("--")):
 			if nlong == len(long) {
 				return dst, false
 			}
