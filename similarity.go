@@ -286,8 +286,12 @@ func simClose(x, y string) bool {
 			return true
 		}
 	}
-	longer := max(utf8.RuneCountInString(x), utf8.RuneCountInString(y))
-	return longer >= 5 && 4*levenshtein.ComputeDistance(x, y) <= longer
+	nx, ny := utf8.RuneCountInString(x), utf8.RuneCountInString(y)
+	longer := max(nx, ny)
+	if longer < 5 || 4*max(nx-ny, ny-nx) > longer {
+		return false
+	}
+	return 4*levenshtein.ComputeDistance(x, y) <= longer
 }
 
 // simStopWords are the English words a key leaves out: not negations,
@@ -356,12 +360,10 @@ func simFold(r rune) rune {
 // turn and answers whether a new query repeats one of them (similarKey).
 // The zero value is an empty index; it is not safe for concurrent use.
 type queryIndex struct {
-	entries []queryEntry // a ring of at most queryIndexCap entries
-	added   int          // entries ever added: the next goes at added % queryIndexCap
-	results []Hash       // the distinct digests of the results recorded so far
-	// byQuery, made past queryIndexWindow entries, finds an exact match
-	// without a scan of a long turn.
-	byQuery map[queryID]int32
+	entries []queryEntry      // a ring of at most queryIndexCap entries
+	added   int               // entries ever added: the next goes at added % queryIndexCap
+	results []Hash            // the distinct digests of the results recorded so far
+	byQuery map[queryID]int32 // where each entry is, made past queryIndexWindow entries
 }
 
 // queryID is a query in its scope.
