@@ -288,10 +288,8 @@ func simClose(x, y string) bool {
 	}
 	nx, ny := utf8.RuneCountInString(x), utf8.RuneCountInString(y)
 	longer := max(nx, ny)
-	if longer < 5 || 4*max(nx-ny, ny-nx) > longer {
-		return false
-	}
-	return 4*levenshtein.ComputeDistance(x, y) <= longer
+	return longer >= 5 && 4*max(nx-ny, ny-nx) <= longer && // a cheap bound on the distance first
+		4*levenshtein.ComputeDistance(x, y) <= longer
 }
 
 // simStopWords are the English words a key leaves out: not negations,
