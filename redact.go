@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // redacted replaces a secret in a kept purpose. Normalized as a query it
@@ -80,9 +81,6 @@ func replaceParts(s, seps string, f func(string) string) string {
 			end = len(s)
 		}
 		if red := f(s[start:end]); red != s[start:end] {
-			if last == 0 {
-				b.Grow(len(s))
-			}
 			b.WriteString(s[last:start])
 			b.WriteString(red)
 			last = end
@@ -153,15 +151,13 @@ func redactParts(core string) string {
 // redactPart redacts one part of a word: a secret, or the value of a
 // secret's name ("Password=…", ":_authToken=…", "key=…").
 func redactPart(p string) string {
-	k, eq := strings.IndexByte(p, '='), true
-	if k < 0 {
-		k, eq = strings.IndexByte(p, ':'), false
+	name, value, eq := strings.Cut(p, "=")
+	if !eq {
+		name, value, _ = strings.Cut(p, ":")
 	}
-	if k >= 0 {
-		name, value := p[:k], strings.TrimLeft(p[k+1:], "=:")
-		if value != "" && (isSecretName(name, eq) || isSecretToken(value)) {
-			return p[:len(p)-len(value)] + redacted
-		}
+	value = strings.TrimLeft(value, "=:")
+	if value != "" && (isSecretName(name, eq) || isSecretToken(value)) {
+		return p[:len(p)-len(value)] + redacted
 	}
 	if isSecretToken(p) {
 		return redacted
@@ -173,29 +169,22 @@ func redactPart(p string) string {
 // letters and digits, ends with one of secretNames or, for a parameter
 // ("name=value"), is one of secretParams.
 func isSecretName(name string, param bool) bool {
-	var b [64]byte
-	n := b[:0]
-	for i := 0; i < len(name) && len(n) < len(b); i++ {
-		switch c := name[i]; {
-		case 'A' <= c && c <= 'Z':
-			n = append(n, c+'a'-'A')
-		case 'a' <= c && c <= 'z' || '0' <= c && c <= '9':
-			n = append(n, c)
+	key := strings.Map(func(r rune) rune {
+		if 'A' <= r && r <= 'Z' || 'a' <= r && r <= 'z' || '0' <= r && r <= '9' {
+			return unicode.ToLower(r)
 		}
-	}
-	key := string(n)
+		return -1
+	}, name)
+	key = key[:min(len(key), 64)]
 	return param && slices.Contains(secretParams, key) ||
 		slices.ContainsFunc(secretNames, func(s string) bool { return strings.HasSuffix(key, s) })
 }
 
 // isSecretToken reports whether a word looks like a key or a token.
 func isSecretToken(w string) bool {
-	for _, p := range secretPrefixes {
-		if len(w) >= len(p)+8 && strings.HasPrefix(w, p) {
-			return true
-		}
-	}
-	return len(w) >= 24 && randomLooking(w)
+	return slices.ContainsFunc(secretPrefixes, func(p string) bool {
+		return len(w) >= len(p)+8 && strings.HasPrefix(w, p)
+	}) || len(w) >= 24 && randomLooking(w)
 }
 
 // randomLooking reports whether w, of letters, digits and +/=_-. only,

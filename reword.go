@@ -2,6 +2,7 @@ package toolguard
 
 import (
 	"bytes"
+	"hash/fnv"
 	"slices"
 
 	"github.com/toolguard/toolguard/internal/canon"
@@ -133,10 +134,8 @@ func (r *reworded) endTurn(int) {
 
 // same reports whether two forms are rewordings of each other.
 func (f *rewordForm) same(g *rewordForm, threshold float64) bool {
-	if f.digest != g.digest || (f.prose == nil) != (g.prose == nil) {
-		return false
-	}
-	return f.prose == nil || simScore(f.prose, g.prose, threshold) >= threshold
+	return f.digest == g.digest && (f.prose == nil) == (g.prose == nil) &&
+		(f.prose == nil || simScore(f.prose, g.prose, threshold) >= threshold)
 }
 
 // rewordFormOf returns the form of the scanned arguments without the
@@ -162,24 +161,14 @@ func rewordFormOf(s *canon.Args, ignore []string) (f rewordForm, ok bool) {
 			out = append(out, 1, 0) // compared by its key
 			return true
 		}
-		var fits bool
-		out, fits = normalizeArg(out, v)
-		out = append(out, 0)
+		norm, fits := normalizeArg(out, v)
+		out = append(norm, 0)
 		return fits
 	})
-	f.digest = fnv64(out)
+	h := fnv.New64a() // a collision alone never fires: the chain needs the same result too
+	h.Write(out)
+	f.digest = h.Sum64()
 	return f, ok
-}
-
-// fnv64 is FNV-1a over b: a rewording's form is compared by this digest
-// (a collision alone never fires: the chain needs the same result too).
-func fnv64(b []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, c := range b {
-		h ^= uint64(c)
-		h *= 1099511628211
-	}
-	return h
 }
 
 // isProse reports whether v reads as a sentence: three or more words of
@@ -213,11 +202,11 @@ func normalizeArg(dst, v []byte) (_ []byte, ok bool) {
 		w = bytes.Trim(w, "'\"`")
 		switch {
 		case len(w) == 0:
-		case isShortFlags(w):
+		case w[0] == '-' && len(w) > 1 && len(bytes.TrimLeftFunc(w[1:], asciiLetter)) == 0:
 			for _, c := range w[1:] {
 				short[c] = true
 			}
-		case len(w) > 2 && w[0] == '-' && w[1] == '-':
+		case len(w) > 2 && bytes.HasPrefix(w, []byte("--")):
 			if nlong == len(long) {
 				return dst, false
 			}
@@ -250,11 +239,6 @@ func sortFlags(fs [][]byte) {
 			fs[j], fs[j-1] = fs[j-1], fs[j]
 		}
 	}
-}
-
-// isShortFlags reports whether w is one or more short flags ("-l", "-la").
-func isShortFlags(w []byte) bool {
-	return len(w) > 1 && w[0] == '-' && !bytes.ContainsFunc(w[1:], func(r rune) bool { return !asciiLetter(r) })
 }
 
 // nextField returns the next run of bytes other than ASCII white space in

@@ -53,11 +53,7 @@ func (s *similar) endTurn(int) { s.remembered = 0 }
 func specificBits(q string) (bits [2]uint64) {
 	quoted := false
 	for i, w := range strings.Fields(q) {
-		open := strings.HasPrefix(w, "\"")
-		spec := quoted || open
-		if open && len(w) > 1 {
-			w = w[1:]
-		}
+		spec := quoted || strings.HasPrefix(w, "\"") // normalizeQuery drops the quotes
 		quoted = spec && !strings.HasSuffix(w, "\"")
 		if !spec && i > 0 {
 			r, _ := utf8.DecodeRuneInString(strings.TrimLeft(w, "([{'"))

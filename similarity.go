@@ -2,6 +2,7 @@ package toolguard
 
 import (
 	"bytes"
+	"hash/fnv"
 	"math"
 	"slices"
 	"strings"
@@ -11,9 +12,7 @@ import (
 	"github.com/agnivade/levenshtein"
 )
 
-// Similar queries (docs/concepts.md, "Similar queries"): a query is
-// normalized (normalizeQuery), reduced to a key (simKeyOf) and scored
-// against earlier keys (simScore); every rule errs towards "different".
+// Similar queries: normalizeQuery, simKeyOf, simScore (docs/concepts.md).
 
 const (
 	// queryMaxRunes is the most runes normalizeQuery keeps and a key reads:
@@ -40,16 +39,12 @@ const (
 // keeps at most queryMaxRunes runes, cut between words unless the first
 // word alone is longer. The result is valid UTF-8 and normalized.
 func normalizeQuery(s string) string {
-	n := min(len(s), queryMaxBytes) // the prefix read ends at a rune start, if within 3 bytes
-	for i := 0; i < utf8.UTFMax-1 && n < len(s) && !utf8.RuneStart(s[n]); i++ {
-		n--
-	}
 	var buf [queryMaxBytes]byte
 	out := buf[:0]
 	runes := 0
 	space := false // white space seen since the last word rune
 	word := 0      // where the last word starts in out, with its space
-	for _, r := range s[:n] {
+	for _, r := range s[:min(len(s), queryMaxBytes)] {
 		r = unicode.ToLower(r)
 		if unicode.IsSpace(r) {
 			space = true
@@ -168,7 +163,9 @@ func simWords(buf []byte, spans [][2]int, s string, dropStop bool) ([]byte, [][2
 // simWordBits returns two bits for w, one of 64 each, from its FNV-1a hash
 // mixed by the MurmurHash3 finalizer: a Bloom filter of words.
 func simWordBits(w []byte) (uint64, uint64) {
-	h := fnv64(w)
+	f := fnv.New64a()
+	f.Write(w)
+	h := f.Sum64()
 	h ^= h >> 33
 	h *= 0xff51afd7ed558ccd
 	h ^= h >> 33
@@ -291,10 +288,8 @@ func simClose(x, y string) bool {
 	}
 	nx, ny := utf8.RuneCountInString(x), utf8.RuneCountInString(y)
 	longer := max(nx, ny)
-	if longer < 5 || 4*max(nx-ny, ny-nx) > longer {
-		return false
-	}
-	return 4*levenshtein.ComputeDistance(x, y) <= longer
+	return longer >= 5 && 4*max(nx-ny, ny-nx) <= longer && // a cheap bound on the distance first
+		4*levenshtein.ComputeDistance(x, y) <= longer
 }
 
 // simStopWords are the English words a key leaves out: not negations,
@@ -363,12 +358,10 @@ func simFold(r rune) rune {
 // turn and answers whether a new query repeats one of them (similarKey).
 // The zero value is an empty index; it is not safe for concurrent use.
 type queryIndex struct {
-	entries []queryEntry // a ring of at most queryIndexCap entries
-	added   int          // entries ever added: the next goes at added % queryIndexCap
-	results []Hash       // the distinct digests of the results recorded so far
-	// byQuery, made past queryIndexWindow entries, finds an exact match
-	// without a scan of a long turn.
-	byQuery map[queryID]int32
+	entries []queryEntry      // a ring of at most queryIndexCap entries
+	added   int               // entries ever added: the next goes at added % queryIndexCap
+	results []Hash            // the distinct digests of the results recorded so far
+	byQuery map[queryID]int32 // where each entry is, made past queryIndexWindow entries
 }
 
 // queryID is a query in its scope.
@@ -425,13 +418,12 @@ func (x *queryIndex) addKey(q string, k *simKey, scope Hash, round, seq uint64) 
 		return nil
 	}
 	e := queryEntry{queryID: id, key: heldKey(nil, k), round: round, seq: seq}
-	i := x.added % queryIndexCap
 	if len(x.entries) < queryIndexCap {
-		x.entries = append(x.entries, e)
-	} else {
-		delete(x.byQuery, x.entries[i].queryID)
-		x.entries[i] = e
+		x.entries = append(x.entries, queryEntry{})
 	}
+	i := x.added % queryIndexCap // a new entry's place, or the oldest entry's
+	delete(x.byQuery, x.entries[i].queryID)
+	x.entries[i] = e
 	x.added++
 	switch {
 	case x.byQuery != nil:
