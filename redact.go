@@ -190,9 +190,9 @@ func isSecretToken(w string) bool {
 // randomLooking reports whether w, of letters, digits and +/=_-. only,
 // mixes letters and digits with an entropy of at least 3.5 bits a byte.
 func randomLooking(w string) bool {
-	const letters, digits = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", "0123456789"
-	if strings.Trim(w, letters+digits+"+/=_-.") != "" || !strings.ContainsAny(w, letters) ||
-		!strings.ContainsAny(w, digits) {
+	const chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/=_-."
+	if strings.Trim(w, chars) != "" || // then IsLetter and IsDigit see ASCII only
+		!strings.ContainsFunc(w, unicode.IsLetter) || !strings.ContainsFunc(w, unicode.IsDigit) {
 		return false
 	}
 	var counts [256]int
