@@ -190,21 +190,14 @@ func isSecretToken(w string) bool {
 // randomLooking reports whether w, of letters, digits and +/=_-. only,
 // mixes letters and digits with an entropy of at least 3.5 bits a byte.
 func randomLooking(w string) bool {
-	var counts [256]int
-	letters, digits := 0, 0
-	for _, c := range []byte(w) {
-		switch {
-		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
-			letters++
-		case '0' <= c && c <= '9':
-			digits++
-		case strings.IndexByte("+/=_-.", c) < 0:
-			return false
-		}
-		counts[c]++
-	}
-	if letters == 0 || digits == 0 {
+	const chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/=_-."
+	if strings.Trim(w, chars) != "" || // then IsLetter and IsDigit see ASCII only
+		!strings.ContainsFunc(w, unicode.IsLetter) || !strings.ContainsFunc(w, unicode.IsDigit) {
 		return false
+	}
+	var counts [256]int
+	for _, c := range []byte(w) {
+		counts[c]++
 	}
 	entropy := 0.0
 	for _, n := range counts {

@@ -55,11 +55,8 @@ func specificBits(q string) (bits [2]uint64) {
 	for i, w := range strings.Fields(q) {
 		spec := quoted || strings.HasPrefix(w, "\"") // normalizeQuery drops the quotes
 		quoted = spec && !strings.HasSuffix(w, "\"")
-		if !spec && i > 0 {
-			r, _ := utf8.DecodeRuneInString(strings.TrimLeft(w, "([{'"))
-			spec = unicode.IsUpper(r)
-		}
-		if !spec {
+		r, _ := utf8.DecodeRuneInString(strings.TrimLeft(w, "([{'"))
+		if !spec && (i == 0 || !unicode.IsUpper(r)) {
 			continue
 		}
 		if n := normalizeQuery(w); n != "" { // one word: its key is its runes folded

@@ -196,10 +196,7 @@ func simScore(a, b *simKey, floor float64) float64 {
 }
 
 // simHistBound returns a lower bound on the Levenshtein distance of two
-// keys, sorted or not, from their rune counts by class (hist): an edit
-// settles at most one surplus rune of each key, so the distance is at
-// least the larger surplus, half the sum of the count differences and the
-// length difference. A count stopped at 255 only lowers the bound.
+// keys, sorted or not, from their rune counts by class (docs/concepts.md).
 func simHistBound(a, b *simKey) int {
 	sum := 0
 	for i := range a.hist {
