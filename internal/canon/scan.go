@@ -295,10 +295,7 @@ func (c *Args) str(i int) int {
 	in := c.in
 	c.byte('"')
 	for j := i + 1; ; {
-		k := j
-		for in[k] != '"' && in[k] != '\\' {
-			k++
-		}
+		k := j + bytes.IndexAny(in[j:], `"\`)
 		c.write(in[j:k])
 		if in[k] == '"' {
 			c.byte('"')
@@ -472,12 +469,9 @@ func canonScanLiteral(in []byte, i int) int {
 	return -1
 }
 
-// canonAppendNumber appends the canonical form of the valid JSON number num:
-// "0", or an optional '-' and the significant digits D placed by the
-// decimal exponent n (value = 0.D × 10^n): D followed by zeros when
-// len(D) <= n <= 21, a decimal fraction when -6 < n <= 21, otherwise
-// D[0].D[1:] "e" n-1 (exponent without '+'). D is gathered in dst, after
-// which the form is written and then moved over it.
+// canonAppendNumber appends the canonical form of the valid JSON number num
+// (docs/concepts.md, "How arguments are hashed"). Its significant digits d
+// are gathered in dst, then the form is written after them and moved over.
 func canonAppendNumber(dst, num []byte) []byte {
 	neg := num[0] == '-'
 	mant, exp := num[b2i(neg):], []byte{'0'}
