@@ -285,7 +285,7 @@ func (c *Args) run(ks []int32) int {
 	}
 	c.spans = c.spans[:s0]
 	// Nested, the members went to vals too: move them over the values.
-	c.vals = append(c.vals[:v0], c.vals[min(v1, len(c.vals)):]...)
+	c.vals = append(c.vals[:v0], c.vals[v1:]...)
 	return end
 }
 
