@@ -295,7 +295,10 @@ func (c *Args) str(i int) int {
 	in := c.in
 	c.byte('"')
 	for j := i + 1; ; {
-		k := j + bytes.IndexAny(in[j:], `"\`)
+		k := j
+		for in[k] != '"' && in[k] != '\\' {
+			k++
+		}
 		c.write(in[j:k])
 		if in[k] == '"' {
 			c.byte('"')
