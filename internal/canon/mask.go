@@ -70,13 +70,8 @@ type masker struct {
 
 // Mask writes the masked form of s to out, in order and in non-empty pieces, under the noise
 // rules (what DigestResult hashes), or the error rules if err is set (DigestError, maskError).
-// The form is the same in every process: cmd/toolguard's hook keeps its SHA-256 on disk. Mask
-// lexes left to right: at each lexeme start it tries the rules in order (rule, lexError); a
-// match is replaced by its placeholder, else a word (a run of letters, digits, '_' and
-// non-ASCII bytes; the error rules stop it before a digit) or a single other byte is kept. The
-// noise rules must also end before a non-word byte. Lexing never looks back, and no rule except
-// a URL consumes '<' or '>', so a placeholder neither matches again nor changes how the text
-// around it lexes: masking is idempotent (FuzzMask checks this).
+// The form is the same in every process: cmd/toolguard's hook keeps its SHA-256 on disk. How
+// it lexes, and why masking is idempotent (FuzzMask): docs/concepts.md, "Masking".
 func Mask(s string, err bool, out func(string)) {
 	if err {
 		// Lower-case ASCII letters, collapse runs of whitespace to one space

@@ -285,7 +285,7 @@ func (c *Args) run(ks []int32) int {
 	}
 	c.spans = c.spans[:s0]
 	// Nested, the members went to vals too: move them over the values.
-	c.vals = append(c.vals[:v0], c.vals[min(v1, len(c.vals)):]...)
+	c.vals = append(c.vals[:v0], c.vals[v1:]...)
 	return end
 }
 
@@ -472,12 +472,9 @@ func canonScanLiteral(in []byte, i int) int {
 	return -1
 }
 
-// canonAppendNumber appends the canonical form of the valid JSON number num:
-// "0", or an optional '-' and the significant digits D placed by the
-// decimal exponent n (value = 0.D × 10^n): D followed by zeros when
-// len(D) <= n <= 21, a decimal fraction when -6 < n <= 21, otherwise
-// D[0].D[1:] "e" n-1 (exponent without '+'). D is gathered in dst, after
-// which the form is written and then moved over it.
+// canonAppendNumber appends the canonical form of the valid JSON number num
+// (docs/concepts.md, "How arguments are hashed"). Its significant digits d
+// are gathered in dst, then the form is written after them and moved over.
 func canonAppendNumber(dst, num []byte) []byte {
 	neg := num[0] == '-'
 	mant, exp := num[b2i(neg):], []byte{'0'}
