@@ -71,7 +71,6 @@ func (d *failures) check(p *probe) (firing, bool) {
 			count: f.count, limit: max, msg: failureMessage(p.rule.name, f.count),
 			abort: f.stage == failAbortNext && !f.diagnosed}, true
 	}
-	// The escalation gives this hint once per turn.
 	if c := d.across[p.key]; c.turn == p.turnNo-1 && c.turns >= max {
 		return firing{reason: ReasonRepeatedFailure, scope: hintScope{rule: ruleAcross, key: p.key}, count: c.turns,
 			limit: max, msg: acrossMessage(p.rule.name, c.turns), once: true}, true
