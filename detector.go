@@ -18,8 +18,7 @@ type detector interface {
 type outcome struct {
 	seq      uint64 // the call's ledger entry
 	failed   bool
-	digest   Hash   // of the result (noise masked), for a success
-	sig      Hash   // of the error text (masked), for a failure
+	digest   Hash   // of the result (noise masked), or of a failure's error text (masked)
 	shape    string // of a failure's arguments (canon.Args.Shape)
 	progress bool   // the key made progress (repeats.progress)
 	changes  uint32 // turnState.changes after the call

@@ -71,7 +71,6 @@ func (d *failures) check(p *probe) (firing, bool) {
 			count: f.count, limit: max, msg: failureMessage(p.rule.name, f.count),
 			abort: f.stage == failAbortNext && !f.diagnosed}, true
 	}
-	// The escalation gives this hint once per turn.
 	if c := d.across[p.key]; c.turn == p.turnNo-1 && c.turns >= max {
 		return firing{reason: ReasonRepeatedFailure, scope: hintScope{rule: ruleAcross, key: p.key}, count: c.turns,
 			limit: max, msg: acrossMessage(p.rule.name, c.turns), once: true}, true
@@ -131,9 +130,9 @@ func (d *failures) recorded(p *probe, r *outcome) {
 // attempt after the hint fail with the same masked error text.
 func (d *failures) failed(p *probe, r *outcome) {
 	if i := slices.IndexFunc(d.failing, func(f failingCall) bool { return f.key == p.key }); i >= 0 {
-		d.failing[i].sig = r.sig.short()
+		d.failing[i].sig = r.digest.short()
 	} else if len(d.failing) < maxAcross {
-		d.failing = append(d.failing, failingCall{p.key, r.sig.short()})
+		d.failing = append(d.failing, failingCall{p.key, r.digest.short()})
 	}
 	if p.turn.fail == nil {
 		p.turn.fail = &failState{}
@@ -143,7 +142,7 @@ func (d *failures) failed(p *probe, r *outcome) {
 		d.chains = append(d.chains, f)
 	}
 	if f.count > 0 && f.changes == r.changes &&
-		(p.key == f.key || r.sig == f.sig && (f.stage == failAttempt || canon.Tweaked(r.shape, f.shape))) {
+		(p.key == f.key || r.digest == f.sig && (f.stage == failAttempt || canon.Tweaked(r.shape, f.shape))) {
 		f.count++
 		if f.stage == failAttempt {
 			f.stage = failAbortNext
@@ -152,7 +151,7 @@ func (d *failures) failed(p *probe, r *outcome) {
 	} else {
 		f.restart(1)
 	}
-	f.sig, f.shape, f.key, f.changes = r.sig, r.shape, p.key, r.changes
+	f.sig, f.shape, f.key, f.changes = r.digest, r.shape, p.key, r.changes
 }
 
 // restart starts a new chain (or none).

@@ -33,7 +33,7 @@ func (repeats) allowed(p *probe) {
 
 // progress reports whether the outcome r of the call p is progress of its own.
 func (repeats) progress(p *probe, r *outcome) bool {
-	return !p.ks.seen || p.ks.last != r.result() || p.ks.failed != r.failed
+	return !p.ks.seen || p.ks.last != r.digest.short() || p.ks.failed != r.failed
 }
 
 func (repeats) recorded(p *probe, r *outcome) {
@@ -45,15 +45,6 @@ func (repeats) recorded(p *probe, r *outcome) {
 	if r.progress || ks.changes != p.changes {
 		ks.count = 1 + ks.pending
 	}
-	ks.seen, ks.last, ks.failed = true, r.result(), r.failed
+	ks.seen, ks.last, ks.failed = true, r.digest.short(), r.failed
 	ks.changes = r.changes // its own change is no news to it
-}
-
-// result is what a key's outcomes are compared by (keyState.last): the
-// result's digest, or a failure's error text's.
-func (r *outcome) result() uint64 {
-	if r.failed {
-		return r.sig.short()
-	}
-	return r.digest.short()
 }

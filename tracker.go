@@ -556,7 +556,7 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 		}
 	}
 	if out.failed {
-		out.sig, out.shape = Hash(canon.DigestError(res)), sc.scan.Shape()
+		out.digest, out.shape = Hash(canon.DigestError(res)), sc.scan.Shape()
 	} else {
 		out.digest = Hash(canon.DigestResult(res))
 	}
