@@ -55,7 +55,7 @@ func okOut(seq uint64, result string, changes uint32) *outcome {
 }
 
 func failOut(seq uint64, p *probe, errText string, changes uint32) *outcome {
-	return &outcome{seq: seq, failed: true, digest: digestError(errText), shape: p.shape(), changes: changes}
+	return &outcome{seq: seq, failed: true, digest: digestError(errText), shape: p.s.scan.Shape(), changes: changes}
 }
 
 var detTestNow = time.Unix(1_700_000_000, 0)

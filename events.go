@@ -55,11 +55,10 @@ type Event struct {
 	Breaker   store.BreakerState // EventBreaker: the state after
 }
 
-// events collects the events of one operation (a round has one or two per
-// call), so they can be delivered after the lock is released. Nothing is
-// collected when no hook or logger is set.
+// events collects the events of one operation, so they can be delivered
+// after the lock is released.
 type events struct {
-	on   bool // there is a hook or a logger to deliver to
+	on   bool // there is a hook or a logger to deliver to; else nothing is collected
 	list []Event
 }
 

@@ -66,7 +66,7 @@ func (d *failures) check(p *probe) (firing, bool) {
 	// attempt failed the same way, with nothing changed since.
 	if f := p.turn.fail; f != nil && f.changes == p.changes &&
 		(f.stage == failAbortNext || f.stage == failCounting && f.count >= max) &&
-		(p.key == f.key || canon.Tweaked(p.shape(), f.shape)) {
+		(p.key == f.key || canon.Tweaked(p.s.scan.Shape(), f.shape)) {
 		return firing{reason: ReasonRepeatedFailure, scope: hintScope{rule: ruleFailure, tool: p.tool, chain: f.chain},
 			count: f.count, limit: max, msg: failureMessage(p.rule.name, f.count),
 			abort: f.stage == failAbortNext && !f.diagnosed}, true

@@ -23,9 +23,8 @@ const (
 	invalidMarker = "[invalid-call]"
 )
 
-// loopMessage is the message of a loop rule's refusal: HintMarker, then
-// the text that format and args make. Every message says that the call was
-// not executed and what to do instead; none pretends to be the tool's output.
+// loopMessage is a loop rule's refusal: HintMarker, then the text of format
+// and args (that the call was not executed, and what to do instead).
 func loopMessage(format string, args ...any) string {
 	return HintMarker + " " + fmt.Sprintf(format, args...)
 }

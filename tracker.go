@@ -141,25 +141,6 @@ type toolEntry struct {
 	turn    toolState  // over the turn; Reset clears it (turn.turn: set when called in it)
 }
 
-// skip counts a skip of the tool, whose turn state is the current turn's.
-func (e *toolEntry) skip(r Reason) {
-	e.session.skipped++
-	e.turn.stats.skipped++
-	if e.skips == nil {
-		e.skips = &toolSkips{}
-	}
-	e.skips.session[r]++
-	e.skips.turn[r]++
-}
-
-// clearTurn clears the tool's turn state (Reset).
-func (e *toolEntry) clearTurn() {
-	e.turn = toolState{}
-	if e.skips != nil {
-		e.skips.turn = [numReasons]int32{}
-	}
-}
-
 // tool returns the entry of a tool, resolving its policy the first time.
 // Past maxTools tools, a new name gets a fresh entry each time, checked
 // only by the rules keyed by name (docs/concepts.md, "The ledger and the
@@ -197,7 +178,7 @@ func (t *Tracker) ShouldSkip(c Call) Decision {
 // call is then checked in that round, like a call of ShouldSkipRound).
 func (t *Tracker) ShouldSkipContext(ctx context.Context, c Call) Decision {
 	var d [1]Decision
-	t.checkRound(ctx, []Call{c}, t.roundOf(ctx), d[:])
+	t.checkRound(ctx, []Call{c}, d[:])
 	return d[0]
 }
 
@@ -219,14 +200,6 @@ type roundMark struct {
 	round uint64
 }
 
-// roundOf returns the round WithRound put in ctx for t, or a new round.
-func (t *Tracker) roundOf(ctx context.Context) uint64 {
-	if m, ok := ctx.Value(roundKey{}).(roundMark); ok && m.t == t {
-		return m.round
-	}
-	return t.round.Add(1)
-}
-
 // ShouldSkipRound checks the calls that one model response asked for
 // together, as one round (see WithRound). The decisions are in the order of
 // calls.
@@ -240,7 +213,7 @@ func (t *Tracker) ShouldSkipRound(calls []Call) []Decision {
 // round: when ctx comes from WithRound, the calls join that round.
 func (t *Tracker) ShouldSkipRoundContext(ctx context.Context, calls []Call) []Decision {
 	ds := make([]Decision, len(calls))
-	t.checkRound(ctx, calls, t.roundOf(ctx), ds)
+	t.checkRound(ctx, calls, ds)
 	return ds
 }
 
@@ -267,9 +240,6 @@ type probe struct {
 	held    *simKey  // the query's key the similar rule keeps, once allowed
 	s       *scratch // holds the probe and the scan of the arguments until the call is decided
 }
-
-// shape returns the shape of the call's arguments (see canon.Args.Shape).
-func (p *probe) shape() string { return p.s.scan.Shape() }
 
 // inspect derives the probe of a call of round from one scan of its
 // arguments (kept until p.s.release) and, when it has no query, its
@@ -311,10 +281,14 @@ func (t *Tracker) inspect(c Call, round uint64) *probe {
 // queryKeys are the argument keys a search query is taken from, in order.
 var queryKeys = []string{"query", "search_query", "q", "text", "question", "prompt"}
 
-// checkRound decides the calls of one round in order into ds; those that
-// ask the Store are decided again with its grants, after the others
-// (docs/concepts.md, "The two-step API").
-func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds []Decision) {
+// checkRound decides the calls of one round (ctx's from WithRound, or a
+// new one) in order into ds; those that ask the Store are decided again
+// with its grants, after the others (docs/concepts.md, "The two-step API").
+func (t *Tracker) checkRound(ctx context.Context, calls []Call, ds []Decision) {
+	m, ok := ctx.Value(roundKey{}).(roundMark)
+	if !ok || m.t != t {
+		m.round = t.round.Add(1)
+	}
 	var wait []int      // the calls that ask the Store
 	var probes []*probe // theirs
 	b := batch{now: t.cfg.now(), evs: events{on: t.cfg.hooked}}
@@ -323,9 +297,9 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds
 		case t.released.Load():
 			ds[i] = releasedDecision()
 		case c.Tool == "":
-			ds[i] = t.invalid(ctx, c, round)
+			ds[i] = t.invalid(ctx, c, m.round)
 		default:
-			p := t.inspect(c, round)
+			p := t.inspect(c, m.round)
 			var ask bool
 			if ds[i], ask = t.decide(c, p, nil, &b); ask {
 				wait = append(wait, i)
@@ -341,9 +315,8 @@ func (t *Tracker) checkRound(ctx context.Context, calls []Call, round uint64, ds
 		for k, g := range t.reserve(ctx, first, probes, &b.evs) {
 			i, p := wait[k], probes[k]
 			if len(refused) > 0 && g.err == nil && !g.g.OK {
-				// The units of an earlier call of the round, refused after
-				// all, may be what the Store refused this one for: return
-				// them and ask again.
+				// An earlier call of the round, refused after all, may hold the
+				// units the Store refused this one for: return them, ask again.
 				t.settle(ctx, first, refused, false, &b.evs)
 				refused = nil
 				g = t.reserve(ctx, calls[i], probes[k:k+1], &b.evs)[0]
@@ -433,7 +406,13 @@ func (t *Tracker) bookLocked(c Call, p *probe, d Decision, g *grant, b *batch) {
 	p.ks.used = true
 	if d.Verdict != Allow {
 		ts.stats.skipped++
-		p.tool.skip(d.Reason)
+		p.turn.stats.skipped++
+		p.tool.session.skipped++
+		if p.tool.skips == nil {
+			p.tool.skips = &toolSkips{}
+		}
+		p.tool.skips.session[d.Reason]++
+		p.tool.skips.turn[d.Reason]++
 		return
 	}
 	ts.hold(p.round)
@@ -545,14 +524,10 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 		raw = o.Err.Error()
 	}
 	res := cmp.Or(raw, o.Result)
-	// A search tool's query echoed back is no news (echo.go).
-	search := t.tool(c.Tool).rule.search
-	if out.failed || search {
+	if search := t.tool(c.Tool).rule.search; out.failed || search {
 		sc.scan.Scan(c.Args)
-	}
-	if search {
-		if _, q, ok := sc.scan.StringArg(queryKeys, maxEchoQuery); ok {
-			res = unechoed(res, q)
+		if _, q, ok := sc.scan.StringArg(queryKeys, maxEchoQuery); ok && search {
+			res = unechoed(res, q) // a search tool's query echoed back is no news (echo.go)
 		}
 	}
 	if out.failed {
@@ -582,9 +557,7 @@ func (t *Tracker) recordLocked(c Call, raw string, key callKey, sc *scratch, b *
 		*p = probe{tool: pc.tool, rule: pc.tool.rule, key: key, round: pc.round,
 			turn: t.turnTool(pc.tool), ks: pc.ks, turnNo: t.turnNo, changes: ts.changes, s: sc}
 		out.seq = pc.seq
-		// A success that made progress (docs/concepts.md, "How the core
-		// decides") moves the change counter unless its tool is read-only
-		// or its arguments are blank (noop.go).
+		// The change counter (docs/concepts.md, "How the core decides").
 		out.progress = t.repeats.progress(p, out)
 		if out.progress {
 			ts.esc.forget(key)
@@ -650,7 +623,12 @@ func (t *Tracker) Reset() {
 	// A tool never called again keeps no turn state (its search queries,
 	// up to a megabyte and more) over the session.
 	t.toolMu.Lock()
-	t.tools.each((*toolEntry).clearTurn)
+	t.tools.each(func(e *toolEntry) {
+		e.turn = toolState{}
+		if e.skips != nil {
+			e.skips.turn = [numReasons]int32{}
+		}
+	})
 	t.toolMu.Unlock()
 	t.turnNo++
 	t.turn.reset(t.cfg)
@@ -684,13 +662,12 @@ func (t *Tracker) Guidance() Guidance {
 	t.mu.Lock()
 	phase, used := t.turn.phase, t.turn.used
 	t.mu.Unlock()
-	g := Guidance{Phase: phase}
+	g := Guidance{Phase: phase, StripTools: phase >= PhaseWindDown}
 	switch phase {
 	case PhaseNudge:
 		g.Message = nudgeMessage(used, t.cfg.maxCalls, t.cfg.unit)
 	case PhaseWindDown, PhaseExhausted:
 		g.Message = windDownMessage(t.cfg.maxCalls, t.cfg.unit)
-		g.StripTools = true
 	}
 	return g
 }
@@ -752,9 +729,7 @@ func (t *Tracker) run(ctx context.Context, c Call, d Decision, exec func(context
 		text, err = exec(ctx, c)
 	}
 	out := Outcome{Result: text, Err: err}
-	if errors.Is(context.Cause(ctx), context.Canceled) {
-		out = Outcome{Cancelled: true} // the caller gave up on the call: no one reads its result
-	}
+	out.Cancelled = errors.Is(context.Cause(ctx), context.Canceled) // the caller gave up on it
 	phase := t.RecordContext(context.WithoutCancel(ctx), c, out)
 	return Result{Text: text, Err: err, Decision: d, Phase: phase}
 }
