@@ -293,10 +293,7 @@ func sharedKeyMeet(a, b store.SharedQuota) string {
 	for _, pair := range [2][2]store.SharedQuota{{a, b}, {b, a}} {
 		per, other := pair[0], pair[1]
 		if tool, ok := strings.CutPrefix(other.Name, per.Name+":"); ok && per.PerTool && tool != "" {
-			if other.PerTool {
-				tool += ":{tool}"
-			}
-			return per.Key(tool)
+			return other.Key("{tool}") // per's key too: of tool (tool:… when other is PerTool)
 		}
 	}
 	return ""
@@ -336,12 +333,12 @@ type config struct {
 func newConfig(p Policy) config {
 	c := config{
 		policy: p,
-		action: p.Action,
+		store:  p.Store,
 		now:    p.Now,
 		hooked: p.OnEvent != nil || p.Logger != nil,
 	}
-	if c.action != ActionAbort {
-		c.action = ActionHint
+	if p.Action == ActionAbort { // other values mean ActionHint, the zero value
+		c.action = ActionAbort
 	}
 	if p.CountRounds {
 		c.unit = unitRounds
@@ -349,7 +346,6 @@ func newConfig(p Policy) config {
 	if c.now == nil {
 		c.now = time.Now
 	}
-	c.store = p.Store
 	c.shared = slices.DeleteFunc(slices.Clone(p.SharedQuotas),
 		func(q store.SharedQuota) bool { return q.Limit <= 0 || q.Name == "" })
 	if c.store == nil && len(c.shared) > 0 {
@@ -389,17 +385,15 @@ func (c *config) ruleConfig(p Policy) {
 	if p.ThinkTools == nil {
 		c.policy.ThinkTools = defaultThinkTools
 	}
-	c.cyclePeriod = min(max(orDefault(p.CyclePeriod, 4), 2), maxCyclePeriod)
-	c.cycleRepeats = min(max(orDefault(p.CycleRepeats, 3), 2), maxCycleRepeats)
-	c.window = min(orDefault(p.Window, 10), maxWindow)
-	c.windowLimit = max(orDefault(p.WindowLimit, 5), 1)
 	// A negative count turns its rule off, as it does for every rule.
-	if p.CyclePeriod < 0 || p.CycleRepeats < 0 {
-		c.cyclePeriod = 0
+	if p.CyclePeriod >= 0 && p.CycleRepeats >= 0 {
+		c.cyclePeriod = min(max(orDefault(p.CyclePeriod, 4), 2), maxCyclePeriod)
 	}
-	if p.WindowLimit < 0 {
-		c.window = 0
+	c.cycleRepeats = min(max(orDefault(p.CycleRepeats, 3), 2), maxCycleRepeats)
+	if p.WindowLimit >= 0 {
+		c.window = min(orDefault(p.Window, 10), maxWindow)
 	}
+	c.windowLimit = max(orDefault(p.WindowLimit, 5), 1)
 	c.ledgerSize = orDefault(p.LedgerSize, 4096)
 	if c.ledgerKeep = c.ledgerSize; c.ledgerSize > 0 { // the cycle rule reads the turn's last calls
 		c.ledgerKeep = max(c.ledgerSize, c.cyclePeriod*c.cycleRepeats)
