@@ -524,10 +524,13 @@ func (t *Tracker) RecordContext(ctx context.Context, c Call, o Outcome) Phase {
 		raw = o.Err.Error()
 	}
 	res := cmp.Or(raw, o.Result)
-	if search := t.tool(c.Tool).rule.search; out.failed || search {
+	search := t.tool(c.Tool).rule.search
+	if out.failed || search {
 		sc.scan.Scan(c.Args)
-		if _, q, ok := sc.scan.StringArg(queryKeys, maxEchoQuery); ok && search {
-			res = unechoed(res, q) // a search tool's query echoed back is no news (echo.go)
+	}
+	if search { // a search tool's query echoed back is no news (echo.go)
+		if _, q, ok := sc.scan.StringArg(queryKeys, maxEchoQuery); ok {
+			res = unechoed(res, q)
 		}
 	}
 	if out.failed {
